@@ -1,0 +1,4 @@
+//! # ubernetes-api
+//!
+//! TO BE WRITTEN.
+#![forbid(unsafe_code)]

@@ -1,0 +1,4 @@
+//! # ubernetes-certs
+//!
+//! TO BE WRITTEN.
+#![forbid(unsafe_code)]

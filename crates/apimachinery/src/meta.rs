@@ -1,0 +1,1 @@
+//! Metadata helpers over JSON objects. TO BE IMPLEMENTED.

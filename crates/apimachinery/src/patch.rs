@@ -1,0 +1,1 @@
+//! Patches. TO BE IMPLEMENTED.

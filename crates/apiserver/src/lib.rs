@@ -1,0 +1,4 @@
+//! # ubernetes-apiserver
+//!
+//! TO BE WRITTEN.
+#![forbid(unsafe_code)]

@@ -1,0 +1,4 @@
+//! # ubernetes-registry
+//!
+//! TO BE WRITTEN.
+#![forbid(unsafe_code)]

@@ -1,0 +1,6 @@
+//! # ubernetes
+//!
+//! The one binary: `ubernetes serve` runs the federation API server.
+#![forbid(unsafe_code)]
+
+fn main() {}

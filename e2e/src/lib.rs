@@ -1,0 +1,1 @@
+//! End-to-end tests (real binary, real kubectl) live in `tests/`.

@@ -1,0 +1,1 @@
+//! The engine conformance suite. TO BE IMPLEMENTED (storage helper).

@@ -1,0 +1,181 @@
+//! # ubernetes-storage
+//!
+//! The persistence layer of the Ubernetes API server: an object-safe [`Storage`]
+//! trait over a flat, ordered key space of opaque byte values, with a single
+//! global revision counter (etcd's model, and therefore Kubernetes'
+//! `resourceVersion`).
+//!
+//! What it is:
+//! - [`Storage`]: get / list / create / update (compare-and-swap on the key's
+//!   `mod_revision`) / delete / watch / compact / current revision.
+//! - engines beside it: [`sled_engine::SledStorage`] (embedded, the default);
+//!   an etcd engine will sit next to it behind the same trait.
+//! - [`cache::WatchCache`]: one upstream watch per key prefix, lists and gets
+//!   served from memory, a ring buffer of recent events for watch resume
+//!   (too old → [`StorageError::Compacted`], i.e. HTTP 410), bounded
+//!   per-watcher queues.
+//! - [`conformance`]: one test suite every engine must pass.
+//!
+//! What it is not: it knows nothing of kinds, namespaces or HTTP. Keys are
+//! `/<resource-prefix>/<namespace>/<name>` strings built by the registry, values
+//! are the objects' JSON bytes as the registry wrote them.
+//!
+//! Where to start reading: the [`Storage`] trait below, then `sled_engine.rs`.
+#![forbid(unsafe_code)]
+
+use std::pin::Pin;
+
+use bytes::Bytes;
+use futures::Stream;
+
+pub mod cache;
+pub mod conformance;
+pub mod sled_engine;
+
+/// A global, strictly increasing revision. Every successful write (create,
+/// update, delete) bumps it by one. It is what clients see as
+/// `metadata.resourceVersion`.
+pub type Revision = u64;
+
+/// One stored key and its value at a revision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyValue {
+    pub key: String,
+    pub value: Bytes,
+    /// The revision at which this key was created (unchanged by updates).
+    pub create_revision: Revision,
+    /// The revision of the last write to this key.
+    pub mod_revision: Revision,
+}
+
+/// Options of a [`Storage::list`] call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListOptions {
+    /// Only keys strictly greater than this one (a continue token's position).
+    pub start_after: Option<String>,
+    /// At most this many items (`None` or `Some(0)`: no limit).
+    pub limit: Option<usize>,
+    /// Read at this revision instead of the latest (used to keep paged lists
+    /// consistent). Older than the compacted revision → [`StorageError::Compacted`].
+    pub revision: Option<Revision>,
+}
+
+/// The answer of a [`Storage::list`] call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListResult {
+    pub items: Vec<KeyValue>,
+    /// The revision the list is consistent at.
+    pub revision: Revision,
+    /// How many matching keys come after the last returned item (0 if none).
+    pub remaining: u64,
+}
+
+/// What happened to a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One change, as delivered to watchers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub kind: EventType,
+    /// For `Added`/`Modified`: the new value. For `Deleted`: the last value
+    /// before deletion, with `mod_revision` set to the deletion's revision.
+    pub kv: KeyValue,
+    /// The value before this change (`None` for `Added`).
+    pub prev: Option<KeyValue>,
+}
+
+impl Event {
+    /// The revision at which this change happened.
+    pub fn revision(&self) -> Revision {
+        self.kv.mod_revision
+    }
+}
+
+/// A stream of watch events in revision order. An `Err` item ends the stream
+/// (e.g. [`StorageError::Compacted`] when the watcher fell too far behind).
+pub type WatchStream = Pin<Box<dyn Stream<Item = Result<Event, StorageError>> + Send>>;
+
+/// Errors of every engine, named after what the caller must do about them.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum StorageError {
+    #[error("key {key} not found")]
+    NotFound { key: String },
+    #[error("key {key} already exists")]
+    AlreadyExists { key: String },
+    /// Compare-and-swap failed: the key's `mod_revision` is not the expected
+    /// one (or the key is gone).
+    #[error("key {key} was modified: expected revision {expected}, found {actual}")]
+    Conflict {
+        key: String,
+        expected: Revision,
+        actual: Revision,
+    },
+    /// The requested revision is older than the oldest one still kept.
+    #[error("revision {requested} has been compacted; oldest available is {compacted}")]
+    Compacted {
+        requested: Revision,
+        compacted: Revision,
+    },
+    /// A watcher could not keep up and its bounded queue overflowed.
+    #[error("watcher fell behind and was closed")]
+    WatcherTooSlow,
+    /// The engine itself failed (I/O, corruption, connection).
+    #[error("storage engine error: {0}")]
+    Engine(String),
+}
+
+/// The storage interface every engine implements. Object safe: the registry
+/// holds an `Arc<dyn Storage>`.
+///
+/// Semantics every engine must provide (checked by [`conformance`]):
+/// - each successful write bumps the global revision by exactly one and
+///   returns the stored [`KeyValue`] with that `mod_revision`;
+/// - a write is durable when it returns (engines may share one flush between
+///   concurrent writers: group commit);
+/// - `watch(prefix, rev)` yields every change under `prefix` with revision
+///   `> rev`, in order, with no gaps, then live changes;
+/// - `list` at `revision: Some(r)` returns the state as of `r`.
+#[async_trait::async_trait]
+pub trait Storage: Send + Sync + 'static {
+    /// The latest value of `key`, if any.
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError>;
+
+    /// Keys starting with `prefix`, in key order, per [`ListOptions`].
+    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError>;
+
+    /// Create `key`; fails with `AlreadyExists` if it is present.
+    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue, StorageError>;
+
+    /// Replace `key`'s value if its `mod_revision` is `expected`; else `Conflict`
+    /// (or `NotFound` if the key is gone).
+    async fn update(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+    ) -> Result<KeyValue, StorageError>;
+
+    /// Delete `key`, optionally only if its `mod_revision` is `expected`.
+    /// Returns the deleted value with `mod_revision` = the deletion's revision.
+    async fn delete(&self, key: &str, expected: Option<Revision>)
+    -> Result<KeyValue, StorageError>;
+
+    /// Changes under `prefix` with revision `> from`. `from` older than the
+    /// compacted revision → `Err(Compacted)` immediately.
+    async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream, StorageError>;
+
+    /// The latest revision (of any key).
+    async fn current_revision(&self) -> Result<Revision, StorageError>;
+
+    /// Forget history at or below `revision` (events and old values kept for
+    /// list-at-revision and watch resume).
+    async fn compact(&self, revision: Revision) -> Result<(), StorageError>;
+
+    /// The oldest revision still available for `watch`/`list` at a revision.
+    async fn compacted_revision(&self) -> Result<Revision, StorageError>;
+}

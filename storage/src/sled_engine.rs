@@ -1,0 +1,1 @@
+//! The embedded engine on sled. TO BE IMPLEMENTED (storage helper).
