@@ -17,5 +17,7 @@ pub mod fields;
 pub mod labels;
 pub mod meta;
 pub mod patch;
+pub mod resource;
 
 pub use error::{ApiError, Cause};
+pub use resource::{ResourceInfo, SubresourceInfo};

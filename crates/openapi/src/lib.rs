@@ -1,0 +1,4 @@
+//! # ubernetes-openapi
+//!
+//! TO BE WRITTEN (openapi helper).
+#![forbid(unsafe_code)]

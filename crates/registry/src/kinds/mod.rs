@@ -1,0 +1,1 @@
+//! Built-in kinds: their `ResourceInfo` and strategies. TO BE IMPLEMENTED.
