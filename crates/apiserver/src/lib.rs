@@ -1,4 +1,24 @@
 //! # ubernetes-apiserver
 //!
-//! TO BE WRITTEN.
+//! The HTTP layer of the API server (kube-apiserver's `pkg/endpoints` and
+//! `pkg/server`): TLS serving, authentication, discovery, OpenAPI, and one
+//! generic handler per verb that turns requests into registry calls. Handlers
+//! do HTTP only: every kind-specific rule lives in the registry's strategies.
+//!
+//! Modules:
+//! - `options`: the server's flags (kube-apiserver's names where one exists).
+//! - `serve`: the rustls listener, HTTP/1.1 + HTTP/2, graceful shutdown.
+//! - `authn`: x509 client certificates, bearer tokens, in-process identity.
+//! - `health`: `/version`, `/healthz`, `/livez`, `/readyz`.
+//! - `state` + `handlers`: the API itself (`api_router`).
+//!
+//! Start with `serve.rs` (how a request arrives), then `handlers/`.
 #![forbid(unsafe_code)]
+
+pub mod authn;
+pub mod health;
+pub mod options;
+pub mod serve;
+pub mod state;
+
+pub use state::{AppState, api_router, build_state};
