@@ -1,4 +1,1017 @@
 //! # ubernetes-certs
 //!
-//! TO BE WRITTEN.
+//! How the development PKI is made, and how a kubeconfig is written. It is the
+//! Rust counterpart of what `kubeadm init phase certs` does for a dev cluster,
+//! cut down to what one API server needs:
+//!
+//! - [`ensure_dev_pki`] creates (first start) or reuses (later starts) a CA, a
+//!   serving certificate for `localhost`, `127.0.0.1`, `::1` and any extra SAN,
+//!   and an admin client certificate (`CN=ubernetes-admin, O=system:masters`,
+//!   the same groups kubeadm gives `kubernetes-admin`).
+//! - [`Pki::issue_client_cert`] / [`issue_client_cert`] sign a client
+//!   certificate for any user and groups (CN = user, one `O` per group, as
+//!   kube-apiserver's x509 authenticator reads them).
+//! - [`write_kubeconfig`] writes a kubeconfig with the credentials embedded
+//!   (`*-data` fields), mode 0600.
+//! - [`certificate_identity`] reads CN and O back out of a DER certificate.
+//!
+//! What it is not: a certificate manager for production (no rotation beyond
+//! "regenerate a leaf when it is about to expire", no revocation). Generated
+//! files live in the data dir and are never committed.
+//!
+//! Start reading at [`ensure_dev_pki`].
 #![forbid(unsafe_code)]
+
+use std::fs;
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, SigningKey,
+};
+
+/// The user name of the admin client certificate.
+pub const ADMIN_USER: &str = "ubernetes-admin";
+/// The group of the admin client certificate (bound to cluster-admin by RBAC).
+pub const ADMIN_GROUP: &str = "system:masters";
+/// The SANs every dev serving certificate carries.
+pub const DEFAULT_SANS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// File names inside the PKI directory.
+pub const CA_CERT_FILE: &str = "ca.crt";
+pub const CA_KEY_FILE: &str = "ca.key";
+pub const SERVING_CERT_FILE: &str = "serving.crt";
+pub const SERVING_KEY_FILE: &str = "serving.key";
+pub const ADMIN_CERT_FILE: &str = "admin.crt";
+pub const ADMIN_KEY_FILE: &str = "admin.key";
+
+/// How long the CA is valid (days), as kubeadm's CA: ten years.
+const CA_VALIDITY_DAYS: i64 = 3650;
+/// How long a leaf certificate is valid (days), as kubeadm's leaves: one year.
+const LEAF_VALIDITY_DAYS: i64 = 365;
+/// A leaf that expires within this many days is regenerated on start.
+const RENEW_BEFORE_DAYS: i64 = 30;
+
+/// Everything that can go wrong making or reading the PKI.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("generating {what}: {source}")]
+    Generate {
+        what: &'static str,
+        #[source]
+        source: rcgen::Error,
+    },
+    #[error("{path} holds no usable PEM certificate: {reason}")]
+    BadCertificate { path: PathBuf, reason: String },
+    #[error("invalid subject alternative name {san:?}: {reason}")]
+    BadSan { san: String, reason: String },
+    #[error("invalid certificate: {0}")]
+    Parse(String),
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A certificate with its private key, both PEM.
+#[derive(Clone)]
+pub struct CertPair {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl std::fmt::Debug for CertPair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertPair")
+            .field("cert_pem", &self.cert_pem)
+            .field("key_pem", &"[elided]")
+            .finish()
+    }
+}
+
+/// What [`ensure_dev_pki`] did with each file set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Made now (there was none, or it was unusable).
+    Created,
+    /// Found on disk and kept.
+    Reused,
+    /// Found on disk but remade (missing SAN, expiring, or a new CA).
+    Regenerated,
+}
+
+/// The dev PKI as found or made in a directory.
+#[derive(Debug, Clone)]
+pub struct Pki {
+    /// The directory that holds the files.
+    pub dir: PathBuf,
+    /// The CA that signs the serving and client certificates.
+    pub ca: CertPair,
+    /// The serving certificate (SANs: localhost, 127.0.0.1, ::1 and extras).
+    pub serving: CertPair,
+    /// The admin client certificate (`CN=ubernetes-admin, O=system:masters`).
+    pub admin: CertPair,
+    pub ca_outcome: Outcome,
+    pub serving_outcome: Outcome,
+    pub admin_outcome: Outcome,
+}
+
+impl Pki {
+    /// `dir/ca.crt`.
+    pub fn ca_cert_path(&self) -> PathBuf {
+        self.dir.join(CA_CERT_FILE)
+    }
+    /// `dir/serving.crt`.
+    pub fn serving_cert_path(&self) -> PathBuf {
+        self.dir.join(SERVING_CERT_FILE)
+    }
+    /// `dir/serving.key`.
+    pub fn serving_key_path(&self) -> PathBuf {
+        self.dir.join(SERVING_KEY_FILE)
+    }
+    /// `dir/admin.crt`.
+    pub fn admin_cert_path(&self) -> PathBuf {
+        self.dir.join(ADMIN_CERT_FILE)
+    }
+    /// `dir/admin.key`.
+    pub fn admin_key_path(&self) -> PathBuf {
+        self.dir.join(ADMIN_KEY_FILE)
+    }
+
+    /// Sign a client certificate for `user` in `groups` with this PKI's CA.
+    pub fn issue_client_cert(&self, user: &str, groups: &[String]) -> Result<CertPair> {
+        issue_client_cert(&self.ca.cert_pem, &self.ca.key_pem, user, groups)
+    }
+}
+
+/// Create or reuse the dev PKI in `dir` (created with mode 0700 if missing).
+///
+/// - CA (`ca.crt`, `ca.key`): reused when both parse; otherwise made anew,
+///   which also remakes every leaf.
+/// - Serving (`serving.crt`, `serving.key`): SANs `localhost`, `127.0.0.1`,
+///   `::1` plus `sans` (each an IP address or a DNS name); regenerated when a
+///   requested SAN is missing, when it is not signed by the CA, or when it
+///   expires within 30 days.
+/// - Admin (`admin.crt`, `admin.key`): `CN=ubernetes-admin, O=system:masters`,
+///   regenerated on the same conditions (but SANs).
+///
+/// Private keys are written with mode 0600.
+pub fn ensure_dev_pki(dir: &Path, sans: &[String]) -> Result<Pki> {
+    create_private_dir(dir)?;
+    let now = jiff::Timestamp::now();
+
+    let (ca, ca_outcome) = match load_pair(dir, CA_CERT_FILE, CA_KEY_FILE)? {
+        Some(pair) if ca_usable(&pair, now) => (pair, Outcome::Reused),
+        _ => {
+            let outcome = outcome_for(dir, CA_CERT_FILE, CA_KEY_FILE);
+            let pair = generate_ca(now)?;
+            write_pair(dir, CA_CERT_FILE, CA_KEY_FILE, &pair)?;
+            (pair, outcome)
+        }
+    };
+    let ca_fresh = ca_outcome != Outcome::Reused;
+    let ca_der = first_cert_der(&ca.cert_pem).ok_or_else(|| Error::BadCertificate {
+        path: dir.join(CA_CERT_FILE),
+        reason: "no CERTIFICATE block".into(),
+    })?;
+
+    let mut wanted: Vec<String> = DEFAULT_SANS.iter().map(|s| s.to_string()).collect();
+    for san in sans {
+        let san = san.trim();
+        if san.is_empty() {
+            continue;
+        }
+        validate_san(san)?;
+        if !wanted.iter().any(|w| san_eq(w, san)) {
+            wanted.push(san.to_string());
+        }
+    }
+
+    let serving_existing = load_pair(dir, SERVING_CERT_FILE, SERVING_KEY_FILE)?;
+    let (serving, serving_outcome) = match serving_existing {
+        Some(pair)
+            if !ca_fresh
+                && leaf_usable(&pair, &ca_der, now)
+                && cert_has_sans(&pair.cert_pem, &wanted) =>
+        {
+            (pair, Outcome::Reused)
+        }
+        _ => {
+            let outcome = outcome_for(dir, SERVING_CERT_FILE, SERVING_KEY_FILE);
+            let pair = generate_serving(&ca, &wanted, now)?;
+            write_pair(dir, SERVING_CERT_FILE, SERVING_KEY_FILE, &pair)?;
+            (pair, outcome)
+        }
+    };
+
+    let (admin, admin_outcome) = match load_pair(dir, ADMIN_CERT_FILE, ADMIN_KEY_FILE)? {
+        Some(pair) if !ca_fresh && leaf_usable(&pair, &ca_der, now) => (pair, Outcome::Reused),
+        _ => {
+            let outcome = outcome_for(dir, ADMIN_CERT_FILE, ADMIN_KEY_FILE);
+            let pair = issue_client_cert_at(
+                &ca.cert_pem,
+                &ca.key_pem,
+                ADMIN_USER,
+                &[ADMIN_GROUP.to_string()],
+                now,
+            )?;
+            write_pair(dir, ADMIN_CERT_FILE, ADMIN_KEY_FILE, &pair)?;
+            (pair, outcome)
+        }
+    };
+
+    Ok(Pki {
+        dir: dir.to_path_buf(),
+        ca,
+        serving,
+        admin,
+        ca_outcome,
+        serving_outcome,
+        admin_outcome,
+    })
+}
+
+/// Sign a client certificate (`CN=user`, one `O` per group, EKU clientAuth,
+/// valid one year) with the CA given as PEM certificate and PEM key.
+pub fn issue_client_cert(
+    ca_cert_pem: &str,
+    ca_key_pem: &str,
+    user: &str,
+    groups: &[String],
+) -> Result<CertPair> {
+    issue_client_cert_at(
+        ca_cert_pem,
+        ca_key_pem,
+        user,
+        groups,
+        jiff::Timestamp::now(),
+    )
+}
+
+/// The user (CN) and groups (every O) of a DER certificate, as
+/// kube-apiserver's `CommonNameUserConversion` reads them.
+pub fn certificate_identity(der: &[u8]) -> Result<(String, Vec<String>)> {
+    let (_, cert) =
+        x509_parser::parse_x509_certificate(der).map_err(|e| Error::Parse(e.to_string()))?;
+    let subject = cert.subject();
+    let cn = subject
+        .iter_common_name()
+        .next()
+        .and_then(|a| a.as_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let orgs = subject
+        .iter_organization()
+        .filter_map(|a| a.as_str().ok())
+        .map(str::to_string)
+        .collect();
+    Ok((cn, orgs))
+}
+
+/// The DER certificates in a PEM text, in order.
+pub fn pem_certs_der(pem: &str) -> Vec<Vec<u8>> {
+    let mut reader = pem.as_bytes();
+    rustls_pemfile::certs(&mut reader)
+        .filter_map(|c| c.ok())
+        .map(|c| c.as_ref().to_vec())
+        .collect()
+}
+
+/// The kubeconfig text [`write_kubeconfig`] writes: one cluster, one user and
+/// one context, all named `context_name`, which is also the current context.
+pub fn kubeconfig_yaml(
+    server_url: &str,
+    ca_pem: &str,
+    client_cert_pem: &str,
+    client_key_pem: &str,
+    context_name: &str,
+) -> String {
+    let name = yaml_quote(context_name);
+    format!(
+        "apiVersion: v1\n\
+         kind: Config\n\
+         clusters:\n\
+         - name: {name}\n  \
+           cluster:\n    \
+             server: {server}\n    \
+             certificate-authority-data: {ca}\n\
+         users:\n\
+         - name: {name}\n  \
+           user:\n    \
+             client-certificate-data: {cert}\n    \
+             client-key-data: {key}\n\
+         contexts:\n\
+         - name: {name}\n  \
+           context:\n    \
+             cluster: {name}\n    \
+             user: {name}\n\
+         current-context: {name}\n\
+         preferences: {{}}\n",
+        server = yaml_quote(server_url),
+        ca = BASE64.encode(ca_pem),
+        cert = BASE64.encode(client_cert_pem),
+        key = BASE64.encode(client_key_pem),
+    )
+}
+
+/// Write a kubeconfig (see [`kubeconfig_yaml`]) to `path`, mode 0600,
+/// replacing any previous file atomically.
+pub fn write_kubeconfig(
+    path: &Path,
+    server_url: &str,
+    ca_pem: &str,
+    client_cert_pem: &str,
+    client_key_pem: &str,
+    context_name: &str,
+) -> Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(|source| Error::Io {
+            action: "creating",
+            path: parent.to_path_buf(),
+            source,
+        })?;
+    }
+    let text = kubeconfig_yaml(
+        server_url,
+        ca_pem,
+        client_cert_pem,
+        client_key_pem,
+        context_name,
+    );
+    write_private(path, text.as_bytes())
+}
+
+// ---------------------------------------------------------------------------
+// generation
+
+fn generate_ca(now: jiff::Timestamp) -> Result<CertPair> {
+    let key = KeyPair::generate().map_err(|source| Error::Generate {
+        what: "CA key",
+        source,
+    })?;
+    let mut params = CertificateParams::default();
+    params.distinguished_name = DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "ubernetes-ca");
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    set_validity(&mut params, now, CA_VALIDITY_DAYS);
+    let cert = params.self_signed(&key).map_err(|source| Error::Generate {
+        what: "CA certificate",
+        source,
+    })?;
+    Ok(CertPair {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    })
+}
+
+fn ca_issuer(ca_cert_pem: &str, ca_key_pem: &str) -> Result<Issuer<'static, KeyPair>> {
+    let key = KeyPair::from_pem(ca_key_pem).map_err(|source| Error::Generate {
+        what: "CA key (parsing)",
+        source,
+    })?;
+    Issuer::from_ca_cert_pem(ca_cert_pem, key).map_err(|source| Error::Generate {
+        what: "CA issuer (parsing)",
+        source,
+    })
+}
+
+fn generate_serving(ca: &CertPair, sans: &[String], now: jiff::Timestamp) -> Result<CertPair> {
+    let issuer = ca_issuer(&ca.cert_pem, &ca.key_pem)?;
+    let key = KeyPair::generate().map_err(|source| Error::Generate {
+        what: "serving key",
+        source,
+    })?;
+    let mut params = CertificateParams::new(sans.to_vec()).map_err(|source| Error::Generate {
+        what: "serving certificate SANs",
+        source,
+    })?;
+    params.distinguished_name = DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "ubernetes-apiserver");
+    params.is_ca = IsCa::ExplicitNoCa;
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    params.use_authority_key_identifier_extension = true;
+    set_validity(&mut params, now, LEAF_VALIDITY_DAYS);
+    let cert = params
+        .signed_by(&key, &issuer)
+        .map_err(|source| Error::Generate {
+            what: "serving certificate",
+            source,
+        })?;
+    Ok(CertPair {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    })
+}
+
+fn issue_client_cert_at(
+    ca_cert_pem: &str,
+    ca_key_pem: &str,
+    user: &str,
+    groups: &[String],
+    now: jiff::Timestamp,
+) -> Result<CertPair> {
+    let issuer = ca_issuer(ca_cert_pem, ca_key_pem)?;
+    let key = KeyPair::generate().map_err(|source| Error::Generate {
+        what: "client key",
+        source,
+    })?;
+    let mut params = CertificateParams::default();
+    // rcgen keeps one value per attribute type, but a Kubernetes client
+    // certificate carries one O per group: the subject is written below.
+    params.distinguished_name = DistinguishedName::new();
+    params.distinguished_name.push(DnType::CommonName, user);
+    params.is_ca = IsCa::ExplicitNoCa;
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.use_authority_key_identifier_extension = true;
+    set_validity(&mut params, now, LEAF_VALIDITY_DAYS);
+    let cert = params
+        .signed_by(&key, &issuer)
+        .map_err(|source| Error::Generate {
+            what: "client certificate",
+            source,
+        })?;
+    let der = with_subject(cert.der(), &subject_der(user, groups), issuer.key())?;
+    Ok(CertPair {
+        cert_pem: pem_encode("CERTIFICATE", &der),
+        key_pem: key.serialize_pem(),
+    })
+}
+
+fn set_validity(params: &mut CertificateParams, now: jiff::Timestamp, days: i64) {
+    // A day of slack before now absorbs clock skew between machines.
+    let start = now.to_zoned(jiff::tz::TimeZone::UTC).date();
+    let start = start.yesterday().unwrap_or(start);
+    let end = start
+        .checked_add(jiff::Span::new().days(days + 1))
+        .unwrap_or(start);
+    params.not_before = rcgen::date_time_ymd(
+        i32::from(start.year()),
+        start.month().unsigned_abs(),
+        start.day().unsigned_abs(),
+    );
+    params.not_after = rcgen::date_time_ymd(
+        i32::from(end.year()),
+        end.month().unsigned_abs(),
+        end.day().unsigned_abs(),
+    );
+}
+
+// ---------------------------------------------------------------------------
+// a minimal DER writer/reader, only to put a multi-O subject into a certificate
+
+fn der_len(len: usize, out: &mut Vec<u8>) {
+    if len < 0x80 {
+        out.push(len as u8);
+    } else {
+        let bytes = len.to_be_bytes();
+        let skip = bytes.iter().take_while(|b| **b == 0).count();
+        out.push(0x80 | (bytes.len() - skip) as u8);
+        out.extend_from_slice(&bytes[skip..]);
+    }
+}
+
+fn der_tlv(tag: u8, content: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(content.len() + 6);
+    out.push(tag);
+    der_len(content.len(), &mut out);
+    out.extend_from_slice(content);
+    out
+}
+
+/// `SEQUENCE { SET { SEQUENCE { OID 2.5.4.10, UTF8String group } } … , SET { … CN } }`,
+/// the order Go's `pkix.Name` writes (O before CN).
+fn subject_der(user: &str, groups: &[String]) -> Vec<u8> {
+    const OID_CN: [u8; 5] = [0x06, 0x03, 0x55, 0x04, 0x03];
+    const OID_O: [u8; 5] = [0x06, 0x03, 0x55, 0x04, 0x0a];
+    let rdn = |oid: &[u8], value: &str| {
+        let mut atv = oid.to_vec();
+        atv.extend(der_tlv(0x0c, value.as_bytes()));
+        der_tlv(0x31, &der_tlv(0x30, &atv))
+    };
+    let mut rdns = Vec::new();
+    for group in groups {
+        rdns.extend(rdn(&OID_O, group));
+    }
+    rdns.extend(rdn(&OID_CN, user));
+    der_tlv(0x30, &rdns)
+}
+
+/// Read one TLV at the start of `input`: (tag, header length, total length).
+fn der_read(input: &[u8]) -> Result<(u8, usize, usize)> {
+    let bad = || Error::Parse("truncated DER".into());
+    let tag = *input.first().ok_or_else(bad)?;
+    let first = *input.get(1).ok_or_else(bad)?;
+    let (header, len) = if first < 0x80 {
+        (2, usize::from(first))
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 4 {
+            return Err(Error::Parse("unsupported DER length".into()));
+        }
+        let bytes = input.get(2..2 + n).ok_or_else(bad)?;
+        let len = bytes
+            .iter()
+            .fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
+        (2 + n, len)
+    };
+    if input.len() < header + len {
+        return Err(bad());
+    }
+    Ok((tag, header, header + len))
+}
+
+/// Replace the subject of a signed certificate and sign it again.
+fn with_subject(cert_der: &[u8], subject: &[u8], signer: &KeyPair) -> Result<Vec<u8>> {
+    let (_, outer_header, _) = der_read(cert_der)?;
+    let body = &cert_der[outer_header..];
+    let (_, tbs_header, tbs_len) = der_read(body)?;
+    let tbs = &body[..tbs_len];
+    let rest = &body[tbs_len..];
+    let (_, _, sig_alg_len) = der_read(rest)?;
+    let sig_alg = &rest[..sig_alg_len];
+
+    // TBSCertificate: [0] version, serial, signature, issuer, validity, subject, …
+    let fields = &tbs[tbs_header..];
+    let mut pos = 0;
+    let mut index = 0;
+    let (subject_start, subject_end) = loop {
+        let (tag, _, len) = der_read(&fields[pos..])?;
+        if index == 0 && tag != 0xa0 {
+            index = 1; // no explicit version: v1 certificate
+        }
+        if index == 5 {
+            break (pos, pos + len);
+        }
+        pos += len;
+        index += 1;
+    };
+    let mut new_fields = fields[..subject_start].to_vec();
+    new_fields.extend_from_slice(subject);
+    new_fields.extend_from_slice(&fields[subject_end..]);
+    let new_tbs = der_tlv(0x30, &new_fields);
+    let signature = signer.sign(&new_tbs).map_err(|source| Error::Generate {
+        what: "certificate signature",
+        source,
+    })?;
+    let mut bits = vec![0u8];
+    bits.extend(signature);
+    let mut cert = new_tbs;
+    cert.extend_from_slice(sig_alg);
+    cert.extend(der_tlv(0x03, &bits));
+    Ok(der_tlv(0x30, &cert))
+}
+
+fn pem_encode(label: &str, der: &[u8]) -> String {
+    let b64 = BASE64.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for chunk in b64.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(chunk));
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
+}
+
+// ---------------------------------------------------------------------------
+// checks on existing files
+
+fn first_cert_der(pem: &str) -> Option<Vec<u8>> {
+    pem_certs_der(pem).into_iter().next()
+}
+
+fn expires_soon(
+    cert: &x509_parser::certificate::X509Certificate<'_>,
+    now: jiff::Timestamp,
+) -> bool {
+    let not_after = cert.validity().not_after.timestamp();
+    not_after - now.as_second() < RENEW_BEFORE_DAYS * 86_400
+}
+
+fn ca_usable(pair: &CertPair, now: jiff::Timestamp) -> bool {
+    let Some(der) = first_cert_der(&pair.cert_pem) else {
+        return false;
+    };
+    let Ok((_, cert)) = x509_parser::parse_x509_certificate(&der) else {
+        return false;
+    };
+    cert.is_ca() && !expires_soon(&cert, now) && KeyPair::from_pem(&pair.key_pem).is_ok()
+}
+
+fn leaf_usable(pair: &CertPair, ca_der: &[u8], now: jiff::Timestamp) -> bool {
+    let Some(der) = first_cert_der(&pair.cert_pem) else {
+        return false;
+    };
+    let Ok((_, cert)) = x509_parser::parse_x509_certificate(&der) else {
+        return false;
+    };
+    let Ok((_, ca)) = x509_parser::parse_x509_certificate(ca_der) else {
+        return false;
+    };
+    if expires_soon(&cert, now) || cert.issuer() != ca.subject() {
+        return false;
+    }
+    // The key on disk must belong to the certificate.
+    match KeyPair::from_pem(&pair.key_pem) {
+        Ok(key) => key.public_key_raw() == cert.public_key().subject_public_key.data.as_ref(),
+        Err(_) => false,
+    }
+}
+
+/// The DNS and IP SANs of a PEM certificate (IPs in their usual text form).
+pub fn cert_sans(cert_pem: &str) -> Vec<String> {
+    let Some(der) = first_cert_der(cert_pem) else {
+        return Vec::new();
+    };
+    let Ok((_, cert)) = x509_parser::parse_x509_certificate(&der) else {
+        return Vec::new();
+    };
+    let Ok(Some(ext)) = cert.subject_alternative_name() else {
+        return Vec::new();
+    };
+    let mut present: Vec<String> = Vec::new();
+    for name in &ext.value.general_names {
+        match name {
+            x509_parser::extensions::GeneralName::DNSName(d) => present.push(d.to_string()),
+            x509_parser::extensions::GeneralName::IPAddress(bytes) => {
+                let ip = match bytes.len() {
+                    4 => <[u8; 4]>::try_from(*bytes).ok().map(IpAddr::from),
+                    16 => <[u8; 16]>::try_from(*bytes).ok().map(IpAddr::from),
+                    _ => None,
+                };
+                if let Some(ip) = ip {
+                    present.push(ip.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    present
+}
+
+fn cert_has_sans(cert_pem: &str, wanted: &[String]) -> bool {
+    let present = cert_sans(cert_pem);
+    wanted.iter().all(|w| present.iter().any(|p| san_eq(p, w)))
+}
+
+/// Equal as SANs: IPs compared as addresses, DNS names case-insensitively.
+fn san_eq(a: &str, b: &str) -> bool {
+    match (a.parse::<IpAddr>(), b.parse::<IpAddr>()) {
+        (Ok(x), Ok(y)) => x == y,
+        (Err(_), Err(_)) => a.eq_ignore_ascii_case(b),
+        _ => false,
+    }
+}
+
+fn validate_san(san: &str) -> Result<()> {
+    if san.parse::<IpAddr>().is_ok() {
+        return Ok(());
+    }
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    let name = san.strip_prefix("*.").unwrap_or(san);
+    if name.len() <= 253 && name.split('.').all(label_ok) {
+        Ok(())
+    } else {
+        Err(Error::BadSan {
+            san: san.to_string(),
+            reason: "must be an IP address or a DNS name".into(),
+        })
+    }
+}
+
+fn yaml_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+// ---------------------------------------------------------------------------
+// files
+
+fn create_private_dir(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).map_err(|source| Error::Io {
+        action: "creating",
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// `Regenerated` when either file of a pair is on disk, else `Created`.
+fn outcome_for(dir: &Path, cert: &str, key: &str) -> Outcome {
+    if dir.join(cert).exists() || dir.join(key).exists() {
+        Outcome::Regenerated
+    } else {
+        Outcome::Created
+    }
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>> {
+    match fs::read_to_string(path) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(Error::Io {
+            action: "reading",
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+fn load_pair(dir: &Path, cert: &str, key: &str) -> Result<Option<CertPair>> {
+    let cert_pem = read_optional(&dir.join(cert))?;
+    let key_pem = read_optional(&dir.join(key))?;
+    Ok(match (cert_pem, key_pem) {
+        (Some(cert_pem), Some(key_pem)) => Some(CertPair { cert_pem, key_pem }),
+        _ => None,
+    })
+}
+
+fn write_pair(dir: &Path, cert: &str, key: &str, pair: &CertPair) -> Result<()> {
+    write_private(&dir.join(key), pair.key_pem.as_bytes())?;
+    write_file(&dir.join(cert), pair.cert_pem.as_bytes(), 0o644)
+}
+
+/// Write `data` to `path` with mode 0600 (atomically: temp file + rename).
+fn write_private(path: &Path, data: &[u8]) -> Result<()> {
+    write_file(path, data, 0o600)
+}
+
+fn write_file(path: &Path, data: &[u8], mode: u32) -> Result<()> {
+    let io = |action: &'static str, p: &Path| {
+        let p = p.to_path_buf();
+        move |source| Error::Io {
+            action,
+            path: p,
+            source,
+        }
+    };
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(format!(".tmp{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(mode);
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    let mut file = options.open(&tmp).map_err(io("creating", &tmp))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&tmp, fs::Permissions::from_mode(mode))
+            .map_err(io("setting permissions on", &tmp))?;
+    }
+    file.write_all(data).map_err(io("writing", &tmp))?;
+    file.sync_all().map_err(io("syncing", &tmp))?;
+    drop(file);
+    fs::rename(&tmp, path).map_err(io("renaming into", path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity(pem: &str) -> (String, Vec<String>) {
+        let der = first_cert_der(pem).expect("a certificate");
+        certificate_identity(&der).expect("parses")
+    }
+
+    fn sans_of(pem: &str) -> Vec<String> {
+        cert_sans(pem)
+    }
+
+    #[test]
+    fn first_start_creates_ca_serving_and_admin_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pki = ensure_dev_pki(dir.path(), &[]).expect("pki");
+        assert_eq!(pki.ca_outcome, Outcome::Created);
+        assert_eq!(pki.serving_outcome, Outcome::Created);
+        assert_eq!(pki.admin_outcome, Outcome::Created);
+        for f in [
+            CA_CERT_FILE,
+            CA_KEY_FILE,
+            SERVING_CERT_FILE,
+            SERVING_KEY_FILE,
+            ADMIN_CERT_FILE,
+            ADMIN_KEY_FILE,
+        ] {
+            assert!(dir.path().join(f).is_file(), "{f} written");
+        }
+        let (cn, orgs) = identity(&pki.admin.cert_pem);
+        assert_eq!(cn, "ubernetes-admin");
+        assert_eq!(orgs, vec!["system:masters".to_string()]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn private_keys_are_mode_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        ensure_dev_pki(dir.path(), &[]).expect("pki");
+        for f in [CA_KEY_FILE, SERVING_KEY_FILE, ADMIN_KEY_FILE] {
+            let mode = fs::metadata(dir.path().join(f))
+                .expect("stat")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{f}");
+        }
+    }
+
+    #[test]
+    fn serving_cert_covers_localhost_loopbacks_and_extra_sans() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pki = ensure_dev_pki(
+            dir.path(),
+            &["fed.example.com".to_string(), "10.1.2.3".to_string()],
+        )
+        .expect("pki");
+        let sans = sans_of(&pki.serving.cert_pem);
+        for want in [
+            "localhost",
+            "127.0.0.1",
+            "::1",
+            "fed.example.com",
+            "10.1.2.3",
+        ] {
+            assert!(sans.iter().any(|s| s == want), "{want} in {sans:?}");
+        }
+    }
+
+    #[test]
+    fn second_start_reuses_every_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = ensure_dev_pki(dir.path(), &["a.example".into()]).expect("pki");
+        let second = ensure_dev_pki(dir.path(), &["a.example".into()]).expect("pki");
+        assert_eq!(second.ca_outcome, Outcome::Reused);
+        assert_eq!(second.serving_outcome, Outcome::Reused);
+        assert_eq!(second.admin_outcome, Outcome::Reused);
+        assert_eq!(first.ca.cert_pem, second.ca.cert_pem);
+        assert_eq!(first.serving.cert_pem, second.serving.cert_pem);
+        assert_eq!(first.admin.key_pem, second.admin.key_pem);
+    }
+
+    #[test]
+    fn a_new_san_regenerates_only_the_serving_cert() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = ensure_dev_pki(dir.path(), &[]).expect("pki");
+        let second = ensure_dev_pki(dir.path(), &["192.0.2.7".into()]).expect("pki");
+        assert_eq!(second.ca_outcome, Outcome::Reused);
+        assert_eq!(second.serving_outcome, Outcome::Regenerated);
+        assert_eq!(second.admin_outcome, Outcome::Reused);
+        assert_eq!(first.ca.cert_pem, second.ca.cert_pem);
+        assert!(sans_of(&second.serving.cert_pem).contains(&"192.0.2.7".to_string()));
+        // Asking for a subset of what is there keeps it.
+        let third = ensure_dev_pki(dir.path(), &[]).expect("pki");
+        assert_eq!(third.serving_outcome, Outcome::Reused);
+    }
+
+    #[test]
+    fn a_missing_ca_key_remakes_the_whole_pki() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = ensure_dev_pki(dir.path(), &[]).expect("pki");
+        fs::remove_file(dir.path().join(CA_KEY_FILE)).expect("rm");
+        let second = ensure_dev_pki(dir.path(), &[]).expect("pki");
+        assert_eq!(second.ca_outcome, Outcome::Regenerated);
+        assert_eq!(second.serving_outcome, Outcome::Regenerated);
+        assert_eq!(second.admin_outcome, Outcome::Regenerated);
+        assert_ne!(first.ca.cert_pem, second.ca.cert_pem);
+    }
+
+    #[test]
+    fn an_invalid_san_is_rejected() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let err = ensure_dev_pki(dir.path(), &["not a name".into()]).expect_err("invalid");
+        assert!(matches!(err, Error::BadSan { .. }), "{err}");
+    }
+
+    #[test]
+    fn issued_client_cert_carries_user_and_every_group_and_verifies() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pki = ensure_dev_pki(dir.path(), &[]).expect("pki");
+        let groups = vec!["dev".to_string(), "ops".to_string(), "qa".to_string()];
+        let pair = pki.issue_client_cert("alice", &groups).expect("issue");
+        let (cn, orgs) = identity(&pair.cert_pem);
+        assert_eq!(cn, "alice");
+        assert_eq!(orgs, groups);
+
+        let der = first_cert_der(&pair.cert_pem).expect("der");
+        let ca_der = first_cert_der(&pki.ca.cert_pem).expect("ca der");
+        let (_, cert) = x509_parser::parse_x509_certificate(&der).expect("parse");
+        let (_, ca) = x509_parser::parse_x509_certificate(&ca_der).expect("parse ca");
+        cert.verify_signature(Some(ca.public_key()))
+            .expect("signed by the CA");
+        assert_eq!(cert.issuer(), ca.subject());
+        // The key file belongs to the certificate.
+        let key = KeyPair::from_pem(&pair.key_pem).expect("key");
+        assert_eq!(
+            key.public_key_raw(),
+            cert.public_key().subject_public_key.data.as_ref()
+        );
+    }
+
+    #[test]
+    fn client_cert_without_groups_has_only_a_common_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pki = ensure_dev_pki(dir.path(), &[]).expect("pki");
+        let pair = pki.issue_client_cert("bob", &[]).expect("issue");
+        assert_eq!(identity(&pair.cert_pem), ("bob".to_string(), vec![]));
+    }
+
+    #[test]
+    fn kubeconfig_names_everything_after_the_context_and_embeds_data() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("kubeconfig");
+        write_kubeconfig(
+            &path,
+            "https://127.0.0.1:6443",
+            "CA",
+            "CERT",
+            "KEY",
+            "federation",
+        )
+        .expect("write");
+        let text = fs::read_to_string(&path).expect("read");
+        assert!(text.contains("current-context: \"federation\""), "{text}");
+        assert!(text.contains("server: \"https://127.0.0.1:6443\""));
+        assert!(text.contains(&format!(
+            "certificate-authority-data: {}",
+            BASE64.encode("CA")
+        )));
+        assert!(text.contains(&format!(
+            "client-certificate-data: {}",
+            BASE64.encode("CERT")
+        )));
+        assert!(text.contains(&format!("client-key-data: {}", BASE64.encode("KEY"))));
+        assert_eq!(text.matches("- name: \"federation\"").count(), 3);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&path).expect("stat").permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn long_der_lengths_use_the_long_form() {
+        let mut out = Vec::new();
+        der_len(300, &mut out);
+        assert_eq!(out, vec![0x82, 0x01, 0x2c]);
+        let tlv = der_tlv(0x04, &[0u8; 300]);
+        assert_eq!(der_read(&tlv).expect("read"), (0x04, 4, 304));
+    }
+}
