@@ -32,6 +32,9 @@ pub trait Strategy: Send + Sync {
     /// 400 BadRequest worded as kube-apiserver's decoder; unknown fields are
     /// dropped), then apply kube-apiserver's defaults for the kind. Called
     /// on every create/update/patch result before validation.
+    // ApiError (160 bytes) is the error contract of every layer; an error
+    // path is cold, so its size does not matter here.
+    #[allow(clippy::result_large_err)]
     fn normalize(&self, obj: Value) -> Result<Value, ApiError>;
 
     /// Validation of a new object (beyond the generic metadata checks the
@@ -43,6 +46,15 @@ pub trait Strategy: Send + Sync {
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
         let _ = old;
         self.validate_create(new)
+    }
+
+    /// kube-apiserver's messages for an invalid `metadata.name` of this kind
+    /// (empty when valid). The default is `NameIsDNSSubdomain`; namespaces
+    /// use a DNS-1123 label, services a DNS-1035 label, RBAC kinds a path
+    /// segment. The store reports each message as
+    /// `metadata.name: Invalid value: "<name>": <message>`.
+    fn validate_name(&self, name: &str) -> Vec<String> {
+        crate::kinds::names::dns1123_subdomain(name)
     }
 
     /// Whether `metadata.generation` is maintained (1 at create, +1 when the

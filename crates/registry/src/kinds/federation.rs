@@ -1,0 +1,82 @@
+//! `federation/v1beta1` clusters: discovery facts and validation of the
+//! server addresses (CIDR and address) and the credentials Secret reference.
+
+use std::sync::Arc;
+
+use ubernetes_api::Cluster;
+use ubernetes_apimachinery::Cause;
+use ubernetes_apimachinery::error::field;
+
+use super::builtin::{Builtin, info};
+use super::names;
+use super::validation::invalid_str;
+use crate::strategy::Strategy;
+
+/// The `federation/v1beta1` strategies.
+pub fn strategies() -> Vec<Arc<dyn Strategy>> {
+    vec![Arc::new(
+        Builtin::<Cluster>::new(info::<Cluster>("cluster", &[], &[], &["status"]))
+            .generation()
+            .validate(validate_cluster),
+    )]
+}
+
+/// Whether `s` is `ip/prefix` with a prefix that fits the address family.
+pub fn is_cidr(s: &str) -> bool {
+    let Some((ip, prefix)) = s.split_once('/') else {
+        return false;
+    };
+    let Ok(ip) = ip.parse::<std::net::IpAddr>() else {
+        return false;
+    };
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    prefix.parse::<u8>().is_ok_and(|p| p <= max) && !prefix.starts_with('+')
+}
+
+fn validate_cluster(c: &Cluster) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let addrs = &c.spec.server_address_by_client_cidrs;
+    if addrs.is_empty() {
+        out.push(field::required("spec.serverAddressByClientCIDRs", ""));
+    }
+    for (i, a) in addrs.iter().enumerate() {
+        let p = format!("spec.serverAddressByClientCIDRs[{i}]");
+        if a.client_cidr.is_empty() {
+            out.push(field::required(&format!("{p}.clientCIDR"), ""));
+        } else if !is_cidr(&a.client_cidr) {
+            out.push(invalid_str(
+                &format!("{p}.clientCIDR"),
+                &a.client_cidr,
+                "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+            ));
+        }
+        if a.server_address.trim().is_empty() {
+            out.push(field::required(&format!("{p}.serverAddress"), ""));
+        }
+    }
+    if let Some(r) = &c.spec.secret_ref {
+        if r.name.is_empty() {
+            out.push(field::required("spec.secretRef.name", ""));
+        } else {
+            for m in names::dns1123_subdomain(&r.name) {
+                out.push(invalid_str("spec.secretRef.name", &r.name, &m));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing test may panic
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cidrs_need_an_address_and_a_fitting_prefix() {
+        assert!(is_cidr("0.0.0.0/0"));
+        assert!(is_cidr("2001:db8::/64"));
+        assert!(!is_cidr("10.0.0.0/33"));
+        assert!(!is_cidr("10.0.0.0"));
+        assert!(!is_cidr("example/8"));
+    }
+}
