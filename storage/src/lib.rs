@@ -100,6 +100,20 @@ impl Event {
 /// (e.g. [`StorageError::Compacted`] when the watcher fell too far behind).
 pub type WatchStream = Pin<Box<dyn Stream<Item = Result<Event, StorageError>> + Send>>;
 
+/// One item of a [`Storage::watch_progress`] stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchItem {
+    /// A change under the watched prefix.
+    Event(Event),
+    /// Every change under the prefix with revision `<=` this one has been
+    /// delivered (etcd's progress notification). Lets a watch cache know it is
+    /// current even when the latest writes were to other prefixes.
+    Progress(Revision),
+}
+
+/// A stream of [`WatchItem`]s in revision order; an `Err` ends it.
+pub type ProgressWatchStream = Pin<Box<dyn Stream<Item = Result<WatchItem, StorageError>> + Send>>;
+
 /// Errors of every engine, named after what the caller must do about them.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum StorageError {
@@ -168,6 +182,20 @@ pub trait Storage: Send + Sync + 'static {
     /// Changes under `prefix` with revision `> from`. `from` older than the
     /// compacted revision → `Err(Compacted)` immediately.
     async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream, StorageError>;
+
+    /// Like [`Storage::watch`], interleaved with [`WatchItem::Progress`]
+    /// reports. The default reports no progress (engines should override it:
+    /// the watch cache relies on progress to answer "wait until revision r"
+    /// when the latest writes were under other prefixes).
+    async fn watch_progress(
+        &self,
+        prefix: &str,
+        from: Revision,
+    ) -> Result<ProgressWatchStream, StorageError> {
+        use futures::StreamExt;
+        let events = self.watch(prefix, from).await?;
+        Ok(Box::pin(events.map(|item| item.map(WatchItem::Event))))
+    }
 
     /// The latest revision (of any key).
     async fn current_revision(&self) -> Result<Revision, StorageError>;

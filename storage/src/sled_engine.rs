@@ -1,1 +1,1157 @@
-//! The embedded engine on sled. TO BE IMPLEMENTED (storage helper).
+//! The embedded engine on sled 0.34: [`SledStorage`] implements [`Storage`]
+//! with etcd's revision model in one sled tree.
+//!
+//! # Layout
+//! One tree, three key spaces told apart by a one-byte tag:
+//! - `k<key>` → `[create_revision u64 BE][mod_revision u64 BE][value]`: the
+//!   current state (deleted keys are removed; there are no tombstones);
+//! - `l<revision u64 BE>` → one change (see [`encode_event`]): the event log,
+//!   in revision order. It holds the previous value of every change, so it is
+//!   both the watch history and the undo log for lists at an older revision;
+//! - `m<name>` → metadata (`mformat`, `mcompacted`).
+//!
+//! Each write is one atomic `sled::Batch` (state + log entry), serialised by a
+//! mutex that assigns revisions. The current revision is not stored apart: on
+//! open it is `max(last log revision, compacted revision)`.
+//!
+//! # Reads at an older revision
+//! `list(prefix, revision: r)` scans the current state and then undoes every
+//! logged change with revision `> r` (the state of a key at `r` is the
+//! previous value of its first change after `r`). So a list costs the current
+//! keys under the prefix plus the changes since `r`, and needs the log from
+//! `r` on: `r` below the compacted revision is [`StorageError::Compacted`].
+//!
+//! # Durability (group commit)
+//! A write returns only once it is on disk. A dedicated flusher thread loops:
+//! take the latest applied revision, `flush()` sled, mark that revision
+//! flushed, publish the now-durable events to watchers, wake the writers. One
+//! flush covers every write applied before it, so concurrent writers share
+//! flushes. sled's background flusher is switched off (we flush ourselves).
+//!
+//! What "on disk" means: sled 0.34's `flush()` writes its log buffer with
+//! `pwrite` and then calls `sync_file_range(WAIT_BEFORE | WRITE | WAIT_AFTER)`
+//! on Linux, not `fsync`. That makes acknowledged writes survive a crash or
+//! `kill -9` of the process (the data is in the kernel's page cache and being
+//! written back), but not a power loss or kernel crash: `sync_file_range`
+//! neither flushes the drive's volatile cache nor file metadata. Set
+//! [`SledOptions::fsync`] to add an `fdatasync` of sled's data file after each
+//! group flush, which extends the promise to power loss at the cost of
+//! latency (still shared by every writer of the group).
+//!
+//! # Visibility
+//! `get`, `list` and `current_revision` see every applied write, including
+//! ones whose flush is still in progress (their writers have not been
+//! answered yet). Watchers only ever receive durable events: the flusher
+//! publishes events after their flush.
+//!
+//! # Watch
+//! Every durable event is broadcast once (an `Arc`) to all watch streams; a
+//! stream filters by prefix. A stream replays the log from its start revision
+//! up to the published revision it saw after subscribing, then follows the
+//! broadcast, dropping what it already replayed. It tracks the next global
+//! revision it expects, so a stream that lagged behind the broadcast buffer
+//! (or received a revision ahead of what it has seen) refills the gap from the
+//! log: no gaps, no duplicates, and no unbounded buffering.
+//!
+//! # Compaction
+//! `compact(r)` records `r` durably, then deletes log entries `≤ r` in
+//! batches on a blocking thread. Readers check the compacted revision after
+//! reading the log, so a concurrent compaction is reported, never hidden.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
+use sled::IVec;
+use tokio::sync::{broadcast, watch};
+
+use crate::{
+    Event, EventType, KeyValue, ListOptions, ListResult, ProgressWatchStream, Revision, Storage,
+    StorageError, WatchItem, WatchStream,
+};
+
+const TAG_KV: u8 = b'k';
+const TAG_LOG: u8 = b'l';
+const META_FORMAT: &[u8] = b"mformat";
+const META_COMPACTED: &[u8] = b"mcompacted";
+const FORMAT_VERSION: &[u8] = b"ubernetes-sled-1";
+/// Events buffered in the broadcast channel; a watcher further behind
+/// refills from the log.
+const BROADCAST_CAPACITY: usize = 8192;
+/// Log entries read per step while replaying a watch.
+const REPLAY_BATCH: u64 = 512;
+/// Log entries removed per batch while compacting.
+const COMPACT_BATCH: usize = 4096;
+/// A progress-reporting watch reports progress at least this often (in
+/// global revisions skipped), even when it never goes idle.
+const PROGRESS_EVERY: Revision = 1024;
+
+/// Tuning of a [`SledStorage`].
+#[derive(Debug, Clone)]
+pub struct SledOptions {
+    /// `fdatasync` sled's data file after each group flush, so acknowledged
+    /// writes survive power loss (default: `false`; sled's own flush already
+    /// survives a process crash, see the module docs).
+    pub fsync: bool,
+    /// sled's page cache size in bytes (default: 512 MiB).
+    pub cache_capacity: u64,
+}
+
+impl Default for SledOptions {
+    fn default() -> Self {
+        Self {
+            fsync: false,
+            cache_capacity: 512 * 1024 * 1024,
+        }
+    }
+}
+
+fn engine<E: std::fmt::Display>(e: E) -> StorageError {
+    StorageError::Engine(e.to_string())
+}
+
+fn corrupt(what: &str) -> StorageError {
+    StorageError::Engine(format!("corrupt sled record: {what}"))
+}
+
+/// What the flusher has made durable (or why it could not).
+#[derive(Debug, Clone, Default)]
+struct FlushState {
+    flushed: Revision,
+    failed: Option<String>,
+}
+
+#[derive(Default)]
+struct FlushSignal {
+    shutdown: bool,
+}
+
+/// State shared by the storage handle, its flusher thread and its watch
+/// streams.
+struct Shared {
+    data: sled::Tree,
+    /// Serialises writers: revision assignment + batch application.
+    write: Mutex<()>,
+    /// The last applied revision (visible to reads).
+    committed: AtomicU64,
+    /// The last revision published to watchers (durable).
+    published: AtomicU64,
+    compacted: AtomicU64,
+    /// Applied but not yet published events, in revision order.
+    pending: Mutex<VecDeque<Arc<Event>>>,
+    signal: Mutex<FlushSignal>,
+    signal_cv: Condvar,
+    flushed: watch::Sender<FlushState>,
+    events: Mutex<Option<broadcast::Sender<Arc<Event>>>>,
+}
+
+/// The sled engine. Cheap reads, serialised writes, group-committed flushes.
+pub struct SledStorage {
+    shared: Arc<Shared>,
+    db: sled::Db,
+    flusher: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for SledStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SledStorage")
+            .field("revision", &self.shared.committed.load(Ordering::Acquire))
+            .field("compacted", &self.shared.compacted.load(Ordering::Acquire))
+            .finish()
+    }
+}
+
+impl SledStorage {
+    /// Open (or create) the store in directory `path` with default options.
+    pub fn open(path: &Path) -> Result<Self, StorageError> {
+        Self::open_with(path, SledOptions::default())
+    }
+
+    /// Open (or create) the store in directory `path`.
+    pub fn open_with(path: &Path, options: SledOptions) -> Result<Self, StorageError> {
+        let db = sled::Config::new()
+            .path(path)
+            .cache_capacity(options.cache_capacity)
+            .flush_every_ms(None)
+            .mode(sled::Mode::HighThroughput)
+            .open()
+            .map_err(engine)?;
+        let data: sled::Tree = (*db).clone();
+
+        match data.get(META_FORMAT).map_err(engine)? {
+            Some(v) if v.as_ref() == FORMAT_VERSION => {}
+            Some(v) => {
+                return Err(StorageError::Engine(format!(
+                    "unsupported store format {:?}",
+                    String::from_utf8_lossy(&v)
+                )));
+            }
+            None => {
+                data.insert(META_FORMAT, FORMAT_VERSION).map_err(engine)?;
+                data.flush().map_err(engine)?;
+            }
+        }
+        let compacted = match data.get(META_COMPACTED).map_err(engine)? {
+            Some(v) => decode_u64(&v).ok_or_else(|| corrupt("compacted revision"))?,
+            None => 0,
+        };
+        let last_logged = match data.scan_prefix([TAG_LOG]).next_back() {
+            Some(entry) => {
+                let (k, _) = entry.map_err(engine)?;
+                decode_u64(&k[1..]).ok_or_else(|| corrupt("log key"))?
+            }
+            None => 0,
+        };
+        let revision = last_logged.max(compacted);
+
+        let (flushed, _) = watch::channel(FlushState {
+            flushed: revision,
+            failed: None,
+        });
+        let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
+        let shared = Arc::new(Shared {
+            data,
+            write: Mutex::new(()),
+            committed: AtomicU64::new(revision),
+            published: AtomicU64::new(revision),
+            compacted: AtomicU64::new(compacted),
+            pending: Mutex::new(VecDeque::new()),
+            signal: Mutex::new(FlushSignal::default()),
+            signal_cv: Condvar::new(),
+            flushed,
+            events: Mutex::new(Some(events)),
+        });
+        let sync_file = if options.fsync {
+            Some(data_file(path)?)
+        } else {
+            None
+        };
+        let flusher = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("ubernetes-sled-flush".into())
+                .spawn(move || flusher_loop(&shared, sync_file.as_ref(), revision))
+                .map_err(engine)?
+        };
+        Ok(Self {
+            shared,
+            db,
+            flusher: Some(flusher),
+        })
+    }
+
+    /// Wait until `revision` is durable (the group commit).
+    async fn wait_durable(&self, revision: Revision) -> Result<(), StorageError> {
+        {
+            let _signal = self.shared.signal.lock();
+            self.shared.signal_cv.notify_one();
+        }
+        let mut rx = self.shared.flushed.subscribe();
+        let state = rx
+            .wait_for(|s| s.flushed >= revision || s.failed.is_some())
+            .await
+            .map_err(|_| StorageError::Engine("storage flusher stopped".into()))?;
+        match &state.failed {
+            Some(e) if state.flushed < revision => {
+                Err(StorageError::Engine(format!("flush failed: {e}")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Apply one write (state change + log entry) under the write lock and
+    /// queue its event for publication. Returns the event's revision.
+    fn apply(
+        &self,
+        kv_key: &[u8],
+        state: Option<Vec<u8>>,
+        event: Event,
+        log: Vec<u8>,
+    ) -> Result<(), StorageError> {
+        let rev = event.revision();
+        let mut batch = sled::Batch::default();
+        match state {
+            Some(v) => batch.insert(kv_key, v),
+            None => batch.remove(kv_key),
+        }
+        batch.insert(&log_key(rev)[..], log);
+        self.shared.data.apply_batch(batch).map_err(engine)?;
+        self.shared.pending.lock().push_back(Arc::new(event));
+        self.shared.committed.store(rev, Ordering::Release);
+        Ok(())
+    }
+
+    fn next_revision(&self) -> Result<Revision, StorageError> {
+        self.shared
+            .committed
+            .load(Ordering::Acquire)
+            .checked_add(1)
+            .ok_or_else(|| StorageError::Engine("revision counter overflow".into()))
+    }
+
+    /// The sled database (for diagnostics, e.g. its size on disk).
+    pub fn size_on_disk(&self) -> Result<u64, StorageError> {
+        self.db.size_on_disk().map_err(engine)
+    }
+}
+
+impl Drop for SledStorage {
+    fn drop(&mut self) {
+        {
+            let mut signal = self.shared.signal.lock();
+            signal.shutdown = true;
+            self.shared.signal_cv.notify_all();
+        }
+        if let Some(handle) = self.flusher.take() {
+            let _ = handle.join();
+        }
+        // Ends every watch stream once it has drained what it was sent.
+        self.shared.events.lock().take();
+    }
+}
+
+fn data_file(path: &Path) -> Result<std::fs::File, StorageError> {
+    let file: PathBuf = path.join("db");
+    std::fs::OpenOptions::new()
+        .read(true)
+        .open(&file)
+        .map_err(|e| StorageError::Engine(format!("open {} for fsync: {e}", file.display())))
+}
+
+/// The group-commit loop: one flush per round covers every write applied
+/// before it; then the round's events are published in revision order.
+fn flusher_loop(shared: &Shared, sync_file: Option<&std::fs::File>, mut flushed: Revision) {
+    loop {
+        {
+            let mut signal = shared.signal.lock();
+            while !signal.shutdown && shared.committed.load(Ordering::Acquire) <= flushed {
+                shared.signal_cv.wait(&mut signal);
+            }
+            if signal.shutdown && shared.committed.load(Ordering::Acquire) <= flushed {
+                return;
+            }
+        }
+        let target = shared.committed.load(Ordering::Acquire);
+        let result = shared
+            .data
+            .flush()
+            .map_err(|e| e.to_string())
+            .and_then(|_| match sync_file {
+                Some(f) => f.sync_data().map_err(|e| e.to_string()),
+                None => Ok(()),
+            });
+        if let Err(e) = result {
+            tracing::error!(error = %e, "sled flush failed; failing pending writes");
+            shared.flushed.send_modify(|s| s.failed = Some(e));
+            // Writers see the failure; keep trying so later writes may succeed.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            continue;
+        }
+        flushed = target;
+        // Publish: first the revision (so a subscriber that reads it replays
+        // up to it from the log), then the events themselves.
+        let ready: Vec<Arc<Event>> = {
+            let mut pending = shared.pending.lock();
+            let n = pending
+                .iter()
+                .take_while(|e| e.revision() <= target)
+                .count();
+            pending.drain(..n).collect()
+        };
+        shared.published.store(target, Ordering::Release);
+        if let Some(tx) = shared.events.lock().as_ref() {
+            for ev in ready {
+                // No receivers is fine.
+                let _ = tx.send(ev);
+            }
+        }
+        shared.flushed.send_modify(|s| {
+            s.flushed = target;
+            s.failed = None;
+        });
+    }
+}
+
+// ---------- encoding ----------
+
+fn decode_u64(b: &[u8]) -> Option<u64> {
+    let arr: [u8; 8] = b.get(..8)?.try_into().ok()?;
+    Some(u64::from_be_bytes(arr))
+}
+
+fn decode_u32(b: &[u8]) -> Option<usize> {
+    let arr: [u8; 4] = b.get(..4)?.try_into().ok()?;
+    usize::try_from(u32::from_be_bytes(arr)).ok()
+}
+
+fn kv_key(key: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(key.len() + 1);
+    k.push(TAG_KV);
+    k.extend_from_slice(key.as_bytes());
+    k
+}
+
+fn log_key(rev: Revision) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[0] = TAG_LOG;
+    k[1..].copy_from_slice(&rev.to_be_bytes());
+    k
+}
+
+/// The smallest byte string greater than every string starting with `prefix`
+/// (`None`: no bound).
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+fn encode_state(create: Revision, modr: Revision, value: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(16 + value.len());
+    v.extend_from_slice(&create.to_be_bytes());
+    v.extend_from_slice(&modr.to_be_bytes());
+    v.extend_from_slice(value);
+    v
+}
+
+/// A zero-copy view of part of a sled value.
+fn ivec_bytes(iv: &IVec, range: std::ops::Range<usize>) -> Bytes {
+    if range.len() <= 64 {
+        Bytes::copy_from_slice(&iv[range])
+    } else {
+        Bytes::from_owner(iv.clone()).slice(range)
+    }
+}
+
+fn decode_state(key: String, iv: &IVec) -> Result<KeyValue, StorageError> {
+    let create = decode_u64(iv).ok_or_else(|| corrupt("state header"))?;
+    let modr = decode_u64(&iv[8..]).ok_or_else(|| corrupt("state header"))?;
+    Ok(KeyValue {
+        key,
+        value: ivec_bytes(iv, 16..iv.len()),
+        create_revision: create,
+        mod_revision: modr,
+    })
+}
+
+fn write_len(out: &mut Vec<u8>, len: usize) -> Result<(), StorageError> {
+    let len = u32::try_from(len).map_err(|_| StorageError::Engine("value too large".into()))?;
+    out.extend_from_slice(&len.to_be_bytes());
+    Ok(())
+}
+
+/// A log entry: `[kind u8][key_len u32][key][create u64][value_len u32][value]`
+/// then for `Modified` `[prev_mod u64][prev_value…]`, for `Deleted`
+/// `[prev_mod u64]` (the value is the deleted one).
+fn encode_event(ev: &Event) -> Result<Vec<u8>, StorageError> {
+    let prev_len = match (&ev.kind, &ev.prev) {
+        (EventType::Modified, Some(p)) => 8 + p.value.len(),
+        (EventType::Deleted, _) => 8,
+        _ => 0,
+    };
+    let mut out =
+        Vec::with_capacity(1 + 4 + ev.kv.key.len() + 8 + 4 + ev.kv.value.len() + prev_len);
+    out.push(match ev.kind {
+        EventType::Added => 0,
+        EventType::Modified => 1,
+        EventType::Deleted => 2,
+    });
+    write_len(&mut out, ev.kv.key.len())?;
+    out.extend_from_slice(ev.kv.key.as_bytes());
+    out.extend_from_slice(&ev.kv.create_revision.to_be_bytes());
+    write_len(&mut out, ev.kv.value.len())?;
+    out.extend_from_slice(&ev.kv.value);
+    match (&ev.kind, &ev.prev) {
+        (EventType::Added, _) => {}
+        (_, Some(p)) => {
+            out.extend_from_slice(&p.mod_revision.to_be_bytes());
+            if ev.kind == EventType::Modified {
+                out.extend_from_slice(&p.value);
+            }
+        }
+        (_, None) => return Err(StorageError::Engine("event without previous value".into())),
+    }
+    Ok(out)
+}
+
+/// The key of a log entry, without decoding the rest.
+fn event_key(iv: &IVec) -> Result<&[u8], StorageError> {
+    let len = decode_u32(iv.get(1..).unwrap_or_default()).ok_or_else(|| corrupt("log entry"))?;
+    iv.get(5..5 + len).ok_or_else(|| corrupt("log entry key"))
+}
+
+fn decode_event(rev: Revision, iv: &IVec) -> Result<Event, StorageError> {
+    let bad = || corrupt("log entry");
+    let kind = match iv.first().ok_or_else(bad)? {
+        0 => EventType::Added,
+        1 => EventType::Modified,
+        2 => EventType::Deleted,
+        _ => return Err(bad()),
+    };
+    let key_len = decode_u32(iv.get(1..).ok_or_else(bad)?).ok_or_else(bad)?;
+    let mut pos = 5;
+    let key = std::str::from_utf8(iv.get(pos..pos + key_len).ok_or_else(bad)?)
+        .map_err(|_| bad())?
+        .to_owned();
+    pos += key_len;
+    let create = decode_u64(iv.get(pos..).ok_or_else(bad)?).ok_or_else(bad)?;
+    pos += 8;
+    let value_len = decode_u32(iv.get(pos..).ok_or_else(bad)?).ok_or_else(bad)?;
+    pos += 4;
+    let value_end = pos.checked_add(value_len).ok_or_else(bad)?;
+    if value_end > iv.len() {
+        return Err(bad());
+    }
+    let value = ivec_bytes(iv, pos..value_end);
+    pos = value_end;
+    let prev = match kind {
+        EventType::Added => None,
+        EventType::Modified => {
+            let prev_mod = decode_u64(iv.get(pos..).ok_or_else(bad)?).ok_or_else(bad)?;
+            Some(KeyValue {
+                key: key.clone(),
+                value: ivec_bytes(iv, pos + 8..iv.len()),
+                create_revision: create,
+                mod_revision: prev_mod,
+            })
+        }
+        EventType::Deleted => {
+            let prev_mod = decode_u64(iv.get(pos..).ok_or_else(bad)?).ok_or_else(bad)?;
+            Some(KeyValue {
+                key: key.clone(),
+                value: value.clone(),
+                create_revision: create,
+                mod_revision: prev_mod,
+            })
+        }
+    };
+    Ok(Event {
+        kind,
+        kv: KeyValue {
+            key,
+            value,
+            create_revision: create,
+            mod_revision: rev,
+        },
+        prev,
+    })
+}
+
+// ---------- reads ----------
+
+/// A list page being filled: items up to the limit, then a count.
+struct Page {
+    items: Vec<KeyValue>,
+    remaining: u64,
+    limit: usize,
+}
+
+impl Page {
+    fn full(&self) -> bool {
+        self.items.len() >= self.limit
+    }
+
+    fn push(&mut self, kv: KeyValue) {
+        if self.full() {
+            self.remaining += 1;
+        } else {
+            self.items.push(kv);
+        }
+    }
+}
+
+impl Shared {
+    fn check_compacted(&self, requested: Revision) -> Result<(), StorageError> {
+        let compacted = self.compacted.load(Ordering::Acquire);
+        if requested < compacted {
+            return Err(StorageError::Compacted {
+                requested,
+                compacted,
+            });
+        }
+        Ok(())
+    }
+
+    /// A consistent list at a revision: scan the current state, then undo
+    /// every change logged after that revision.
+    fn list_blocking(&self, prefix: &str, opts: &ListOptions) -> Result<ListResult, StorageError> {
+        let committed = self.committed.load(Ordering::Acquire);
+        let at = opts.revision.unwrap_or(committed);
+        self.check_compacted(at)?;
+        if at > committed {
+            return Err(StorageError::Engine(format!(
+                "required revision {at} is a future revision (current {committed})"
+            )));
+        }
+        let limit = match opts.limit {
+            None | Some(0) => usize::MAX,
+            Some(n) => n,
+        };
+        let start_after = opts
+            .start_after
+            .as_deref()
+            .filter(|s| s.as_bytes() >= prefix.as_bytes());
+        let start = match start_after {
+            Some(s) => {
+                let mut k = kv_key(s);
+                k.push(0);
+                k
+            }
+            None => kv_key(prefix),
+        };
+        let end = prefix_end(&kv_key(prefix));
+        let scanned: Vec<(IVec, IVec)> = match &end {
+            Some(end) => self
+                .data
+                .range(start..end.clone())
+                .collect::<Result<Vec<_>, _>>(),
+            None => self.data.range(start..).collect::<Result<Vec<_>, _>>(),
+        }
+        .map_err(engine)?;
+
+        // Every write whose state the scan saw has finished applying its log
+        // entry once we can take the write lock.
+        drop(self.write.lock());
+
+        // The state at `at` of each key changed since: the previous value of
+        // its first change after `at`.
+        let mut overlay: BTreeMap<Vec<u8>, Option<KeyValue>> = BTreeMap::new();
+        let in_range = |k: &[u8]| {
+            k.starts_with(prefix.as_bytes()) && start_after.is_none_or(|s| k > s.as_bytes())
+        };
+        let log_from = at.checked_add(1).map(log_key);
+        if let Some(from) = log_from {
+            let log = self.data.range(&from[..]..&[TAG_LOG + 1][..]);
+            for (expected, entry) in (at + 1..).zip(log) {
+                let (k, v) = entry.map_err(engine)?;
+                let rev = decode_u64(&k[1..]).ok_or_else(|| corrupt("log key"))?;
+                if rev != expected {
+                    return Err(self.gap_error(at, expected));
+                }
+                let key = event_key(&v)?;
+                if in_range(key) && !overlay.contains_key(key) {
+                    let ev = decode_event(rev, &v)?;
+                    overlay.insert(key.to_vec(), ev.prev);
+                }
+            }
+        }
+        // A compaction during our log read may have removed entries we needed.
+        self.check_compacted(at)?;
+
+        let mut out = Page {
+            items: Vec::new(),
+            remaining: 0,
+            limit,
+        };
+        let mut over = overlay.into_iter().peekable();
+        for (k, v) in &scanned {
+            let key = &k[1..];
+            while let Some((ok, _)) = over.peek() {
+                if ok.as_slice() >= key {
+                    break;
+                }
+                if let Some((_, Some(kv))) = over.next() {
+                    out.push(kv);
+                }
+            }
+            if over.peek().is_some_and(|(ok, _)| ok.as_slice() == key) {
+                if let Some((_, Some(kv))) = over.next() {
+                    out.push(kv);
+                }
+                continue;
+            }
+            if out.full() {
+                out.remaining += 1;
+            } else {
+                let key = String::from_utf8(key.to_vec()).map_err(|_| corrupt("key"))?;
+                out.push(decode_state(key, v)?);
+            }
+        }
+        for (_, kv) in over {
+            if let Some(kv) = kv {
+                out.push(kv);
+            }
+        }
+        let Page {
+            items, remaining, ..
+        } = out;
+        Ok(ListResult {
+            items,
+            revision: at,
+            remaining,
+        })
+    }
+
+    /// The error for a missing log entry: compaction if it explains it,
+    /// corruption otherwise.
+    fn gap_error(&self, requested: Revision, missing: Revision) -> StorageError {
+        let compacted = self.compacted.load(Ordering::Acquire);
+        if missing <= compacted {
+            StorageError::Compacted {
+                requested,
+                compacted,
+            }
+        } else {
+            StorageError::Engine(format!("event log is missing revision {missing}"))
+        }
+    }
+
+    /// Log entries `from..=to`, in order, checked for gaps.
+    fn read_log(&self, from: Revision, to: Revision) -> Result<Vec<Event>, StorageError> {
+        let mut out = Vec::new();
+        let mut expected = from;
+        for entry in self.data.range(log_key(from)..=log_key(to)) {
+            let (k, v) = entry.map_err(engine)?;
+            let rev = decode_u64(&k[1..]).ok_or_else(|| corrupt("log key"))?;
+            if rev != expected {
+                return Err(self.gap_error(from.saturating_sub(1), expected));
+            }
+            expected += 1;
+            out.push(decode_event(rev, &v)?);
+        }
+        if expected != to + 1 {
+            return Err(self.gap_error(from.saturating_sub(1), expected));
+        }
+        // Entries we did read are fine, but a compaction racing the read may
+        // have removed some we then would not have noticed.
+        self.check_compacted(from.saturating_sub(1))?;
+        Ok(out)
+    }
+}
+
+// ---------- watch ----------
+
+/// One watch stream's state machine (see the module docs).
+struct WatchState {
+    shared: Arc<Shared>,
+    prefix: String,
+    rx: broadcast::Receiver<Arc<Event>>,
+    /// The next global revision this stream has to account for.
+    next: Revision,
+    /// Revisions `next..=replay_until` are to be read from the log.
+    replay_until: Revision,
+    /// A live event received ahead of `next`, handled after the replay.
+    stash: Option<Arc<Event>>,
+    buf: VecDeque<WatchItem>,
+    progress: bool,
+    last_progress: Revision,
+    done: bool,
+}
+
+impl WatchState {
+    fn take_live(&mut self, ev: Arc<Event>) {
+        let rev = ev.revision();
+        if rev < self.next {
+            return;
+        }
+        if rev > self.next {
+            self.replay_until = rev - 1;
+            self.stash = Some(ev);
+            return;
+        }
+        self.next = rev + 1;
+        if ev.kv.key.starts_with(&self.prefix) {
+            self.buf.push_back(WatchItem::Event((*ev).clone()));
+        } else {
+            self.maybe_progress(false);
+        }
+    }
+
+    fn maybe_progress(&mut self, idle: bool) {
+        let seen = self.next - 1;
+        if self.progress
+            && seen > self.last_progress
+            && (idle || seen - self.last_progress >= PROGRESS_EVERY)
+        {
+            self.last_progress = seen;
+            self.buf.push_back(WatchItem::Progress(seen));
+        }
+    }
+
+    async fn next_item(&mut self) -> Option<Result<WatchItem, StorageError>> {
+        loop {
+            if let Some(item) = self.buf.pop_front() {
+                if let WatchItem::Event(ev) = &item {
+                    self.last_progress = self.last_progress.max(ev.revision());
+                }
+                return Some(Ok(item));
+            }
+            if self.done {
+                return None;
+            }
+            if self.next <= self.replay_until {
+                let to = self.replay_until.min(self.next + REPLAY_BATCH - 1);
+                match self.shared.read_log(self.next, to) {
+                    Ok(events) => {
+                        for ev in events {
+                            if ev.kv.key.starts_with(&self.prefix) {
+                                self.buf.push_back(WatchItem::Event(ev));
+                            }
+                        }
+                        self.next = to + 1;
+                        if self.buf.is_empty() {
+                            self.maybe_progress(false);
+                        }
+                    }
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                }
+                continue;
+            }
+            if let Some(ev) = self.stash.take() {
+                self.take_live(ev);
+                continue;
+            }
+            match self.rx.try_recv() {
+                Ok(ev) => {
+                    self.take_live(ev);
+                    continue;
+                }
+                Err(broadcast::error::TryRecvError::Lagged(_)) => continue,
+                Err(broadcast::error::TryRecvError::Closed) => {
+                    self.done = true;
+                    continue;
+                }
+                Err(broadcast::error::TryRecvError::Empty) => {
+                    self.maybe_progress(true);
+                    if !self.buf.is_empty() {
+                        continue;
+                    }
+                }
+            }
+            match self.rx.recv().await {
+                Ok(ev) => self.take_live(ev),
+                // The next event received shows the gap; it is refilled from the log.
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => self.done = true,
+            }
+        }
+    }
+}
+
+impl SledStorage {
+    fn watch_state(
+        &self,
+        prefix: &str,
+        from: Revision,
+        progress: bool,
+    ) -> Result<WatchState, StorageError> {
+        self.shared.check_compacted(from)?;
+        let rx = match self.shared.events.lock().as_ref() {
+            Some(tx) => tx.subscribe(),
+            None => return Err(StorageError::Engine("storage is closed".into())),
+        };
+        // Everything up to `published` is in the log; everything after it
+        // will be broadcast to `rx`.
+        let published = self.shared.published.load(Ordering::Acquire);
+        Ok(WatchState {
+            shared: self.shared.clone(),
+            prefix: prefix.to_owned(),
+            rx,
+            next: from.saturating_add(1),
+            replay_until: published,
+            stash: None,
+            buf: VecDeque::new(),
+            progress,
+            last_progress: from,
+            done: false,
+        })
+    }
+}
+
+fn into_stream(
+    state: WatchState,
+) -> impl futures::Stream<Item = Result<WatchItem, StorageError>> + Send + 'static {
+    futures::stream::unfold(state, |mut st| async move {
+        let item = st.next_item().await?;
+        Some((item, st))
+    })
+}
+
+#[async_trait::async_trait]
+impl Storage for SledStorage {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
+        match self.shared.data.get(kv_key(key)).map_err(engine)? {
+            Some(iv) => Ok(Some(decode_state(key.to_owned(), &iv)?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError> {
+        let shared = self.shared.clone();
+        let prefix = prefix.to_owned();
+        tokio::task::spawn_blocking(move || shared.list_blocking(&prefix, &opts))
+            .await
+            .map_err(engine)?
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue, StorageError> {
+        let kk = kv_key(key);
+        let kv = {
+            let _w = self.shared.write.lock();
+            if self.shared.data.contains_key(&kk).map_err(engine)? {
+                return Err(StorageError::AlreadyExists {
+                    key: key.to_owned(),
+                });
+            }
+            let rev = self.next_revision()?;
+            let kv = KeyValue {
+                key: key.to_owned(),
+                value,
+                create_revision: rev,
+                mod_revision: rev,
+            };
+            let event = Event {
+                kind: EventType::Added,
+                kv: kv.clone(),
+                prev: None,
+            };
+            let log = encode_event(&event)?;
+            self.apply(&kk, Some(encode_state(rev, rev, &kv.value)), event, log)?;
+            kv
+        };
+        self.wait_durable(kv.mod_revision).await?;
+        Ok(kv)
+    }
+
+    async fn update(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+    ) -> Result<KeyValue, StorageError> {
+        let kk = kv_key(key);
+        let kv = {
+            let _w = self.shared.write.lock();
+            let Some(cur) = self.shared.data.get(&kk).map_err(engine)? else {
+                return Err(StorageError::NotFound {
+                    key: key.to_owned(),
+                });
+            };
+            let prev = decode_state(key.to_owned(), &cur)?;
+            if prev.mod_revision != expected {
+                return Err(StorageError::Conflict {
+                    key: key.to_owned(),
+                    expected,
+                    actual: prev.mod_revision,
+                });
+            }
+            let rev = self.next_revision()?;
+            let kv = KeyValue {
+                key: key.to_owned(),
+                value,
+                create_revision: prev.create_revision,
+                mod_revision: rev,
+            };
+            let state = encode_state(kv.create_revision, rev, &kv.value);
+            let event = Event {
+                kind: EventType::Modified,
+                kv: kv.clone(),
+                prev: Some(prev),
+            };
+            let log = encode_event(&event)?;
+            self.apply(&kk, Some(state), event, log)?;
+            kv
+        };
+        self.wait_durable(kv.mod_revision).await?;
+        Ok(kv)
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> Result<KeyValue, StorageError> {
+        let kk = kv_key(key);
+        let kv = {
+            let _w = self.shared.write.lock();
+            let Some(cur) = self.shared.data.get(&kk).map_err(engine)? else {
+                return Err(StorageError::NotFound {
+                    key: key.to_owned(),
+                });
+            };
+            let prev = decode_state(key.to_owned(), &cur)?;
+            if let Some(expected) = expected
+                && prev.mod_revision != expected
+            {
+                return Err(StorageError::Conflict {
+                    key: key.to_owned(),
+                    expected,
+                    actual: prev.mod_revision,
+                });
+            }
+            let rev = self.next_revision()?;
+            let kv = KeyValue {
+                mod_revision: rev,
+                ..prev.clone()
+            };
+            let event = Event {
+                kind: EventType::Deleted,
+                kv: kv.clone(),
+                prev: Some(prev),
+            };
+            let log = encode_event(&event)?;
+            self.apply(&kk, None, event, log)?;
+            kv
+        };
+        self.wait_durable(kv.mod_revision).await?;
+        Ok(kv)
+    }
+
+    async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream, StorageError> {
+        let state = self.watch_state(prefix, from, false)?;
+        Ok(Box::pin(futures::StreamExt::filter_map(
+            into_stream(state),
+            |item| async move {
+                match item {
+                    Ok(WatchItem::Event(ev)) => Some(Ok(ev)),
+                    Ok(WatchItem::Progress(_)) => None,
+                    Err(e) => Some(Err(e)),
+                }
+            },
+        )))
+    }
+
+    async fn watch_progress(
+        &self,
+        prefix: &str,
+        from: Revision,
+    ) -> Result<ProgressWatchStream, StorageError> {
+        let state = self.watch_state(prefix, from, true)?;
+        Ok(Box::pin(into_stream(state)))
+    }
+
+    async fn current_revision(&self) -> Result<Revision, StorageError> {
+        Ok(self.shared.committed.load(Ordering::Acquire))
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
+        let revision = revision.min(self.shared.committed.load(Ordering::Acquire));
+        let shared = self.shared.clone();
+        tokio::task::spawn_blocking(move || compact_blocking(&shared, revision))
+            .await
+            .map_err(engine)?
+    }
+
+    async fn compacted_revision(&self) -> Result<Revision, StorageError> {
+        Ok(self.shared.compacted.load(Ordering::Acquire))
+    }
+}
+
+fn compact_blocking(shared: &Shared, revision: Revision) -> Result<(), StorageError> {
+    {
+        // Serialise with writers only to order the metadata record.
+        let _w = shared.write.lock();
+        if revision <= shared.compacted.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        shared
+            .data
+            .insert(META_COMPACTED, &revision.to_be_bytes())
+            .map_err(engine)?;
+        shared.compacted.store(revision, Ordering::Release);
+    }
+    // The compacted revision must be on disk before any log entry goes, or a
+    // crash could leave a log with a hole and no record of why.
+    shared.data.flush().map_err(engine)?;
+    let mut keys: Vec<IVec> = Vec::with_capacity(COMPACT_BATCH);
+    loop {
+        keys.clear();
+        for entry in shared
+            .data
+            .range(&[TAG_LOG][..]..=&log_key(revision)[..])
+            .keys()
+            .take(COMPACT_BATCH)
+        {
+            keys.push(entry.map_err(engine)?);
+        }
+        if keys.is_empty() {
+            break;
+        }
+        let mut batch = sled::Batch::default();
+        for k in &keys {
+            batch.remove(k);
+        }
+        shared.data.apply_batch(batch).map_err(engine)?;
+        if keys.len() < COMPACT_BATCH {
+            break;
+        }
+    }
+    // Durability of the removals is not required (re-removed on the next
+    // compaction), but the next group flush covers them anyway.
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(kind: EventType, value: &'static [u8], prev: Option<&'static [u8]>) -> Event {
+        Event {
+            kind,
+            kv: KeyValue {
+                key: "/a/b".into(),
+                value: Bytes::from_static(value),
+                create_revision: 3,
+                mod_revision: 9,
+            },
+            prev: prev.map(|p| KeyValue {
+                key: "/a/b".into(),
+                value: Bytes::from_static(p),
+                create_revision: 3,
+                mod_revision: 5,
+            }),
+        }
+    }
+
+    #[test]
+    fn log_entries_round_trip_every_event_kind() {
+        for e in [
+            ev(EventType::Added, b"new", None),
+            ev(EventType::Modified, b"new", Some(b"old")),
+            ev(EventType::Deleted, b"old", Some(b"old")),
+        ] {
+            let iv = IVec::from(encode_event(&e).expect("encode"));
+            assert_eq!(event_key(&iv).expect("key"), b"/a/b");
+            assert_eq!(decode_event(9, &iv).expect("decode"), e);
+        }
+    }
+
+    #[test]
+    fn truncated_log_entries_are_engine_errors_not_panics() {
+        let full = encode_event(&ev(EventType::Modified, b"new", Some(b"old"))).expect("encode");
+        // Everything before the trailing previous value ("old") is required.
+        for n in 0..full.len() - 3 {
+            let iv = IVec::from(&full[..n]);
+            assert!(
+                matches!(decode_event(9, &iv), Err(StorageError::Engine(_))),
+                "cut at {n}"
+            );
+        }
+        let mut bad_kind = full.clone();
+        bad_kind[0] = 7;
+        assert!(decode_event(9, &IVec::from(bad_kind)).is_err());
+        assert!(matches!(
+            decode_state("k".into(), &IVec::from(&b"short"[..])),
+            Err(StorageError::Engine(_))
+        ));
+    }
+
+    #[test]
+    fn prefix_end_skips_past_every_key_with_the_prefix() {
+        assert_eq!(prefix_end(b"ka/"), Some(b"ka0".to_vec()));
+        assert_eq!(prefix_end(&[1, 255]), Some(vec![2]));
+        assert_eq!(prefix_end(&[255]), None);
+    }
+}
