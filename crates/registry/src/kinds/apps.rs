@@ -52,6 +52,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .generation()
             .defaults(default_daemonset)
             .validate_json(validate_daemonset)
+            .after_normalize(drop_empty_selector)
             .validate_update(|n, o| selector_immutable(&n.spec.selector, &o.spec.selector)),
         ),
         Arc::new(
@@ -64,6 +65,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .generation()
             .defaults(default_deployment)
             .validate_json(validate_deployment)
+            .after_normalize(drop_empty_selector)
             .validate_update(|n, o| selector_immutable(&n.spec.selector, &o.spec.selector))
             .scale("/spec/replicas", "/status/replicas", Some("/spec/selector")),
         ),
@@ -82,6 +84,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 }
             })
             .validate_json(validate_replicaset)
+            .after_normalize(drop_empty_selector)
             .validate_update(|n, o| selector_immutable(&n.spec.selector, &o.spec.selector))
             .fields(&["status.replicas"])
             .scale("/spec/replicas", "/status/replicas", Some("/spec/selector")),
@@ -96,10 +99,24 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .generation()
             .defaults(default_statefulset)
             .validate_json(validate_statefulset)
+            .after_normalize(drop_empty_selector)
             .validate_update(validate_statefulset_update)
             .scale("/spec/replicas", "/status/replicas", Some("/spec/selector")),
         ),
     ]
+}
+
+/// `k8s-openapi` has no "unset" for a controller's selector: an absent one
+/// encodes as `{}`. Drop it again so validation can say `Required value`, as
+/// kube-apiserver does for a nil selector (an empty one is invalid anyway).
+fn drop_empty_selector(obj: &mut Value) {
+    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut)
+        && spec
+            .get("selector")
+            .is_some_and(|s| s.as_object().is_some_and(|m| m.is_empty()))
+    {
+        spec.remove("selector");
+    }
 }
 
 fn selector_present(raw: &Value) -> bool {

@@ -101,6 +101,7 @@ pub struct Builtin<T> {
     attrs: Option<fn(&Value) -> Attrs>,
     scale: Option<ScalePaths>,
     prepare_create: Option<fn(&mut Value)>,
+    post_normalize: Option<fn(&mut Value)>,
     prepare_update: Option<fn(&mut Value, &Value)>,
     _type: PhantomData<fn() -> T>,
 }
@@ -128,6 +129,7 @@ where
             attrs: None,
             scale: None,
             prepare_create: None,
+            post_normalize: None,
             prepare_update: None,
             _type: PhantomData,
         }
@@ -197,6 +199,13 @@ where
             status_replicas: status.into(),
             selector: selector.map(String::from),
         });
+        self
+    }
+
+    /// A last touch on the encoded form (e.g. dropping a member the typed
+    /// form cannot leave out).
+    pub fn after_normalize(mut self, f: fn(&mut Value)) -> Self {
+        self.post_normalize = Some(f);
         self
     }
 
@@ -280,7 +289,11 @@ where
     fn normalize(&self, obj: Value) -> Result<Value, ApiError> {
         let mut typed = self.decode(obj)?;
         (self.defaults)(&mut typed);
-        self.encode(&typed)
+        let mut out = self.encode(&typed)?;
+        if let Some(f) = self.post_normalize {
+            f(&mut out);
+        }
+        Ok(out)
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<Cause> {

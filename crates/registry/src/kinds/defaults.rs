@@ -50,6 +50,8 @@ pub fn container(c: &mut Container) {
     {
         c.termination_message_policy = Some("File".into());
     }
+    // A non-pointer struct in Go: kube-apiserver always shows `resources: {}`.
+    c.resources.get_or_insert_with(Default::default);
     for p in c.ports.iter_mut().flatten() {
         if p.protocol.as_deref().unwrap_or("").is_empty() {
             p.protocol = Some("TCP".into());
