@@ -447,9 +447,35 @@ fn list_schema(definition: &str, gvk: &Gvk) -> Value {
 
 /// Make every schema well formed for both document flavours and for
 /// kubectl's v2 parser (which rejects an array without `items`).
+///
+/// Also folds schemars' nullable forms (our own kinds derive `JsonSchema`),
+/// which neither OpenAPI 3.0 nor swagger 2.0 has: `"type": [T, "null"]`
+/// becomes `"type": T` and `"anyOf": [X, {"type": "null"}]` becomes `X`.
 fn normalize(schema: &mut Value) {
     match schema {
         Value::Object(obj) => {
+            if let Some(Value::Array(types)) = obj.get("type") {
+                let non_null: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+                if let [only] = non_null.as_slice() {
+                    obj.insert("type".into(), only.clone());
+                }
+            }
+            let folded = match obj
+                .get("anyOf")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+            {
+                Some([x, null] | [null, x]) if null == &json!({"type": "null"}) => {
+                    x.as_object().cloned()
+                }
+                _ => None,
+            };
+            if let Some(inner) = folded {
+                obj.remove("anyOf");
+                for (k, v) in inner {
+                    obj.entry(k).or_insert(v);
+                }
+            }
             if obj.get("type").and_then(Value::as_str) == Some("array")
                 && !obj.contains_key("items")
             {
@@ -579,6 +605,35 @@ mod tests {
         }
         for name in facts::ATOMIC_DEFINITIONS {
             assert!(snap.get(name).is_some(), "{name} is not generated");
+        }
+    }
+
+    #[test]
+    fn federation_cluster_is_served_without_nullable_forms() {
+        let snap = definitions().snapshot();
+        let cluster = snap
+            .get("io.ubernetes.federation.v1beta1.Cluster")
+            .expect("Cluster");
+        assert_eq!(
+            cluster["x-kubernetes-group-version-kind"],
+            json!([{"group": "federation", "kind": "Cluster", "version": "v1beta1"}])
+        );
+        assert!(
+            snap.get("io.ubernetes.federation.v1beta1.ClusterList")
+                .is_some()
+        );
+        fn walk(v: &Value, at: &str) {
+            if let Value::Object(o) = v {
+                assert!(
+                    !o.get("type").is_some_and(Value::is_array),
+                    "type list at {at}"
+                );
+                assert!(!o.contains_key("anyOf"), "anyOf at {at}");
+                o.iter().for_each(|(k, x)| walk(x, &format!("{at}/{k}")));
+            }
+        }
+        for (name, schema) in snap.iter().filter(|(n, _)| n.starts_with("io.ubernetes.")) {
+            walk(schema, name);
         }
     }
 

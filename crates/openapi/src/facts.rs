@@ -222,6 +222,12 @@ pub static FIELD_FACTS: &[FieldFact] = &[
         "x-kubernetes-validations",
     )
     .list_map(&["rule"]),
+    // federation/v1beta1
+    fact(
+        "io.ubernetes.federation.v1beta1.ClusterStatus",
+        "conditions",
+    )
+    .merge_by("type", &["type"]),
 ];
 
 /// Definitions that are atomic as a whole (`+structType=atomic`, emitted as

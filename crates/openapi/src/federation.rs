@@ -3,10 +3,10 @@
 
 use schemars::generate::SchemaGenerator;
 
-use crate::definitions::Builtin;
+use crate::definitions::{Builtin, kind};
 
 /// Generate the schemas of the federation kinds into `generator` and say how
 /// they are served.
-pub(crate) fn register(_generator: &mut SchemaGenerator) -> Vec<Builtin> {
-    Vec::new()
+pub(crate) fn register(generator: &mut SchemaGenerator) -> Vec<Builtin> {
+    vec![kind::<ubernetes_api::Cluster>(generator, true)]
 }
