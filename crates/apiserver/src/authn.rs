@@ -1,1 +1,500 @@
-//! TO BE IMPLEMENTED (serving helper).
+//! Authentication: who is making a request (kube-apiserver's
+//! `staging/src/k8s.io/apiserver/pkg/authentication`).
+//!
+//! Authenticators are tried in kube-apiserver's order and the first that
+//! recognises the request wins (its union authenticator):
+//! 1. a trusted in-process identity ([`InProcessIdentity`], a request
+//!    extension only code in this process can set: a remote request cannot
+//!    carry extensions);
+//! 2. the TLS client certificate ([`ClientCertificate`], set by the listener
+//!    after rustls verified the chain against the client CA): CN = user,
+//!    every O = a group; a certificate with an empty CN is ignored;
+//! 3. a bearer token from `--token-auth-file` (kube's CSV format).
+//!
+//! Authenticated users get the group `system:authenticated`. A request no
+//! authenticator recognises gets 401 with a `metav1.Status` body, except on
+//! the public paths (`/healthz`, `/livez`, `/readyz` and their sub-paths,
+//! `/version`), where it goes on as `system:anonymous`. A bearer token that
+//! is present but unknown is a 401 everywhere, as in kube-apiserver.
+//! The handlers read the result as a [`UserInfo`] request extension.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::header::{AUTHORIZATION, CONTENT_TYPE};
+use ubernetes_apimachinery::ApiError;
+
+/// The group every authenticated user is in.
+pub const ALL_AUTHENTICATED: &str = "system:authenticated";
+/// The group of the anonymous user.
+pub const ALL_UNAUTHENTICATED: &str = "system:unauthenticated";
+/// The anonymous user's name.
+pub const ANONYMOUS: &str = "system:anonymous";
+
+/// Who made a request (`user.Info`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UserInfo {
+    pub name: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    /// A user with a name and groups (no uid, no extra).
+    pub fn new(name: impl Into<String>, groups: &[&str]) -> Self {
+        Self {
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// `system:anonymous` in `system:unauthenticated`.
+    pub fn anonymous() -> Self {
+        Self::new(ANONYMOUS, &[ALL_UNAUTHENTICATED])
+    }
+
+    /// Whether this is the anonymous user.
+    pub fn is_anonymous(&self) -> bool {
+        self.name == ANONYMOUS
+    }
+}
+
+/// A trusted identity for requests made from inside this process (the
+/// embedded controllers' in-process client). Authentication believes it
+/// whenever it is present, so only in-process code may insert it.
+#[derive(Clone, Debug)]
+pub struct InProcessIdentity(pub UserInfo);
+
+/// The identity in the TLS client certificate of the connection, inserted
+/// into every request of that connection by the listener after rustls has
+/// verified the chain against the client CA.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClientCertificate {
+    /// The leaf's subject CommonName.
+    pub common_name: String,
+    /// The leaf's subject Organizations.
+    pub organizations: Vec<String>,
+}
+
+/// Why a request was not authenticated (logged; the client sees only
+/// `Unauthorized`, as from kube-apiserver).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthnError {
+    #[error("invalid bearer token")]
+    InvalidBearerToken,
+}
+
+/// Loading `--token-auth-file` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenFileError {
+    #[error("reading token file '{path}': {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: csv::Error,
+    },
+    #[error(
+        "token file '{path}' must have at least 3 columns (token, user name, user uid), found {found}"
+    )]
+    TooFewColumns { path: String, found: usize },
+}
+
+/// The authenticators of this server.
+#[derive(Debug, Default)]
+pub struct Authenticator {
+    tokens: HashMap<String, UserInfo>,
+}
+
+impl Authenticator {
+    /// An authenticator with the tokens of `token_file` (if any).
+    pub fn new(token_file: Option<&Path>) -> Result<Self, TokenFileError> {
+        let tokens = match token_file {
+            Some(path) => load_token_file(path)?,
+            None => HashMap::new(),
+        };
+        Ok(Self { tokens })
+    }
+
+    /// An authenticator with the given static tokens.
+    pub fn with_tokens(tokens: HashMap<String, UserInfo>) -> Self {
+        Self { tokens }
+    }
+
+    /// How many bearer tokens are known.
+    pub fn token_count(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// Who made the request: `Ok(None)` when it carries no credentials this
+    /// server recognises, `Err` when it carries a bad one.
+    pub fn authenticate(
+        &self,
+        parts: &http::request::Parts,
+    ) -> Result<Option<UserInfo>, AuthnError> {
+        if let Some(InProcessIdentity(user)) = parts.extensions.get::<InProcessIdentity>() {
+            return Ok(Some(with_authenticated_group(user.clone())));
+        }
+        if let Some(cert) = parts.extensions.get::<ClientCertificate>()
+            && !cert.common_name.is_empty()
+        {
+            return Ok(Some(with_authenticated_group(UserInfo {
+                name: cert.common_name.clone(),
+                uid: String::new(),
+                groups: cert.organizations.clone(),
+                extra: BTreeMap::new(),
+            })));
+        }
+        match bearer_token(&parts.headers) {
+            Some(token) => match self.tokens.get(token) {
+                Some(user) => Ok(Some(with_authenticated_group(user.clone()))),
+                None => Err(AuthnError::InvalidBearerToken),
+            },
+            None => Ok(None),
+        }
+    }
+}
+
+/// Whether anonymous requests may reach `path` (kube-apiserver's
+/// `system:public-info-viewer` paths that this server serves).
+pub fn is_public_path(path: &str) -> bool {
+    const PREFIXES: [&str; 3] = ["/healthz", "/livez", "/readyz"];
+    if path == "/version" || path == "/version/" {
+        return true;
+    }
+    PREFIXES.iter().any(|p| {
+        path == *p
+            || path
+                .strip_prefix(p)
+                .is_some_and(|rest| rest.starts_with('/'))
+    })
+}
+
+/// The axum middleware: authenticate, insert [`UserInfo`], or answer 401.
+///
+/// Use with `axum::middleware::from_fn_with_state(Arc<Authenticator>, authenticate)`.
+pub async fn authenticate(
+    State(authenticator): State<Arc<Authenticator>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (mut parts, body) = request.into_parts();
+    let user = match authenticator.authenticate(&parts) {
+        Ok(Some(user)) => {
+            // kube-apiserver drops the credential once it has been used.
+            parts.headers.remove(AUTHORIZATION);
+            user
+        }
+        Ok(None) if is_public_path(parts.uri.path()) => UserInfo::anonymous(),
+        Ok(None) => {
+            tracing::debug!(path = %parts.uri.path(), "anonymous request rejected");
+            return unauthorized();
+        }
+        Err(err) => {
+            tracing::debug!(path = %parts.uri.path(), error = %err, "authentication failed");
+            return unauthorized();
+        }
+    };
+    parts.extensions.insert(user);
+    next.run(Request::from_parts(parts, body)).await
+}
+
+/// 401 with kube-apiserver's Status body.
+fn unauthorized() -> Response {
+    let err = ApiError::unauthorized();
+    let body = err.status().to_string();
+    (
+        err.status_code(),
+        [(CONTENT_TYPE, "application/json")],
+        Body::from(body),
+    )
+        .into_response()
+}
+
+/// kube's `AuthenticatedGroupAdder`: add `system:authenticated` unless the
+/// user already is in it or in `system:unauthenticated`, or is anonymous.
+fn with_authenticated_group(mut user: UserInfo) -> UserInfo {
+    if user.name == ANONYMOUS {
+        return user;
+    }
+    if !user
+        .groups
+        .iter()
+        .any(|g| g == ALL_AUTHENTICATED || g == ALL_UNAUTHENTICATED)
+    {
+        user.groups.push(ALL_AUTHENTICATED.to_string());
+    }
+    user
+}
+
+/// The token of `Authorization: Bearer <token>`, as kube's bearertoken
+/// authenticator reads it (scheme case-insensitive, surrounding space trimmed).
+fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?.trim();
+    let mut parts = value.splitn(3, ' ');
+    let scheme = parts.next()?;
+    let token = parts.next()?;
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
+        return None;
+    }
+    Some(token)
+}
+
+/// Parse kube-apiserver's token file: CSV rows `token,user,uid[,"g1,g2"]`;
+/// rows with an empty token are skipped, a later duplicate wins.
+pub fn load_token_file(path: &Path) -> Result<HashMap<String, UserInfo>, TokenFileError> {
+    let shown = path.display().to_string();
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_path(path)
+        .map_err(|source| TokenFileError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+    let mut tokens = HashMap::new();
+    for (index, record) in reader.records().enumerate() {
+        let record = record.map_err(|source| TokenFileError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        if record.len() < 3 {
+            return Err(TokenFileError::TooFewColumns {
+                path: shown,
+                found: record.len(),
+            });
+        }
+        let token = record.get(0).unwrap_or_default();
+        if token.is_empty() {
+            tracing::warn!(
+                "empty token has been found in token file '{shown}', record number '{}'",
+                index + 1
+            );
+            continue;
+        }
+        let user = UserInfo {
+            name: record.get(1).unwrap_or_default().to_string(),
+            uid: record.get(2).unwrap_or_default().to_string(),
+            groups: record
+                .get(3)
+                .map(|g| g.split(',').map(str::to_string).collect())
+                .unwrap_or_default(),
+            extra: BTreeMap::new(),
+        };
+        if tokens.insert(token.to_string(), user).is_some() {
+            tracing::warn!(
+                "duplicate token has been found in token file '{shown}', record number '{}'",
+                index + 1
+            );
+        }
+    }
+    Ok(tokens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::routing::get;
+    use http::StatusCode;
+    use tower::ServiceExt;
+
+    fn parts(build: http::request::Builder) -> http::request::Parts {
+        build.body(()).expect("request").into_parts().0
+    }
+
+    fn tokens() -> Authenticator {
+        let mut map = HashMap::new();
+        map.insert(
+            "secret".to_string(),
+            UserInfo {
+                name: "alice".into(),
+                uid: "1".into(),
+                groups: vec!["dev".into()],
+                extra: BTreeMap::new(),
+            },
+        );
+        Authenticator::with_tokens(map)
+    }
+
+    fn app() -> Router {
+        Router::new()
+            .route(
+                "/api",
+                get(
+                    |axum::Extension(user): axum::Extension<UserInfo>| async move {
+                        format!("{}|{}", user.name, user.groups.join(","))
+                    },
+                ),
+            )
+            .route(
+                "/healthz",
+                get(|axum::Extension(user): axum::Extension<UserInfo>| async move { user.name }),
+            )
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::new(tokens()),
+                authenticate,
+            ))
+    }
+
+    async fn call(req: http::Request<Body>) -> (StatusCode, String) {
+        let resp = app().oneshot(req).await.expect("infallible");
+        let status = resp.status();
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    #[test]
+    fn a_known_bearer_token_authenticates_its_user_with_the_authenticated_group() {
+        let p = parts(http::Request::get("/api").header("Authorization", "Bearer secret"));
+        let user = tokens().authenticate(&p).expect("ok").expect("user");
+        assert_eq!(user.name, "alice");
+        assert_eq!(user.uid, "1");
+        assert_eq!(user.groups, vec!["dev", "system:authenticated"]);
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        let p = parts(http::Request::get("/api").header("Authorization", "  bearer secret "));
+        assert!(tokens().authenticate(&p).expect("ok").is_some());
+    }
+
+    #[test]
+    fn an_unknown_bearer_token_is_an_error() {
+        let p = parts(http::Request::get("/api").header("Authorization", "Bearer nope"));
+        assert_eq!(
+            tokens().authenticate(&p),
+            Err(AuthnError::InvalidBearerToken)
+        );
+    }
+
+    #[test]
+    fn a_client_certificate_wins_over_a_bad_token_as_kube_tries_x509_first() {
+        let mut p = parts(http::Request::get("/api").header("Authorization", "Bearer nope"));
+        p.extensions.insert(ClientCertificate {
+            common_name: "bob".into(),
+            organizations: vec!["ops".into(), "qa".into()],
+        });
+        let user = tokens().authenticate(&p).expect("ok").expect("user");
+        assert_eq!(user.name, "bob");
+        assert_eq!(user.groups, vec!["ops", "qa", "system:authenticated"]);
+    }
+
+    #[test]
+    fn a_client_certificate_without_common_name_falls_through_to_tokens() {
+        let mut p = parts(http::Request::get("/api").header("Authorization", "Bearer secret"));
+        p.extensions.insert(ClientCertificate::default());
+        let user = tokens().authenticate(&p).expect("ok").expect("user");
+        assert_eq!(user.name, "alice");
+    }
+
+    #[test]
+    fn an_in_process_identity_is_trusted_first() {
+        let mut p = parts(http::Request::get("/api").header("Authorization", "Bearer nope"));
+        p.extensions.insert(InProcessIdentity(UserInfo::new(
+            "system:ubernetes-controller",
+            &[],
+        )));
+        let user = tokens().authenticate(&p).expect("ok").expect("user");
+        assert_eq!(user.name, "system:ubernetes-controller");
+        assert_eq!(user.groups, vec!["system:authenticated"]);
+    }
+
+    #[test]
+    fn public_paths_are_health_checks_and_version() {
+        for p in [
+            "/healthz",
+            "/healthz/ping",
+            "/livez",
+            "/readyz/shutdown",
+            "/version",
+        ] {
+            assert!(is_public_path(p), "{p}");
+        }
+        for p in ["/api", "/healthzx", "/versions", "/apis/apps/v1", "/"] {
+            assert!(!is_public_path(p), "{p}");
+        }
+    }
+
+    #[tokio::test]
+    async fn anonymous_requests_to_the_api_get_a_401_status() {
+        let (status, body) =
+            call(http::Request::get("/api").body(Body::empty()).expect("req")).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        let v: serde_json::Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(v["kind"], "Status");
+        assert_eq!(v["reason"], "Unauthorized");
+        assert_eq!(v["message"], "Unauthorized");
+        assert_eq!(v["code"], 401);
+    }
+
+    #[tokio::test]
+    async fn anonymous_requests_to_health_go_through_as_system_anonymous() {
+        let (status, body) = call(
+            http::Request::get("/healthz")
+                .body(Body::empty())
+                .expect("req"),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, "system:anonymous");
+    }
+
+    #[tokio::test]
+    async fn a_bad_token_is_rejected_even_on_public_paths() {
+        let req = http::Request::get("/healthz")
+            .header("Authorization", "Bearer nope")
+            .body(Body::empty())
+            .expect("req");
+        assert_eq!(call(req).await.0, StatusCode::UNAUTHORIZED);
+    }
+
+    #[tokio::test]
+    async fn handlers_see_the_authenticated_user() {
+        let req = http::Request::get("/api")
+            .header("Authorization", "Bearer secret")
+            .body(Body::empty())
+            .expect("req");
+        assert_eq!(
+            call(req).await,
+            (StatusCode::OK, "alice|dev,system:authenticated".to_string())
+        );
+    }
+
+    #[test]
+    fn the_token_file_is_kube_apiservers_csv() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("tokens.csv");
+        std::fs::write(
+            &path,
+            "t1,alice,u1,\"dev,ops\"\nt2,bob,u2\n\n,empty,u3\nt3,carol,u4,admins\n",
+        )
+        .expect("write");
+        let tokens = load_token_file(&path).expect("loads");
+        assert_eq!(tokens.len(), 3);
+        assert_eq!(tokens["t1"].groups, vec!["dev", "ops"]);
+        assert_eq!(tokens["t1"].uid, "u1");
+        assert!(tokens["t2"].groups.is_empty());
+        assert_eq!(tokens["t3"].groups, vec!["admins"]);
+    }
+
+    #[test]
+    fn a_token_file_row_with_two_columns_is_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("tokens.csv");
+        std::fs::write(&path, "t1,alice\n").expect("write");
+        let err = load_token_file(&path).expect_err("too few");
+        assert!(
+            err.to_string().contains("must have at least 3 columns"),
+            "{err}"
+        );
+    }
+}

@@ -1,1 +1,811 @@
-//! TO BE IMPLEMENTED (serving helper).
+//! How a request arrives: the HTTPS listener and the filter chain in front of
+//! the API (kube-apiserver's `pkg/server` secure serving and
+//! `DefaultBuildHandlerChain`).
+//!
+//! [`start`] makes or loads the TLS material (the dev PKI under
+//! `DATA_DIR/pki/`, or `--tls-cert-file`/`--tls-private-key-file`), builds the
+//! state ([`crate::state::build_state`]), binds `--bind-address:--secure-port`,
+//! writes `DATA_DIR/kubeconfig` and serves rustls (TLS 1.2/1.3, ALPN `h2` and
+//! `http/1.1`) with hyper-util's auto builder (HTTP/1.1 and HTTP/2). Client
+//! certificates are optional at the TLS level; a verified one is handed to
+//! authentication as a [`ClientCertificate`] request extension.
+//!
+//! The filter chain ([`build_router`]), outermost first: request tracing →
+//! panic catcher (500 Status; a panic never kills the server) → watch closer
+//! (ends watch streams on shutdown) → authentication (401 Status) → body-size
+//! limit (413 Status) → routes (health + [`crate::state::api_router`]), with
+//! empty 404/405 answers turned into Status bodies.
+//!
+//! Graceful shutdown when the `shutdown` future completes: `/readyz` starts
+//! failing, requests are still served for `--shutdown-delay-duration`, then
+//! the listener closes, watches end, in-flight requests get
+//! `--shutdown-grace-period` to finish, and the rest are dropped.
+//! [`run`] is what the binary calls; it also prints how to use the server.
+
+use std::any::Any;
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt as _;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderValue, StatusCode};
+use http_body_util::{BodyExt as _, Limited};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use rustls::RootCertStore;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt as _;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+use ubernetes_apimachinery::ApiError;
+
+use crate::authn::{self, Authenticator, ClientCertificate};
+use crate::health::{self, Health};
+use crate::options::ServerOptions;
+use crate::state::{api_router, build_state};
+
+/// The name of the kubeconfig context, cluster and user written on start.
+pub const CONTEXT_NAME: &str = "federation";
+
+/// How long a TLS handshake may take before the connection is dropped.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A server that is running (see [`start`]).
+#[derive(Debug)]
+pub struct RunningServer {
+    /// The address the listener is bound to (the real port when
+    /// `--secure-port 0`).
+    pub local_addr: SocketAddr,
+    /// The URL clients use (`https://127.0.0.1:PORT` when bound to 0.0.0.0).
+    pub url: String,
+    /// The absolute data dir.
+    pub data_dir: PathBuf,
+    /// `DATA_DIR/kubeconfig`, written on this start.
+    pub kubeconfig: PathBuf,
+    /// The health checks (e.g. to watch `/readyz` turn during shutdown).
+    pub health: Arc<Health>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl RunningServer {
+    /// Wait until the server has shut down (after the `shutdown` future
+    /// given to [`start`] completed and connections drained).
+    pub async fn wait(self) -> anyhow::Result<()> {
+        self.task.await.context("server task failed")?
+    }
+}
+
+/// Start the server and return once it listens; it serves until `shutdown`
+/// completes. See the module documentation for what happens on the way.
+pub async fn start(
+    options: ServerOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<RunningServer> {
+    let mut options = options;
+    std::fs::create_dir_all(&options.data_dir).with_context(|| {
+        format!(
+            "cannot create the data dir {} (set another with --data-dir)",
+            options.data_dir.display()
+        )
+    })?;
+    options.data_dir = std::fs::canonicalize(&options.data_dir)
+        .with_context(|| format!("cannot resolve --data-dir {}", options.data_dir.display()))?;
+    let data_dir = options.data_dir.clone();
+    tracing::info!(data_dir = %data_dir.display(), "using data dir");
+
+    let tls = load_tls(&options)?;
+    let authenticator = Arc::new(
+        Authenticator::new(options.token_auth_file.as_deref())
+            .context("cannot load --token-auth-file")?,
+    );
+    if options.token_auth_file.is_some() {
+        tracing::info!(
+            tokens = authenticator.token_count(),
+            "loaded bearer tokens from --token-auth-file"
+        );
+    }
+
+    let bind = SocketAddr::new(options.bind_address, options.secure_port);
+    let listener = TcpListener::bind(bind)
+        .await
+        .map_err(|e| bind_error(bind, e))?;
+    let local_addr = listener.local_addr().context("reading the bound address")?;
+
+    let state = build_state(&options).await?;
+    let health = Health::new();
+    let watch_shutdown = CancellationToken::new();
+    let app = build_router(
+        api_router(state),
+        health.clone(),
+        authenticator,
+        options.max_request_body_bytes,
+        watch_shutdown.clone(),
+    );
+
+    let url = client_url(local_addr);
+    let kubeconfig = options.kubeconfig_path();
+    ubernetes_certs::write_kubeconfig(
+        &kubeconfig,
+        &url,
+        &tls.kubeconfig_ca_pem,
+        &tls.admin.cert_pem,
+        &tls.admin.key_pem,
+        CONTEXT_NAME,
+    )
+    .with_context(|| format!("cannot write {}", kubeconfig.display()))?;
+    tracing::info!(kubeconfig = %kubeconfig.display(), "wrote admin kubeconfig (context {CONTEXT_NAME})");
+    tracing::info!(address = %local_addr, url = %url, "serving HTTPS (HTTP/1.1 and HTTP/2)");
+
+    let acceptor = TlsAcceptor::from(tls.server_config);
+    let task = tokio::spawn(accept_loop(
+        listener,
+        acceptor,
+        app,
+        health.clone(),
+        watch_shutdown,
+        shutdown,
+        options.shutdown_delay_duration,
+        options.shutdown_grace,
+    ));
+    Ok(RunningServer {
+        local_addr,
+        url,
+        data_dir,
+        kubeconfig,
+        health,
+        task,
+    })
+}
+
+/// Start the server, print where it listens and how to use it on stdout,
+/// and serve until `shutdown` completes and connections have drained.
+pub async fn run(
+    options: ServerOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let server = start(options, shutdown).await?;
+    let kubeconfig = server.kubeconfig.display().to_string();
+    tracing::info!(
+        "use it with: kubectl --kubeconfig {kubeconfig} --context={CONTEXT_NAME} get ns"
+    );
+    {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "ubernetes: serving on {}", server.url);
+        let _ = writeln!(out, "ubernetes: kubeconfig {kubeconfig}");
+        let _ = writeln!(
+            out,
+            "ubernetes: use it with: kubectl --kubeconfig {kubeconfig} --context={CONTEXT_NAME} get ns"
+        );
+        let _ = out.flush();
+    }
+    server.wait().await
+}
+
+/// The filter chain around the API routes (see the module documentation).
+/// The same chain serves the in-process client: requests carrying an
+/// [`authn::InProcessIdentity`] extension are authenticated by it.
+pub fn build_router(
+    api: Router,
+    health: Arc<Health>,
+    authenticator: Arc<Authenticator>,
+    max_request_body_bytes: u64,
+    watch_shutdown: CancellationToken,
+) -> Router {
+    let limit = usize::try_from(max_request_body_bytes).unwrap_or(usize::MAX);
+    api.merge(health::router(health))
+        .layer(middleware::map_response(status_for_empty_errors))
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(middleware::from_fn_with_state(limit, limit_body))
+        .layer(middleware::from_fn_with_state(
+            authenticator,
+            authn::authenticate,
+        ))
+        .layer(middleware::from_fn_with_state(
+            watch_shutdown,
+            close_watches_on_shutdown,
+        ))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(TraceLayer::new_for_http())
+}
+
+// ---------------------------------------------------------------------------
+// filters
+
+fn status_response(err: &ApiError) -> Response {
+    (
+        err.status_code(),
+        [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        err.status().to_string(),
+    )
+        .into_response()
+}
+
+fn too_large(limit: usize) -> Response {
+    let err = if limit as u64 == crate::options::DEFAULT_MAX_REQUEST_BODY_BYTES {
+        ApiError::too_large()
+    } else {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        )
+    };
+    status_response(&err)
+}
+
+/// 413 with a Status body for a body over the limit: at once from
+/// `Content-Length`, or while reading a body of unknown length (which is then
+/// handed on buffered).
+async fn limit_body(State(limit): State<usize>, request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match declared {
+        Some(len) if len > limit as u64 => return too_large(limit),
+        Some(_) => return next.run(request).await,
+        None => {}
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(err) if err.is::<http_body_util::LengthLimitError>() => return too_large(limit),
+        Err(err) => {
+            return status_response(&ApiError::bad_request(format!(
+                "error reading the request body: {err}"
+            )));
+        }
+    };
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+/// Whether a request is a watch (`?watch=true` or a `/watch/` path).
+fn is_watch(request: &Request) -> bool {
+    let uri = request.uri();
+    if uri.path().split('/').any(|seg| seg == "watch") {
+        return true;
+    }
+    uri.query().is_some_and(|q| {
+        form_urlencoded::parse(q.as_bytes()).any(|(k, v)| {
+            k == "watch" && matches!(v.as_ref(), "1" | "t" | "T" | "true" | "TRUE" | "True")
+        })
+    })
+}
+
+/// End watch response streams cleanly once shutdown begins, so that graceful
+/// shutdown does not wait for them (clients re-list and re-watch elsewhere).
+async fn close_watches_on_shutdown(
+    State(token): State<CancellationToken>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let watch = is_watch(&request);
+    let response = next.run(request).await;
+    if !watch {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let stream = body.into_data_stream().take_until(token.cancelled_owned());
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
+/// A 404/405 without a body (axum's own answers) becomes a Status, since
+/// every client expects one.
+async fn status_for_empty_errors(response: Response) -> Response {
+    let status = response.status();
+    if response.headers().contains_key(CONTENT_TYPE) {
+        return response;
+    }
+    match status {
+        StatusCode::NOT_FOUND => status_response(&ApiError::no_route()),
+        StatusCode::METHOD_NOT_ALLOWED => status_response(&ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )),
+        _ => response,
+    }
+}
+
+/// The 500 Status for a handler that panicked.
+fn panic_response(err: Box<dyn Any + Send + 'static>) -> http::Response<Body> {
+    let detail = if let Some(s) = err.downcast_ref::<String>() {
+        s.clone()
+    } else if let Some(s) = err.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else {
+        "unknown panic".to_string()
+    };
+    tracing::error!(panic = %detail, "handler panicked");
+    status_response(&ApiError::internal("the server hit an unexpected error"))
+}
+
+// ---------------------------------------------------------------------------
+// TLS
+
+struct TlsMaterial {
+    server_config: Arc<rustls::ServerConfig>,
+    /// The CA a client should trust for the serving certificate.
+    kubeconfig_ca_pem: String,
+    admin: ubernetes_certs::CertPair,
+}
+
+fn read_pem(path: &Path, flag: &str) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {flag} {}", path.display()))
+}
+
+fn parse_certs(pem: &str, path: &Path, flag: &str) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+    let mut reader = pem.as_bytes();
+    let certs = rustls_pemfile::certs(&mut reader)
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("cannot parse {flag} {}", path.display()))?;
+    anyhow::ensure!(
+        !certs.is_empty(),
+        "{flag} {} holds no PEM certificate",
+        path.display()
+    );
+    Ok(certs)
+}
+
+fn parse_key(pem: &str, path: &Path, flag: &str) -> anyhow::Result<PrivateKeyDer<'static>> {
+    let mut reader = pem.as_bytes();
+    rustls_pemfile::private_key(&mut reader)
+        .with_context(|| format!("cannot parse {flag} {}", path.display()))?
+        .with_context(|| format!("{flag} {} holds no PEM private key", path.display()))
+}
+
+/// Extra SANs for the dev serving certificate: `--tls-san` plus a specific
+/// bind address.
+fn serving_sans(options: &ServerOptions) -> Vec<String> {
+    let mut sans = options.tls_san.clone();
+    let ip = options.bind_address;
+    if !ip.is_unspecified() && !ip.is_loopback() {
+        sans.push(ip.to_string());
+    }
+    sans
+}
+
+fn load_tls(options: &ServerOptions) -> anyhow::Result<TlsMaterial> {
+    let pki_dir = options.pki_dir();
+    let pki = ubernetes_certs::ensure_dev_pki(&pki_dir, &serving_sans(options))
+        .with_context(|| format!("cannot prepare the dev PKI in {}", pki_dir.display()))?;
+    tracing::info!(
+        dir = %pki_dir.display(),
+        ca = ?pki.ca_outcome,
+        serving = ?pki.serving_outcome,
+        admin = ?pki.admin_outcome,
+        "dev PKI ready"
+    );
+    let dev_ca_path = pki.ca_cert_path();
+
+    let (chain, key, kubeconfig_ca_pem) =
+        match (&options.tls_cert_file, &options.tls_private_key_file) {
+            (Some(cert_path), Some(key_path)) => {
+                let cert_pem = read_pem(cert_path, "--tls-cert-file")?;
+                let chain = parse_certs(&cert_pem, cert_path, "--tls-cert-file")?;
+                let key_pem = read_pem(key_path, "--tls-private-key-file")?;
+                let key = parse_key(&key_pem, key_path, "--tls-private-key-file")?;
+                // Clients must trust the issuer of the given certificate: the
+                // last certificate of the file (its CA when a chain is given).
+                let ca_pem = pem_of_last_cert(&cert_pem).unwrap_or(cert_pem);
+                tracing::info!(cert = %cert_path.display(), "serving with --tls-cert-file");
+                (chain, key, ca_pem)
+            }
+            (None, None) => {
+                let chain = parse_certs(
+                    &pki.serving.cert_pem,
+                    &pki.serving_cert_path(),
+                    "dev serving certificate",
+                )?;
+                let key = parse_key(
+                    &pki.serving.key_pem,
+                    &pki.serving_key_path(),
+                    "dev serving key",
+                )?;
+                (chain, key, pki.ca.cert_pem.clone())
+            }
+            _ => anyhow::bail!("--tls-cert-file and --tls-private-key-file must be given together"),
+        };
+
+    let mut roots = RootCertStore::empty();
+    for cert in parse_certs(&pki.ca.cert_pem, &dev_ca_path, "dev CA")? {
+        roots
+            .add(cert)
+            .with_context(|| format!("cannot use the dev CA {}", dev_ca_path.display()))?;
+    }
+    if let Some(path) = &options.client_ca_file {
+        let pem = read_pem(path, "--client-ca-file")?;
+        for cert in parse_certs(&pem, path, "--client-ca-file")? {
+            roots
+                .add(cert)
+                .with_context(|| format!("cannot use --client-ca-file {}", path.display()))?;
+        }
+    }
+
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .allow_unauthenticated()
+        .build()
+        .context("cannot build the client certificate verifier")?;
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .context("cannot configure TLS versions")?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain, key)
+        .context("the serving certificate and key do not match or are unusable")?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+
+    Ok(TlsMaterial {
+        server_config: Arc::new(config),
+        kubeconfig_ca_pem,
+        admin: pki.admin,
+    })
+}
+
+fn pem_of_last_cert(pem: &str) -> Option<String> {
+    let start = pem.rfind("-----BEGIN CERTIFICATE-----")?;
+    let end_marker = "-----END CERTIFICATE-----";
+    let end = pem[start..].find(end_marker)? + start + end_marker.len();
+    Some(format!("{}\n", &pem[start..end]))
+}
+
+// ---------------------------------------------------------------------------
+// listener
+
+/// A clear message for a failed bind, naming the port and the fix.
+fn bind_error(addr: SocketAddr, err: std::io::Error) -> anyhow::Error {
+    match err.kind() {
+        std::io::ErrorKind::AddrInUse => anyhow::anyhow!(
+            "cannot listen on {addr}: port {} is already in use; stop the process using it or choose another port with --secure-port (0 picks a free one)",
+            addr.port()
+        ),
+        std::io::ErrorKind::PermissionDenied => anyhow::anyhow!(
+            "cannot listen on {addr}: permission denied; ports below 1024 need privileges, choose another with --secure-port"
+        ),
+        std::io::ErrorKind::AddrNotAvailable => anyhow::anyhow!(
+            "cannot listen on {addr}: {} is not an address of this machine; fix --bind-address",
+            addr.ip()
+        ),
+        _ => anyhow::Error::new(err).context(format!("cannot listen on {addr}")),
+    }
+}
+
+/// The URL clients use: the bound address, with a loopback address in place
+/// of an unspecified one.
+fn client_url(addr: SocketAddr) -> String {
+    let ip = match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    format!("https://{}", SocketAddr::new(ip, addr.port()))
+}
+
+#[allow(clippy::too_many_arguments)] // one call site; the arguments are the server's parts
+async fn accept_loop(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    app: Router,
+    health: Arc<Health>,
+    watch_shutdown: CancellationToken,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    delay: Duration,
+    grace: Duration,
+) -> anyhow::Result<()> {
+    let graceful = GracefulShutdown::new();
+    let mut connections = JoinSet::new();
+    let stop = {
+        let health = health.clone();
+        async move {
+            shutdown.await;
+            tracing::info!("shutdown requested: /readyz now fails");
+            health.begin_shutdown();
+            if !delay.is_zero() {
+                tracing::info!(?delay, "serving on during --shutdown-delay-duration");
+                tokio::time::sleep(delay).await;
+            }
+        }
+    };
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            () = &mut stop => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    connections.spawn(serve_connection(
+                        stream,
+                        peer,
+                        acceptor.clone(),
+                        app.clone(),
+                        graceful.watcher(),
+                    ));
+                }
+                Err(err) => {
+                    // e.g. EMFILE: back off instead of spinning.
+                    tracing::warn!(error = %err, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+
+    drop(listener);
+    tracing::info!("listener closed; closing watches and draining in-flight requests");
+    watch_shutdown.cancel();
+    if tokio::time::timeout(grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            ?grace,
+            "in-flight requests did not finish within the grace period; dropping them"
+        );
+    }
+    connections.abort_all();
+    while connections.join_next().await.is_some() {}
+    tracing::info!("server stopped");
+    Ok(())
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    acceptor: TlsAcceptor,
+    app: Router,
+    watcher: Watcher,
+) {
+    let _ = stream.set_nodelay(true);
+    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(err)) => {
+            tracing::debug!(%peer, error = %err, "TLS handshake failed");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!(%peer, "TLS handshake timed out");
+            return;
+        }
+    };
+    // rustls has verified the chain against the client CA if one was sent.
+    let client_cert = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .and_then(
+            |leaf| match ubernetes_certs::certificate_identity(leaf.as_ref()) {
+                Ok((common_name, organizations)) => Some(ClientCertificate {
+                    common_name,
+                    organizations,
+                }),
+                Err(err) => {
+                    tracing::debug!(%peer, error = %err, "unreadable client certificate");
+                    None
+                }
+            },
+        );
+    let service =
+        hyper::service::service_fn(move |mut request: http::Request<hyper::body::Incoming>| {
+            let extensions = request.extensions_mut();
+            extensions.insert(ConnectInfo(peer));
+            if let Some(cert) = &client_cert {
+                extensions.insert(cert.clone());
+            }
+            app.clone().oneshot(request.map(Body::new))
+        });
+    let builder = auto::Builder::new(TokioExecutor::new());
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+    if let Err(err) = watcher.watch(connection.into_owned()).await {
+        tracing::debug!(%peer, error = %err, "connection ended with an error");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::routing::{get, post};
+    use futures::stream;
+
+    fn admin() -> authn::InProcessIdentity {
+        authn::InProcessIdentity(authn::UserInfo::new("admin", &["system:masters"]))
+    }
+
+    fn app_with(api: Router, token: CancellationToken) -> Router {
+        build_router(
+            api,
+            Health::new(),
+            Arc::new(Authenticator::default()),
+            16,
+            token,
+        )
+    }
+
+    async fn body_text(resp: Response) -> String {
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    fn echo_api() -> Router {
+        Router::new()
+            .route("/echo", post(|body: axum::body::Bytes| async move { body }))
+            .route(
+                "/panic",
+                get(|| async {
+                    if true {
+                        panic!("boom");
+                    }
+                    "unreachable"
+                }),
+            )
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_a_500_status() {
+        let app = app_with(echo_api(), CancellationToken::new());
+        let mut req = http::Request::get("/panic")
+            .body(Body::empty())
+            .expect("req");
+        req.extensions_mut().insert(admin());
+        let resp = app.oneshot(req).await.expect("infallible");
+        assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let v: serde_json::Value = serde_json::from_str(&body_text(resp).await).expect("json");
+        assert_eq!(v["kind"], "Status");
+        assert_eq!(v["reason"], "InternalError");
+        assert_eq!(v["code"], 500);
+    }
+
+    #[tokio::test]
+    async fn a_declared_body_over_the_limit_is_a_413_status() {
+        let app = app_with(echo_api(), CancellationToken::new());
+        let mut req = http::Request::post("/echo")
+            .header(CONTENT_LENGTH, "17")
+            .body(Body::from(vec![b'x'; 17]))
+            .expect("req");
+        req.extensions_mut().insert(admin());
+        let resp = app.oneshot(req).await.expect("infallible");
+        assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let v: serde_json::Value = serde_json::from_str(&body_text(resp).await).expect("json");
+        assert_eq!(v["reason"], "RequestEntityTooLarge");
+        assert_eq!(v["message"], "Request entity too large: limit is 16");
+    }
+
+    #[tokio::test]
+    async fn a_streamed_body_over_the_limit_is_a_413_status_and_one_under_it_passes() {
+        let chunks = || {
+            Body::from_stream(stream::iter(vec![
+                Ok::<_, std::io::Error>(axum::body::Bytes::from_static(b"0123456789")),
+                Ok(axum::body::Bytes::from_static(b"0123456789")),
+            ]))
+        };
+        let app = app_with(echo_api(), CancellationToken::new());
+        let mut req = http::Request::post("/echo").body(chunks()).expect("req");
+        req.extensions_mut().insert(admin());
+        let resp = app.clone().oneshot(req).await.expect("infallible");
+        assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+
+        let mut req = http::Request::post("/echo")
+            .body(Body::from_stream(stream::iter(vec![
+                Ok::<_, std::io::Error>(axum::body::Bytes::from_static(b"small")),
+            ])))
+            .expect("req");
+        req.extensions_mut().insert(admin());
+        let resp = app.oneshot(req).await.expect("infallible");
+        assert_eq!(resp.status(), StatusCode::OK);
+        assert_eq!(body_text(resp).await, "small");
+    }
+
+    #[tokio::test]
+    async fn an_unknown_path_is_a_404_status() {
+        let app = app_with(echo_api(), CancellationToken::new());
+        let mut req = http::Request::get("/nope")
+            .body(Body::empty())
+            .expect("req");
+        req.extensions_mut().insert(admin());
+        let resp = app.oneshot(req).await.expect("infallible");
+        assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+        let v: serde_json::Value = serde_json::from_str(&body_text(resp).await).expect("json");
+        assert_eq!(v["reason"], "NotFound");
+        assert_eq!(
+            v["message"],
+            "the server could not find the requested resource"
+        );
+    }
+
+    #[tokio::test]
+    async fn watch_streams_end_when_shutdown_begins() {
+        let api = Router::new().route(
+            "/api/v1/configmaps",
+            get(|| async {
+                let events = stream::once(async {
+                    Ok::<_, std::io::Error>(axum::body::Bytes::from_static(
+                        b"{\"type\":\"ADDED\"}\n",
+                    ))
+                })
+                .chain(stream::pending());
+                Body::from_stream(events)
+            }),
+        );
+        let token = CancellationToken::new();
+        let app = app_with(api, token.clone());
+        let mut req = http::Request::get("/api/v1/configmaps?watch=true")
+            .body(Body::empty())
+            .expect("req");
+        req.extensions_mut().insert(admin());
+        let resp = app.oneshot(req).await.expect("infallible");
+        let mut body = resp.into_body().into_data_stream();
+        let first = body.next().await.expect("an event").expect("data");
+        assert_eq!(&first[..], b"{\"type\":\"ADDED\"}\n");
+        token.cancel();
+        assert!(
+            body.next().await.is_none(),
+            "the stream ends after shutdown"
+        );
+    }
+
+    #[test]
+    fn watch_requests_are_recognised_by_query_or_path() {
+        let req = |uri: &str| http::Request::get(uri).body(Body::empty()).expect("req");
+        assert!(is_watch(&req("/api/v1/pods?watch=true")));
+        assert!(is_watch(&req("/api/v1/pods?watch=1&labelSelector=a")));
+        assert!(is_watch(&req("/api/v1/watch/namespaces/x/pods")));
+        assert!(!is_watch(&req("/api/v1/pods?watch=false")));
+        assert!(!is_watch(&req("/api/v1/pods")));
+    }
+
+    #[test]
+    fn the_client_url_replaces_unspecified_addresses_with_loopback() {
+        assert_eq!(
+            client_url("0.0.0.0:6443".parse().expect("addr")),
+            "https://127.0.0.1:6443"
+        );
+        assert_eq!(
+            client_url("[::]:1".parse().expect("addr")),
+            "https://[::1]:1"
+        );
+        assert_eq!(
+            client_url("10.0.0.5:7".parse().expect("addr")),
+            "https://10.0.0.5:7"
+        );
+    }
+
+    #[test]
+    fn a_port_in_use_error_names_the_port_and_the_flag() {
+        let err = bind_error(
+            "127.0.0.1:6443".parse().expect("addr"),
+            std::io::Error::from(std::io::ErrorKind::AddrInUse),
+        );
+        let msg = err.to_string();
+        assert!(msg.contains("port 6443 is already in use"), "{msg}");
+        assert!(msg.contains("--secure-port"), "{msg}");
+    }
+
+    #[test]
+    fn the_last_certificate_of_a_chain_is_found() {
+        let pem = "-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n-----BEGIN CERTIFICATE-----\nBBB\n-----END CERTIFICATE-----\n";
+        assert_eq!(
+            pem_of_last_cert(pem).as_deref(),
+            Some("-----BEGIN CERTIFICATE-----\nBBB\n-----END CERTIFICATE-----\n")
+        );
+    }
+}

@@ -1,6 +1,209 @@
 //! # ubernetes
 //!
-//! The one binary: `ubernetes serve` runs the federation API server.
+//! The one binary. Subcommands:
+//! - `ubernetes serve [flags]`: the federation API server (kube-apiserver's
+//!   flag names; `ubernetes serve --help` lists them all). SIGTERM or SIGINT
+//!   shuts it down gracefully.
+//! - `ubernetes kubeconfig --data-dir DIR`: where the admin kubeconfig of a
+//!   server is (or, with `--show`, what it holds).
+//!
+//! Logs go to stderr (filter: `--log-level`, else `RUST_LOG`, else `info`);
+//! stdout carries only what scripts read (`ubernetes: serving on URL`).
 #![forbid(unsafe_code)]
 
-fn main() {}
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use ubernetes_apiserver::options::ServerOptions;
+
+/// A Kubernetes-compatible federation API server.
+#[derive(Debug, Parser)]
+#[command(name = "ubernetes", version, about, long_about = None)]
+struct Cli {
+    /// Log filter in RUST_LOG syntax (e.g. `info`, `debug`,
+    /// `ubernetes_apiserver=debug,info`). Overrides RUST_LOG; default `info`.
+    #[arg(long = "log-level", value_name = "FILTER", global = true)]
+    log_level: Option<String>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the federation API server over HTTPS until SIGTERM/SIGINT.
+    ///
+    /// On start it writes DATA_DIR/kubeconfig (context `federation`, admin
+    /// credentials) and prints how to use it.
+    Serve {
+        #[command(flatten)]
+        options: Box<ServerOptions>,
+    },
+    /// Print the path of the admin kubeconfig a server wrote in its data dir.
+    Kubeconfig {
+        /// The data dir the server was started with (--data-dir of `serve`).
+        #[arg(long = "data-dir", value_name = "DIR", default_value = "./data")]
+        data_dir: PathBuf,
+        /// Print the kubeconfig's content instead of its path.
+        #[arg(long = "show")]
+        show: bool,
+    },
+}
+
+fn init_logging(level: Option<&str>) -> anyhow::Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match level {
+        Some(level) => {
+            EnvFilter::try_new(level).with_context(|| format!("invalid --log-level {level:?}"))?
+        }
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    Ok(())
+}
+
+/// Completes on the first SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(err) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %err, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("received SIGINT"),
+        () = term => tracing::info!("received SIGTERM"),
+    }
+}
+
+fn kubeconfig(data_dir: PathBuf, show: bool) -> anyhow::Result<()> {
+    let path = data_dir.join("kubeconfig");
+    if !path.is_file() {
+        anyhow::bail!(
+            "no kubeconfig at {}: start the server first with `ubernetes serve --data-dir {}`",
+            path.display(),
+            data_dir.display()
+        );
+    }
+    if show {
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        print!("{text}");
+    } else {
+        let abs = std::fs::canonicalize(&path).unwrap_or(path);
+        println!("{}", abs.display());
+    }
+    Ok(())
+}
+
+async fn serve(options: ServerOptions) -> anyhow::Result<()> {
+    ubernetes_apiserver::serve::run(options, shutdown_signal()).await
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Err(err) = init_logging(cli.log_level.as_deref()) {
+        eprintln!("error: {err:#}");
+        return ExitCode::from(2);
+    }
+    let result = match cli.command {
+        Command::Kubeconfig { data_dir, show } => kubeconfig(data_dir, show),
+        Command::Serve { options } => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")
+            .and_then(|rt| rt.block_on(serve(*options))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("{err:#}");
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn serve_help_lists_every_kube_apiserver_flag() {
+        let mut cmd = Cli::command();
+        let serve = cmd.find_subcommand_mut("serve").expect("serve subcommand");
+        let help = serve.render_long_help().to_string();
+        for flag in [
+            "--secure-port",
+            "--bind-address",
+            "--tls-cert-file",
+            "--tls-private-key-file",
+            "--client-ca-file",
+            "--token-auth-file",
+            "--authorization-mode",
+            "--service-cluster-ip-range",
+            "--tls-san",
+            "--data-dir",
+        ] {
+            assert!(help.contains(flag), "{flag} missing from:\n{help}");
+        }
+    }
+
+    #[test]
+    fn serve_parses_its_flags_into_server_options() {
+        let cli = Cli::try_parse_from([
+            "ubernetes",
+            "serve",
+            "--secure-port",
+            "0",
+            "--data-dir",
+            "/tmp/d",
+        ])
+        .expect("parses");
+        match cli.command {
+            Command::Serve { options } => {
+                assert_eq!(options.secure_port, 0);
+                assert_eq!(options.data_dir, PathBuf::from("/tmp/d"));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn kubeconfig_without_a_started_server_explains_what_to_do() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let err = kubeconfig(dir.path().to_path_buf(), false).expect_err("missing");
+        assert!(
+            err.to_string().contains("ubernetes serve --data-dir"),
+            "{err}"
+        );
+    }
+}
