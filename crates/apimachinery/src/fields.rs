@@ -261,7 +261,9 @@ fn parse(selector: &str) -> Result<FieldSelector, String> {
             continue;
         }
         let Some((lhs, op, rhs)) = split_term(part) else {
-            return Err(format!("invalid selector: '{selector}'; can't understand '{part}'"));
+            return Err(format!(
+                "invalid selector: '{selector}'; can't understand '{part}'"
+            ));
         };
         terms.push(FieldRequirement {
             field: lhs.to_string(),
@@ -277,7 +279,10 @@ mod tests {
     use super::*;
 
     fn fields(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     fn msg(s: &str) -> String {
@@ -293,7 +298,11 @@ mod tests {
     #[test]
     fn equality_terms_match_and_missing_fields_read_as_empty() {
         let f = fields(&[("metadata.name", "a"), ("status.phase", "Running")]);
-        let ok = |s: &str| FieldSelector::parse(s).map(|sel| sel.matches(&f)).unwrap_or_else(|e| panic!("{e}"));
+        let ok = |s: &str| {
+            FieldSelector::parse(s)
+                .map(|sel| sel.matches(&f))
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
         assert!(ok("metadata.name=a"));
         assert!(ok("metadata.name==a,status.phase=Running"));
         assert!(!ok("metadata.name!=a"));
@@ -314,16 +323,31 @@ mod tests {
     #[test]
     fn parse_errors_carry_kube_apiserver_messages() {
         assert_eq!(msg("a"), "invalid selector: 'a'; can't understand 'a'");
-        assert_eq!(msg("b=1,a"), "invalid selector: 'b=1,a'; can't understand 'a'");
-        assert_eq!(msg("a=b=c"), "invalid field selector: unescaped character in value: 61");
-        assert_eq!(msg(r"a=b\x"), r"invalid field selector: invalid escape sequence: \x");
-        assert_eq!(msg(r"a=b\"), r"invalid field selector: invalid escape sequence: \");
+        assert_eq!(
+            msg("b=1,a"),
+            "invalid selector: 'b=1,a'; can't understand 'a'"
+        );
+        assert_eq!(
+            msg("a=b=c"),
+            "invalid field selector: unescaped character in value: 61"
+        );
+        assert_eq!(
+            msg(r"a=b\x"),
+            r"invalid field selector: invalid escape sequence: \x"
+        );
+        assert_eq!(
+            msg(r"a=b\"),
+            r"invalid field selector: invalid escape sequence: \"
+        );
     }
 
     #[test]
     fn unsupported_fields_produce_kubes_errors() {
         let e = unsupported_field_label("spec.foo");
-        assert_eq!((e.code, e.message.as_str()), (400, "field label not supported: spec.foo"));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (400, "field label not supported: spec.foo")
+        );
         let e = unknown_field_selector("spec.foo");
         assert_eq!(
             e.message,
@@ -335,7 +359,13 @@ mod tests {
     fn transform_rewrites_and_drops_terms() {
         let sel = FieldSelector::parse("a=1,b=2").unwrap_or_else(|e| panic!("{e}"));
         let sel = sel
-            .transform(|f, v| Ok(if f == "a" { (String::new(), String::new()) } else { (format!("x.{f}"), v.to_string()) }))
+            .transform(|f, v| {
+                Ok(if f == "a" {
+                    (String::new(), String::new())
+                } else {
+                    (format!("x.{f}"), v.to_string())
+                })
+            })
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(sel.to_string(), "x.b=2");
         assert_eq!(sel.requires_exact_match("x.b"), Some("2"));

@@ -118,7 +118,16 @@ impl Requirement {
         if let Some(e) = validate_label_key(key, "key") {
             errs.push(e);
         }
-        let shown = || format!("[]string{{{}}}", values.iter().map(|v| go_quote(v)).collect::<Vec<_>>().join(", "));
+        let shown = || {
+            format!(
+                "[]string{{{}}}",
+                values
+                    .iter()
+                    .map(|v| go_quote(v))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
         match operator {
             Operator::In | Operator::NotIn => {
                 if values.is_empty() {
@@ -165,7 +174,11 @@ impl Requirement {
         for (i, v) in values.iter().enumerate() {
             let msgs = is_valid_label_value(v);
             if !msgs.is_empty() {
-                errs.push(invalid_text(&format!("values[{i}][{key}]"), v, &msgs.join("; ")));
+                errs.push(invalid_text(
+                    &format!("values[{i}][{key}]"),
+                    v,
+                    &msgs.join("; "),
+                ));
             }
         }
         match aggregate(errs) {
@@ -566,7 +579,9 @@ impl Parser {
                         Token::Comma => {
                             let (t2, l2) = self.lookahead(Context::Values);
                             if t2 != Token::Identifier && t2 != Token::DoesNotExist {
-                                return Err(format!("found '{l2}', expected: identifier after ','"));
+                                return Err(format!(
+                                    "found '{l2}', expected: identifier after ','"
+                                ));
                             }
                         }
                         _ => return Err(format!("found '{l}', expected: ',' or 'end of string'")),
@@ -781,13 +796,21 @@ fn from_label_selector(v: &Value) -> Result<Selector, String> {
             ));
         };
         let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-        let op_name = e.get("operator").and_then(Value::as_str).unwrap_or_default();
+        let op_name = e
+            .get("operator")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let op = match op_name {
             "In" => Operator::In,
             "NotIn" => Operator::NotIn,
             "Exists" => Operator::Exists,
             "DoesNotExist" => Operator::DoesNotExist,
-            other => return Err(format!("{} is not a valid pod selector operator", go_quote(other))),
+            other => {
+                return Err(format!(
+                    "{} is not a valid pod selector operator",
+                    go_quote(other)
+                ));
+            }
         };
         let values: Vec<String> = match e.get("values") {
             None | Some(Value::Null) => Vec::new(),
@@ -829,7 +852,10 @@ mod tests {
     use serde_json::json;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     fn err(s: &str) -> String {
@@ -874,7 +900,8 @@ mod tests {
 
     #[test]
     fn display_is_canonical_and_sorted_by_key() {
-        let sel = Selector::parse(" z in (b, a), a==x,!c ,d, e notin ( ) ").unwrap_or_else(|e| panic!("{e}"));
+        let sel = Selector::parse(" z in (b, a), a==x,!c ,d, e notin ( ) ")
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(sel.to_string(), "a==x,!c,d,e notin (),z in (a,b)");
     }
 
@@ -888,23 +915,47 @@ mod tests {
 
     #[test]
     fn empty_values_are_allowed_where_kube_allows_them() {
-        assert_eq!(Selector::parse("a=").map(|s| s.to_string()).ok().as_deref(), Some("a="));
         assert_eq!(
-            Selector::parse("a in (,b)").map(|s| s.to_string()).ok().as_deref(),
+            Selector::parse("a=").map(|s| s.to_string()).ok().as_deref(),
+            Some("a=")
+        );
+        assert_eq!(
+            Selector::parse("a in (,b)")
+                .map(|s| s.to_string())
+                .ok()
+                .as_deref(),
             Some("a in (,b)")
         );
     }
 
     #[test]
     fn parse_errors_carry_kube_apiserver_messages() {
-        assert_eq!(err("a in"), "unable to parse requirement: found '' expected: '('");
-        assert_eq!(err("a in (b"), "unable to parse requirement: found '', expected: ',' or ')'");
-        assert_eq!(err("a b"), "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt");
+        assert_eq!(
+            err("a in"),
+            "unable to parse requirement: found '' expected: '('"
+        );
+        assert_eq!(
+            err("a in (b"),
+            "unable to parse requirement: found '', expected: ',' or ')'"
+        );
+        assert_eq!(
+            err("a b"),
+            "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"
+        );
         assert_eq!(err("a=b,"), "found '', expected: identifier after ','");
-        assert_eq!(err("=a"), "found '=', expected: !, identifier, or 'end of string'");
+        assert_eq!(
+            err("=a"),
+            "found '=', expected: !, identifier, or 'end of string'"
+        );
         assert_eq!(err("a=b c"), "found 'c', expected: ',' or 'end of string'");
-        assert_eq!(err("!"), "unable to parse requirement: found '', expected: identifier");
-        assert_eq!(err("a=(b)"), "unable to parse requirement: found '(', expected: identifier");
+        assert_eq!(
+            err("!"),
+            "unable to parse requirement: found '', expected: identifier"
+        );
+        assert_eq!(
+            err("a=(b)"),
+            "unable to parse requirement: found '(', expected: identifier"
+        );
     }
 
     #[test]
@@ -960,15 +1011,21 @@ mod tests {
 
     #[test]
     fn bad_label_selector_operator_is_rejected_with_kubes_message() {
-        let e = Selector::from_label_selector(&json!({"matchExpressions": [{"key": "a", "operator": "Foo"}]}));
+        let e = Selector::from_label_selector(
+            &json!({"matchExpressions": [{"key": "a", "operator": "Foo"}]}),
+        );
         assert_eq!(
             e.map_err(|e| e.message).err().as_deref(),
             Some("\"Foo\" is not a valid pod selector operator")
         );
-        let e = Selector::from_label_selector(&json!({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]}));
+        let e = Selector::from_label_selector(
+            &json!({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]}),
+        );
         assert_eq!(
             e.map_err(|e| e.message).err().as_deref(),
-            Some("values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty")
+            Some(
+                "values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty"
+            )
         );
     }
 

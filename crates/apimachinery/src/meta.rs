@@ -28,7 +28,8 @@ pub const LABEL_VALUE_MAX_LENGTH: usize = 63;
 pub const TOTAL_ANNOTATION_SIZE_LIMIT_B: usize = 256 * 1024;
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
 const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
@@ -69,7 +70,9 @@ fn matches_dns1123_label(s: &str) -> bool {
     let b = s.as_bytes();
     match (b.first(), b.last()) {
         (Some(&f), Some(&l)) => {
-            is_lower_alnum(f) && is_lower_alnum(l) && b.iter().all(|&c| is_lower_alnum(c) || c == b'-')
+            is_lower_alnum(f)
+                && is_lower_alnum(l)
+                && b.iter().all(|&c| is_lower_alnum(c) || c == b'-')
         }
         _ => false,
     }
@@ -87,7 +90,8 @@ fn matches_qualified_name_part(s: &str) -> bool {
         (Some(&f), Some(&l)) => {
             f.is_ascii_alphanumeric()
                 && l.is_ascii_alphanumeric()
-                && b.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+                && b.iter()
+                    .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
         }
         _ => false,
     }
@@ -135,7 +139,8 @@ pub fn is_dns1035_label(value: &str) -> Vec<String> {
     if value.len() > DNS1123_LABEL_MAX_LENGTH {
         errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
     }
-    let ok = value.as_bytes().first().is_some_and(u8::is_ascii_lowercase) && matches_dns1123_label(value);
+    let ok = value.as_bytes().first().is_some_and(u8::is_ascii_lowercase)
+        && matches_dns1123_label(value);
     if !ok {
         errs.push(regex_error(
             "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
@@ -158,7 +163,11 @@ pub fn is_qualified_name(value: &str) -> Vec<String> {
             if prefix.is_empty() {
                 errs.push("prefix part must be non-empty".to_string());
             } else {
-                errs.extend(is_dns1123_subdomain(prefix).into_iter().map(|m| format!("prefix part {m}")));
+                errs.extend(
+                    is_dns1123_subdomain(prefix)
+                        .into_iter()
+                        .map(|m| format!("prefix part {m}")),
+                );
             }
             *name
         }
@@ -173,12 +182,19 @@ pub fn is_qualified_name(value: &str) -> Vec<String> {
     if name.is_empty() {
         errs.push("name part must be non-empty".to_string());
     } else if name.len() > LABEL_VALUE_MAX_LENGTH {
-        errs.push(format!("name part {}", max_len_error(LABEL_VALUE_MAX_LENGTH)));
+        errs.push(format!(
+            "name part {}",
+            max_len_error(LABEL_VALUE_MAX_LENGTH)
+        ));
     }
     if !matches_qualified_name_part(name) {
         errs.push(format!(
             "name part {}",
-            regex_error(QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, &["MyName", "my.name", "123-abc"])
+            regex_error(
+                QUALIFIED_NAME_ERR,
+                QUALIFIED_NAME_FMT,
+                &["MyName", "my.name", "123-abc"]
+            )
         ));
     }
     errs
@@ -416,7 +432,11 @@ pub fn annotations(obj: &Value) -> BTreeMap<String, String> {
 
 /// Set `metadata.annotations` (empty removes the field).
 pub fn set_annotations(obj: &mut Value, annotations: &BTreeMap<String, String>) {
-    set_meta(obj, "annotations", (!annotations.is_empty()).then(|| json!(annotations)));
+    set_meta(
+        obj,
+        "annotations",
+        (!annotations.is_empty()).then(|| json!(annotations)),
+    );
 }
 
 /// One annotation.
@@ -448,13 +468,22 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
     metadata(obj)
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// Set `metadata.finalizers` (empty removes the field).
 pub fn set_finalizers(obj: &mut Value, finalizers: &[String]) {
-    set_meta(obj, "finalizers", (!finalizers.is_empty()).then(|| json!(finalizers)));
+    set_meta(
+        obj,
+        "finalizers",
+        (!finalizers.is_empty()).then(|| json!(finalizers)),
+    );
 }
 
 /// `metadata.ownerReferences` as raw JSON objects.
@@ -468,7 +497,11 @@ pub fn owner_references(obj: &Value) -> &[Value] {
 
 /// Set `metadata.ownerReferences` (empty removes the field).
 pub fn set_owner_references(obj: &mut Value, refs: Vec<Value>) {
-    set_meta(obj, "ownerReferences", (!refs.is_empty()).then_some(Value::Array(refs)));
+    set_meta(
+        obj,
+        "ownerReferences",
+        (!refs.is_empty()).then_some(Value::Array(refs)),
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -476,7 +509,11 @@ pub fn set_owner_references(obj: &mut Value, refs: Vec<Value>) {
 
 /// `Invalid value: <shown>: detail` with a value already rendered as Go would.
 fn invalid_shown(path: &str, shown: &str, detail: &str) -> Cause {
-    Cause::new("FieldValueInvalid", format!("Invalid value: {shown}: {detail}"), path)
+    Cause::new(
+        "FieldValueInvalid",
+        format!("Invalid value: {shown}: {detail}"),
+        path,
+    )
 }
 
 fn invalid_str(path: &str, v: &str, detail: &str) -> Cause {
@@ -576,13 +613,25 @@ pub fn validate_owner_references(refs: Option<&Value>, path: &str) -> Vec<Cause>
         let kind = get("kind");
         let (group, version) = parse_group_version(api_version);
         if version.is_empty() {
-            errs.push(invalid_str(&format!("{path}.apiVersion"), api_version, "version must not be empty"));
+            errs.push(invalid_str(
+                &format!("{path}.apiVersion"),
+                api_version,
+                "version must not be empty",
+            ));
         }
         if kind.is_empty() {
-            errs.push(invalid_str(&format!("{path}.kind"), kind, "must not be empty"));
+            errs.push(invalid_str(
+                &format!("{path}.kind"),
+                kind,
+                "must not be empty",
+            ));
         }
         if get("name").is_empty() {
-            errs.push(invalid_str(&format!("{path}.name"), "", "must not be empty"));
+            errs.push(invalid_str(
+                &format!("{path}.name"),
+                "",
+                "must not be empty",
+            ));
         }
         if get("uid").is_empty() {
             errs.push(invalid_str(&format!("{path}.uid"), "", "must not be empty"));
@@ -625,7 +674,9 @@ pub fn validate_finalizers(finalizers: &[String], path: &str) -> Vec<Cause> {
             errs.push(invalid_str(path, f, &msg));
         }
     }
-    if finalizers.iter().any(|f| f == "orphan") && finalizers.iter().any(|f| f == "foregroundDeletion") {
+    if finalizers.iter().any(|f| f == "orphan")
+        && finalizers.iter().any(|f| f == "foregroundDeletion")
+    {
         errs.push(invalid_shown(
             path,
             &go_string_slice(finalizers),
@@ -642,7 +693,10 @@ pub fn validate_kube_finalizer_names(finalizers: &[String], path: &str) -> Vec<C
     finalizers
         .iter()
         .enumerate()
-        .filter(|(_, f)| !f.contains('/') && !matches!(f.as_str(), "kubernetes" | "orphan" | "foregroundDeletion"))
+        .filter(|(_, f)| {
+            !f.contains('/')
+                && !matches!(f.as_str(), "kubernetes" | "orphan" | "foregroundDeletion")
+        })
         .map(|(i, f)| {
             invalid_str(
                 &format!("{path}[{i}]"),
@@ -673,11 +727,19 @@ pub fn validate_managed_fields(entries: Option<&Value>, path: &str) -> Vec<Cause
         let get = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default();
         let op = get("operation");
         if op != "Apply" && op != "Update" {
-            errs.push(invalid_str(&format!("{p}.operation"), op, "must be `Apply` or `Update`"));
+            errs.push(invalid_str(
+                &format!("{p}.operation"),
+                op,
+                "must be `Apply` or `Update`",
+            ));
         }
         let ft = get("fieldsType");
         if !ft.is_empty() && ft != "FieldsV1" {
-            errs.push(invalid_str(&format!("{p}.fieldsType"), ft, "must be `FieldsV1`"));
+            errs.push(invalid_str(
+                &format!("{p}.fieldsType"),
+                ft,
+                "must be `FieldsV1`",
+            ));
         }
         let manager = get("manager");
         if manager.len() > 128 {
@@ -714,17 +776,33 @@ fn validate_common(obj: &Value, namespaced: bool) -> Vec<Cause> {
             }
         }
     } else if !ns.is_empty() {
-        errs.push(field::forbidden("metadata.namespace", "not allowed on this type"));
+        errs.push(field::forbidden(
+            "metadata.namespace",
+            "not allowed on this type",
+        ));
     }
     let g = generation(obj);
     if g < 0 {
-        errs.push(field::invalid("metadata.generation", &json!(g), "must be greater than or equal to 0"));
+        errs.push(field::invalid(
+            "metadata.generation",
+            &json!(g),
+            "must be greater than or equal to 0",
+        ));
     }
     errs.extend(validate_labels(get("labels"), "metadata.labels"));
-    errs.extend(validate_annotations(get("annotations"), "metadata.annotations"));
-    errs.extend(validate_owner_references(get("ownerReferences"), "metadata.ownerReferences"));
+    errs.extend(validate_annotations(
+        get("annotations"),
+        "metadata.annotations",
+    ));
+    errs.extend(validate_owner_references(
+        get("ownerReferences"),
+        "metadata.ownerReferences",
+    ));
     errs.extend(validate_finalizers(&finalizers(obj), "metadata.finalizers"));
-    errs.extend(validate_managed_fields(get("managedFields"), "metadata.managedFields"));
+    errs.extend(validate_managed_fields(
+        get("managedFields"),
+        "metadata.managedFields",
+    ));
     errs
 }
 
@@ -733,7 +811,11 @@ fn validate_common(obj: &Value, namespaced: bool) -> Vec<Cause> {
 /// generated, namespace required for namespaced kinds and forbidden for
 /// cluster-scoped ones, generation, labels, annotations, ownerReferences,
 /// finalizers, managedFields. Run it after name generation.
-pub fn validate_object_meta_generic(obj: &Value, namespaced: bool, name_fn: &NameValidator) -> Vec<Cause> {
+pub fn validate_object_meta_generic(
+    obj: &Value,
+    namespaced: bool,
+    name_fn: &NameValidator,
+) -> Vec<Cause> {
     let mut errs = Vec::new();
     let gen_name = generate_name_prefix(obj).unwrap_or_default();
     if !gen_name.is_empty() {
@@ -743,7 +825,10 @@ pub fn validate_object_meta_generic(obj: &Value, namespaced: bool, name_fn: &Nam
     }
     let n = name(obj).unwrap_or_default();
     if n.is_empty() {
-        errs.push(field::required("metadata.name", "name or generateName is required"));
+        errs.push(field::required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
     } else {
         for msg in name_fn(n, false) {
             errs.push(invalid_str("metadata.name", n, &msg));
@@ -758,7 +843,10 @@ pub fn validate_object_meta_generic(obj: &Value, namespaced: bool, name_fn: &Nam
 /// standard-finalizer check on each finalizer.
 pub fn validate_object_meta(obj: &Value, namespaced: bool, name_fn: &NameValidator) -> Vec<Cause> {
     let mut errs = validate_object_meta_generic(obj, namespaced, name_fn);
-    errs.extend(validate_kube_finalizer_names(&finalizers(obj), "metadata.finalizers"));
+    errs.extend(validate_kube_finalizer_names(
+        &finalizers(obj),
+        "metadata.finalizers",
+    ));
     errs
 }
 
@@ -774,7 +862,13 @@ fn go_time(ts: Option<&str>) -> String {
     }
 }
 
-fn immutable(errs: &mut Vec<Cause>, path: &str, new: Option<&Value>, old: Option<&Value>, shown: String) {
+fn immutable(
+    errs: &mut Vec<Cause>,
+    path: &str,
+    new: Option<&Value>,
+    old: Option<&Value>,
+    shown: String,
+) {
     let norm = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
     if norm(new) != norm(old) {
         errs.push(invalid_shown(path, &shown, "field is immutable"));
@@ -813,14 +907,28 @@ pub fn validate_object_meta_update_generic(new: &Value, old: &Value) -> Vec<Caus
         }
     }
     if resource_version(new).unwrap_or_default().is_empty() {
-        errs.push(invalid_str("metadata.resourceVersion", "", "must be specified for an update"));
+        errs.push(invalid_str(
+            "metadata.resourceVersion",
+            "",
+            "must be specified for an update",
+        ));
     }
     if generation(new) < generation(old) {
-        errs.push(field::invalid("metadata.generation", &json!(generation(new)), "must not be decremented"));
+        errs.push(field::invalid(
+            "metadata.generation",
+            &json!(generation(new)),
+            "must not be decremented",
+        ));
     }
     for key in ["name", "namespace", "uid"] {
         let shown = go_quote(nget(key).and_then(Value::as_str).unwrap_or_default());
-        immutable(&mut errs, &format!("metadata.{key}"), nget(key), oget(key), shown);
+        immutable(
+            &mut errs,
+            &format!("metadata.{key}"),
+            nget(key),
+            oget(key),
+            shown,
+        );
     }
     immutable(
         &mut errs,
@@ -844,9 +952,18 @@ pub fn validate_object_meta_update_generic(new: &Value, old: &Value) -> Vec<Caus
         deletion_grace_period_seconds(new).map_or_else(|| "null".to_string(), |s| s.to_string()),
     );
     errs.extend(validate_labels(nget("labels"), "metadata.labels"));
-    errs.extend(validate_annotations(nget("annotations"), "metadata.annotations"));
-    errs.extend(validate_owner_references(nget("ownerReferences"), "metadata.ownerReferences"));
-    errs.extend(validate_managed_fields(nget("managedFields"), "metadata.managedFields"));
+    errs.extend(validate_annotations(
+        nget("annotations"),
+        "metadata.annotations",
+    ));
+    errs.extend(validate_owner_references(
+        nget("ownerReferences"),
+        "metadata.ownerReferences",
+    ));
+    errs.extend(validate_managed_fields(
+        nget("managedFields"),
+        "metadata.managedFields",
+    ));
     errs
 }
 
@@ -854,7 +971,10 @@ pub fn validate_object_meta_update_generic(new: &Value, old: &Value) -> Vec<Caus
 /// [`validate_object_meta_update_generic`] plus the standard-finalizer check.
 pub fn validate_object_meta_update(new: &Value, old: &Value) -> Vec<Cause> {
     let mut errs = validate_object_meta_update_generic(new, old);
-    errs.extend(validate_kube_finalizer_names(&finalizers(new), "metadata.finalizers"));
+    errs.extend(validate_kube_finalizer_names(
+        &finalizers(new),
+        "metadata.finalizers",
+    ));
     errs
 }
 
@@ -863,17 +983,27 @@ mod tests {
     use super::*;
 
     fn msgs(c: &[Cause]) -> Vec<String> {
-        c.iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
+        c.iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect()
     }
 
     const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 
     #[test]
     fn configmap_name_with_underscore_gets_kubes_subdomain_message() {
-        assert_eq!(name_is_dns_subdomain("Foo_bar", false), vec![SUBDOMAIN_MSG.to_string()]);
+        assert_eq!(
+            name_is_dns_subdomain("Foo_bar", false),
+            vec![SUBDOMAIN_MSG.to_string()]
+        );
         let obj = json!({"metadata": {"name": "Foo_bar", "namespace": "default"}});
         let errs = validate_object_meta(&obj, true, &name_is_dns_subdomain);
-        assert_eq!(msgs(&errs), vec![format!("metadata.name: Invalid value: \"Foo_bar\": {SUBDOMAIN_MSG}")]);
+        assert_eq!(
+            msgs(&errs),
+            vec![format!(
+                "metadata.name: Invalid value: \"Foo_bar\": {SUBDOMAIN_MSG}"
+            )]
+        );
     }
 
     #[test]
@@ -881,7 +1011,10 @@ mod tests {
         assert!(is_dns1123_label("a-1").is_empty());
         assert_eq!(is_dns1123_label("a.b"), vec!["must not contain dots"]);
         assert!(is_dns1123_label("-a")[0].starts_with("a lowercase RFC 1123 label"));
-        assert_eq!(is_dns1123_label(&"a".repeat(64))[0], "must be no more than 63 bytes");
+        assert_eq!(
+            is_dns1123_label(&"a".repeat(64))[0],
+            "must be no more than 63 bytes"
+        );
         assert!(is_dns1123_subdomain("a.b-c.d").is_empty());
         assert!(!is_dns1123_subdomain("a..b").is_empty());
         assert!(!is_dns1123_subdomain("").is_empty());
@@ -892,8 +1025,14 @@ mod tests {
     #[test]
     fn qualified_names_check_prefix_and_name_parts() {
         assert!(is_qualified_name("example.com/My_name.1").is_empty());
-        assert_eq!(is_qualified_name("/a"), vec!["prefix part must be non-empty"]);
-        assert!(is_qualified_name("Ex.com/a")[0].starts_with("prefix part a lowercase RFC 1123 subdomain"));
+        assert_eq!(
+            is_qualified_name("/a"),
+            vec!["prefix part must be non-empty"]
+        );
+        assert!(
+            is_qualified_name("Ex.com/a")[0]
+                .starts_with("prefix part a lowercase RFC 1123 subdomain")
+        );
         let e = is_qualified_name("a/");
         assert_eq!(e.len(), 2);
         assert_eq!(e[0], "name part must be non-empty");
@@ -942,15 +1081,24 @@ mod tests {
                 "metadata.namespace: Required value"
             ]
         );
-        let errs = validate_object_meta(&json!({"metadata": {"name": "a", "namespace": "x"}}), false, &name_is_dns_subdomain);
-        assert_eq!(msgs(&errs), vec!["metadata.namespace: Forbidden: not allowed on this type"]);
+        let errs = validate_object_meta(
+            &json!({"metadata": {"name": "a", "namespace": "x"}}),
+            false,
+            &name_is_dns_subdomain,
+        );
+        assert_eq!(
+            msgs(&errs),
+            vec!["metadata.namespace: Forbidden: not allowed on this type"]
+        );
     }
 
     #[test]
     fn generate_name_prefix_may_end_with_a_dash() {
-        let obj = json!({"metadata": {"generateName": "web-", "name": "web-abcde", "namespace": "d"}});
+        let obj =
+            json!({"metadata": {"generateName": "web-", "name": "web-abcde", "namespace": "d"}});
         assert!(validate_object_meta(&obj, true, &name_is_dns_subdomain).is_empty());
-        let obj = json!({"metadata": {"generateName": "Web-", "name": "web-abcde", "namespace": "d"}});
+        let obj =
+            json!({"metadata": {"generateName": "Web-", "name": "web-abcde", "namespace": "d"}});
         let errs = validate_object_meta(&obj, true, &name_is_dns_subdomain);
         assert_eq!(errs[0].field, "metadata.generateName");
     }
@@ -968,11 +1116,17 @@ mod tests {
             ]
         }});
         let errs = msgs(&validate_object_meta(&obj, false, &name_is_dns_subdomain));
-        assert!(errs.iter().any(|e| e.starts_with("metadata.labels: Invalid value: \"bad key\": name part must consist")));
+        assert!(errs.iter().any(|e| {
+            e.starts_with("metadata.labels: Invalid value: \"bad key\": name part must consist")
+        }));
         assert!(!errs.iter().any(|e| e.starts_with("metadata.annotations")));
         assert!(errs.contains(&"metadata.finalizers[1]: Invalid value: \"plain\": name is neither a standard finalizer name nor is it fully qualified".to_string()));
-        assert!(errs.contains(&"metadata.ownerReferences.kind: Invalid value: \"\": must not be empty".to_string()));
-        assert!(errs.contains(&"metadata.ownerReferences.uid: Invalid value: \"\": must not be empty".to_string()));
+        assert!(errs.contains(
+            &"metadata.ownerReferences.kind: Invalid value: \"\": must not be empty".to_string()
+        ));
+        assert!(errs.contains(
+            &"metadata.ownerReferences.uid: Invalid value: \"\": must not be empty".to_string()
+        ));
         assert!(errs.iter().any(|e| e.contains("Only one reference can have Controller set to true. Found \"true\" in references for ReplicaSet/r and /")));
     }
 
@@ -981,7 +1135,10 @@ mod tests {
         let big = "x".repeat(TOTAL_ANNOTATION_SIZE_LIMIT_B);
         let obj = json!({"metadata": {"name": "a", "annotations": {"k": big}}});
         let errs = msgs(&validate_object_meta(&obj, false, &name_is_dns_subdomain));
-        assert_eq!(errs, vec!["metadata.annotations: Too long: may not be more than 262144 bytes"]);
+        assert_eq!(
+            errs,
+            vec!["metadata.annotations: Too long: may not be more than 262144 bytes"]
+        );
     }
 
     #[test]

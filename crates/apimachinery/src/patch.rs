@@ -55,7 +55,8 @@ pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
 /// The message kube-apiserver gives every 422 built with
 /// `NewGenericServerResponse` (failed JSON patch operations, SMP lists of lists).
-pub const GENERIC_UNPROCESSABLE: &str = "the server rejected our request due to an error in our request";
+pub const GENERIC_UNPROCESSABLE: &str =
+    "the server rejected our request due to an error in our request";
 
 /// Apply an RFC 6902 JSON patch (`application/json-patch+json`) to `doc`.
 pub fn json_patch(doc: &Value, patch_bytes: &[u8]) -> Result<Value, ApiError> {
@@ -71,7 +72,11 @@ pub fn merge_patch(doc: &Value, patch_bytes: &[u8]) -> Result<Value, ApiError> {
 /// to `doc`, with `meta` describing the kind's merge keys and strategies.
 /// The result has no directive keys and no `null` map entries left (what
 /// kube's typed decode of the patched map leaves).
-pub fn strategic_merge_patch(doc: &Value, patch_bytes: &[u8], meta: &dyn PatchMeta) -> Result<Value, ApiError> {
+pub fn strategic_merge_patch(
+    doc: &Value,
+    patch_bytes: &[u8],
+    meta: &dyn PatchMeta,
+) -> Result<Value, ApiError> {
     let patch = parse_json(patch_bytes).map_err(ApiError::bad_request)?;
     let patch = match patch {
         Value::Object(m) => m,
@@ -91,7 +96,11 @@ pub fn strategic_merge_patch(doc: &Value, patch_bytes: &[u8], meta: &dyn PatchMe
 /// apply (`NewGenericServerResponse(422, ...)`: the detail is not in the body).
 pub(crate) fn unprocessable(detail: &str) -> ApiError {
     tracing::debug!(detail, "patch rejected");
-    let mut e = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", GENERIC_UNPROCESSABLE);
+    let mut e = ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "Invalid",
+        GENERIC_UNPROCESSABLE,
+    );
     e.subject = Some(Subject::default());
     e
 }
@@ -133,7 +142,10 @@ fn check_depth(bytes: &[u8], limit: usize) -> Result<(), String> {
             b'[' | b'{' => {
                 depth += 1;
                 if depth > limit {
-                    return Err(format!("invalid character '{}' exceeded max depth", char::from(b)));
+                    return Err(format!(
+                        "invalid character '{}' exceeded max depth",
+                        char::from(b)
+                    ));
                 }
             }
             b']' | b'}' => depth = depth.saturating_sub(1),

@@ -97,23 +97,31 @@ fn apply_op(doc: &mut Value, op: &Value) -> Result<(), String> {
     let value = op.get("value").cloned().unwrap_or(Value::Null);
     match kind {
         "add" => {
-            let path = path_of(op).map_err(|_| "add operation failed to decode path: missing value".to_string())?;
-            let (con, key) = find_object(doc, path)
-                .ok_or_else(|| format!("add operation does not apply: doc is missing path: \"{path}\": missing value"))?;
+            let path = path_of(op)
+                .map_err(|_| "add operation failed to decode path: missing value".to_string())?;
+            let (con, key) = find_object(doc, path).ok_or_else(|| {
+                format!(
+                    "add operation does not apply: doc is missing path: \"{path}\": missing value"
+                )
+            })?;
             add(con, &key, value).map_err(|e| format!("error in add for path: '{path}': {e}"))
         }
         "remove" => {
-            let path =
-                path_of(op).map_err(|_| "remove operation failed to decode path: missing value".to_string())?;
+            let path = path_of(op)
+                .map_err(|_| "remove operation failed to decode path: missing value".to_string())?;
             let (con, key) = find_object(doc, path).ok_or_else(|| {
                 format!("remove operation does not apply: doc is missing path: \"{path}\": missing value")
             })?;
             remove(con, &key).map_err(|e| format!("error in remove for path: '{path}': {e}"))
         }
         "replace" => {
-            let path = path_of(op).map_err(|e| format!("replace operation failed to decode path: {e}"))?;
-            let (con, key) = find_object(doc, path)
-                .ok_or_else(|| format!("replace operation does not apply: doc is missing path: {path}: missing value"))?;
+            let path =
+                path_of(op).map_err(|e| format!("replace operation failed to decode path: {e}"))?;
+            let (con, key) = find_object(doc, path).ok_or_else(|| {
+                format!(
+                    "replace operation does not apply: doc is missing path: {path}: missing value"
+                )
+            })?;
             if get(con, &key).is_err() {
                 return Err(format!(
                     "replace operation does not apply: doc is missing key: {path}: missing value"
@@ -122,25 +130,36 @@ fn apply_op(doc: &mut Value, op: &Value) -> Result<(), String> {
             set(con, &key, value).map_err(|e| format!("error in remove for path: '{path}': {e}"))
         }
         "move" => {
-            let from = from_of(op).map_err(|e| format!("move operation failed to decode from: {e}"))?;
+            let from =
+                from_of(op).map_err(|e| format!("move operation failed to decode from: {e}"))?;
             let (con, key) = find_object(doc, from).ok_or_else(|| {
-                format!("move operation does not apply: doc is missing from path: {from}: missing value")
+                format!(
+                    "move operation does not apply: doc is missing from path: {from}: missing value"
+                )
             })?;
-            let val = get(con, &key).map_err(|e| format!("error in move for path: '{key}': {e}"))?;
+            let val =
+                get(con, &key).map_err(|e| format!("error in move for path: '{key}': {e}"))?;
             remove(con, &key).map_err(|e| format!("error in move for path: '{key}': {e}"))?;
-            let path = path_of(op).map_err(|e| format!("move operation failed to decode path: {e}"))?;
+            let path =
+                path_of(op).map_err(|e| format!("move operation failed to decode path: {e}"))?;
             let (con, key) = find_object(doc, path).ok_or_else(|| {
                 format!("move operation does not apply: doc is missing destination path: {path}: missing value")
             })?;
-            add(con, &key, val.unwrap_or(Value::Null)).map_err(|e| format!("error in move for path: '{path}': {e}"))
+            add(con, &key, val.unwrap_or(Value::Null))
+                .map_err(|e| format!("error in move for path: '{path}': {e}"))
         }
         "copy" => {
-            let from = from_of(op).map_err(|e| format!("copy operation failed to decode from: {e}"))?;
+            let from =
+                from_of(op).map_err(|e| format!("copy operation failed to decode from: {e}"))?;
             let (con, key) = find_object(doc, from).ok_or_else(|| {
-                format!("copy operation does not apply: doc is missing from path: {from}: missing value")
+                format!(
+                    "copy operation does not apply: doc is missing from path: {from}: missing value"
+                )
             })?;
-            let val = get(con, &key).map_err(|e| format!("error in copy for from: '{from}': {e}"))?;
-            let path = path_of(op).map_err(|_| "copy operation failed to decode path: missing value".to_string())?;
+            let val =
+                get(con, &key).map_err(|e| format!("error in copy for from: '{from}': {e}"))?;
+            let path = path_of(op)
+                .map_err(|_| "copy operation failed to decode path: missing value".to_string())?;
             let (con, key) = find_object(doc, path).ok_or_else(|| {
                 format!("copy operation does not apply: doc is missing destination path: {path}: missing value")
             })?;
@@ -148,10 +167,13 @@ fn apply_op(doc: &mut Value, op: &Value) -> Result<(), String> {
                 .map_err(|e| format!("error while adding value during copy: {e}"))
         }
         "test" => {
-            let path = path_of(op).map_err(|e| format!("test operation failed to decode path: {e}"))?;
-            let (con, key) = find_object(doc, path)
-                .ok_or_else(|| format!("test operation does not apply: is missing path: {path}: missing value"))?;
-            let val = get(con, &key).map_err(|e| format!("error in test for path: '{path}': {e}"))?;
+            let path =
+                path_of(op).map_err(|e| format!("test operation failed to decode path: {e}"))?;
+            let (con, key) = find_object(doc, path).ok_or_else(|| {
+                format!("test operation does not apply: is missing path: {path}: missing value")
+            })?;
+            let val =
+                get(con, &key).map_err(|e| format!("error in test for path: '{path}': {e}"))?;
             let failed = || format!("testing value {path} failed: test failed");
             match (val.filter(|v| !v.is_null()), op.get("value")) {
                 (None, Some(Value::Null)) => Ok(()),
@@ -198,10 +220,17 @@ fn decode_key(s: &str) -> String {
 fn atoi(s: &str) -> Result<i64, String> {
     let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("strconv.Atoi: parsing {}: invalid syntax", crate::labels::go_quote(s)));
+        return Err(format!(
+            "strconv.Atoi: parsing {}: invalid syntax",
+            crate::labels::go_quote(s)
+        ));
     }
-    s.parse::<i64>()
-        .map_err(|_| format!("strconv.Atoi: parsing {}: value out of range", crate::labels::go_quote(s)))
+    s.parse::<i64>().map_err(|_| {
+        format!(
+            "strconv.Atoi: parsing {}: value out of range",
+            crate::labels::go_quote(s)
+        )
+    })
 }
 
 fn invalid_index(idx: i64) -> String {
@@ -260,8 +289,13 @@ fn add(con: &mut Value, key: &str, val: Value) -> Result<(), String> {
                 a.push(val);
                 return Ok(());
             }
-            let idx = resolve_index(key, a.len() + 1)
-                .map_err(|e| if e.starts_with("strconv") { format!("value was not a proper array index: '{key}': {e}") } else { e })?;
+            let idx = resolve_index(key, a.len() + 1).map_err(|e| {
+                if e.starts_with("strconv") {
+                    format!("value was not a proper array index: '{key}': {e}")
+                } else {
+                    e
+                }
+            })?;
             a.insert(idx, val);
             Ok(())
         }
@@ -273,7 +307,9 @@ fn remove(con: &mut Value, key: &str) -> Result<(), String> {
     match con {
         Value::Object(m) => match m.remove(key) {
             Some(_) => Ok(()),
-            None => Err(format!("Unable to remove nonexistent key: {key}: missing value")),
+            None => Err(format!(
+                "Unable to remove nonexistent key: {key}: missing value"
+            )),
         },
         Value::Array(a) => {
             let idx = resolve_index(key, a.len())?;
@@ -292,7 +328,10 @@ fn get(con: &Value, key: &str) -> Result<Option<Value>, String> {
             let idx = atoi(key)?;
             // evanphx only checks the upper bound (a negative index panics in Go).
             let i = usize::try_from(idx).map_err(|_| invalid_index(idx))?;
-            a.get(i).cloned().map(Some).ok_or_else(|| invalid_index(idx))
+            a.get(i)
+                .cloned()
+                .map(Some)
+                .ok_or_else(|| invalid_index(idx))
         }
         _ => Err("invalid state detected".to_string()),
     }
@@ -383,7 +422,10 @@ mod tests {
                 {"op": "remove", "path": "/metadata/labels/a~0b"}
             ]),
         );
-        assert_eq!(out, json!({"metadata": {"labels": {"app.kubernetes.io/name": "z"}}}));
+        assert_eq!(
+            out,
+            json!({"metadata": {"labels": {"app.kubernetes.io/name": "z"}}})
+        );
     }
 
     #[test]
@@ -414,11 +456,16 @@ mod tests {
             json!([{"op": "replace", "path": "/l/x", "value": 1}]),
             json!([null]),
         ] {
-            let e = patch(json!({"a": 1, "l": [1]}), p.clone()).err().unwrap_or_else(|| panic!("{p} applied"));
+            let e = patch(json!({"a": 1, "l": [1]}), p.clone())
+                .err()
+                .unwrap_or_else(|| panic!("{p} applied"));
             assert_eq!(e.code, 422, "{p}");
             let s = e.status();
             assert_eq!(s["reason"], "Invalid");
-            assert_eq!(s["message"], "the server rejected our request due to an error in our request");
+            assert_eq!(
+                s["message"],
+                "the server rejected our request due to an error in our request"
+            );
             assert_eq!(s["details"], json!({}));
         }
     }
@@ -426,22 +473,34 @@ mod tests {
     #[test]
     fn a_failed_operation_leaves_the_input_document_untouched() {
         let doc = json!({"a": 1});
-        let r = apply(&doc, br#"[{"op":"add","path":"/b","value":2},{"op":"remove","path":"/zz"}]"#);
+        let r = apply(
+            &doc,
+            br#"[{"op":"add","path":"/b","value":2},{"op":"remove","path":"/zz"}]"#,
+        );
         assert!(r.is_err());
         assert_eq!(doc, json!({"a": 1}));
     }
 
     #[test]
     fn undecodable_bodies_are_400() {
-        let e = apply(&empty(), b"{\"op\":\"add\"}").err().map(|e| (e.code, e.message));
+        let e = apply(&empty(), b"{\"op\":\"add\"}")
+            .err()
+            .map(|e| (e.code, e.message));
         assert_eq!(
             e,
-            Some((400, "json: cannot unmarshal object into Go value of type jsonpatch.Patch".to_string()))
+            Some((
+                400,
+                "json: cannot unmarshal object into Go value of type jsonpatch.Patch".to_string()
+            ))
         );
         let e = apply(&empty(), b"[1]").err().map(|e| (e.code, e.message));
         assert_eq!(
             e,
-            Some((400, "json: cannot unmarshal number into Go value of type jsonpatch.Operation".to_string()))
+            Some((
+                400,
+                "json: cannot unmarshal number into Go value of type jsonpatch.Operation"
+                    .to_string()
+            ))
         );
         let e = apply(&empty(), b"[").err().map(|e| (e.code, e.message));
         assert_eq!(e, Some((400, "unexpected end of JSON input".to_string())));
@@ -449,8 +508,12 @@ mod tests {
 
     #[test]
     fn more_than_ten_thousand_operations_is_413() {
-        let ops: Vec<Value> = (0..10_001).map(|_| json!({"op": "test", "path": "/a", "value": 1})).collect();
-        let e = patch(json!({"a": 1}), Value::Array(ops)).err().map(|e| (e.code, e.reason, e.message));
+        let ops: Vec<Value> = (0..10_001)
+            .map(|_| json!({"op": "test", "path": "/a", "value": 1}))
+            .collect();
+        let e = patch(json!({"a": 1}), Value::Array(ops))
+            .err()
+            .map(|e| (e.code, e.reason, e.message));
         assert_eq!(
             e,
             Some((
@@ -464,8 +527,20 @@ mod tests {
 
     #[test]
     fn test_compares_only_the_documents_members() {
-        ok(json!({"a": {"x": 1}}), json!([{"op": "test", "path": "/a", "value": {"x": 1, "y": 2}}]));
-        assert!(patch(json!({"a": {"x": 1, "y": 2}}), json!([{"op": "test", "path": "/a", "value": {"x": 1}}])).is_err());
-        ok(json!({}), json!([{"op": "test", "path": "/missing", "value": null}]));
+        ok(
+            json!({"a": {"x": 1}}),
+            json!([{"op": "test", "path": "/a", "value": {"x": 1, "y": 2}}]),
+        );
+        assert!(
+            patch(
+                json!({"a": {"x": 1, "y": 2}}),
+                json!([{"op": "test", "path": "/a", "value": {"x": 1}}])
+            )
+            .is_err()
+        );
+        ok(
+            json!({}),
+            json!([{"op": "test", "path": "/missing", "value": null}]),
+        );
     }
 }

@@ -105,19 +105,27 @@ mod tests {
             json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"l": [1, 2], "x": 1}}),
             r#"{"metadata": {"labels": {"a": null, "c": "3"}}, "spec": {"l": [3]}}"#,
         );
-        assert_eq!(out, json!({"metadata": {"labels": {"b": "2", "c": "3"}}, "spec": {"l": [3], "x": 1}}));
+        assert_eq!(
+            out,
+            json!({"metadata": {"labels": {"b": "2", "c": "3"}}, "spec": {"l": [3], "x": 1}})
+        );
     }
 
     #[test]
     fn new_values_have_null_members_pruned_even_inside_arrays() {
-        let out = ok(json!({"a": 1}), r#"{"b": {"x": null, "y": [{"z": null, "w": 1}, null]}}"#);
+        let out = ok(
+            json!({"a": 1}),
+            r#"{"b": {"x": null, "y": [{"z": null, "w": 1}, null]}}"#,
+        );
         assert_eq!(out, json!({"a": 1, "b": {"y": [{"w": 1}, null]}}));
     }
 
     #[test]
     fn null_scalar_and_malformed_patches_are_400_invalid_json_patch() {
         for p in ["null", "5", "\"x\"", "true", "{", "nope"] {
-            let e = apply(&json!({}), p.as_bytes()).err().map(|e| (e.code, e.message));
+            let e = apply(&json!({}), p.as_bytes())
+                .err()
+                .map(|e| (e.code, e.message));
             assert_eq!(e, Some((400, "Invalid JSON Patch".to_string())), "{p}");
         }
     }

@@ -24,7 +24,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use super::{FieldPatchMeta, NoPatchMeta, PatchMeta, go_type, go_v, internal_unknown, unprocessable};
+use super::{
+    FieldPatchMeta, NoPatchMeta, PatchMeta, go_type, go_v, internal_unknown, unprocessable,
+};
 use crate::error::ApiError;
 
 const DIRECTIVE_MARKER: &str = "$patch";
@@ -37,7 +39,8 @@ const SET_ELEMENT_ORDER_PREFIX: &str = "$setElementOrder";
 
 const ERR_BAD_PATCH_FORMAT_FOR_PRIMITIVE_LIST: &str = "invalid patch format of primitive list";
 const ERR_BAD_PATCH_FORMAT_FOR_RETAIN_KEYS: &str = "invalid patch format of retainKeys";
-const ERR_BAD_PATCH_FORMAT_FOR_SET_ELEMENT_ORDER_LIST: &str = "invalid patch format of setElementOrder list";
+const ERR_BAD_PATCH_FORMAT_FOR_SET_ELEMENT_ORDER_LIST: &str =
+    "invalid patch format of setElementOrder list";
 const ERR_NO_LIST_OF_LISTS: &str = "lists of lists are not supported";
 const MAP_TYPE: &str = "map[string]interface {}";
 const SLICE_TYPE: &str = "[]interface {}";
@@ -81,7 +84,10 @@ fn err_no_merge_key(m: &Map<String, Value>, key: &str) -> SmpError {
 }
 
 fn err_bad_arg_type(expected: &str, actual: &Value) -> SmpError {
-    SmpError::Other(format!("expected a {expected}, but received a {}", go_type(actual)))
+    SmpError::Other(format!(
+        "expected a {expected}, but received a {}",
+        go_type(actual)
+    ))
 }
 
 fn err_bad_patch_type(t: &Value, m: &Map<String, Value>) -> SmpError {
@@ -255,15 +261,24 @@ fn merge_map(
 fn extract_key(s: &str, prefix: &str) -> R<String> {
     match s.split_once('/') {
         Some((p, rest)) if p == prefix => Ok(rest.to_string()),
-        _ if prefix == DELETE_FROM_PRIMITIVE_LIST_PREFIX => Err(bad_request(ERR_BAD_PATCH_FORMAT_FOR_PRIMITIVE_LIST)),
-        _ if prefix == SET_ELEMENT_ORDER_PREFIX => Err(bad_request(ERR_BAD_PATCH_FORMAT_FOR_SET_ELEMENT_ORDER_LIST)),
-        _ => Err(SmpError::Other(format!("fail to find unknown prefix {prefix:?} in {s}\n"))),
+        _ if prefix == DELETE_FROM_PRIMITIVE_LIST_PREFIX => {
+            Err(bad_request(ERR_BAD_PATCH_FORMAT_FOR_PRIMITIVE_LIST))
+        }
+        _ if prefix == SET_ELEMENT_ORDER_PREFIX => {
+            Err(bad_request(ERR_BAD_PATCH_FORMAT_FOR_SET_ELEMENT_ORDER_LIST))
+        }
+        _ => Err(SmpError::Other(format!(
+            "fail to find unknown prefix {prefix:?} in {s}\n"
+        ))),
     }
 }
 
 /// `applyRetainKeysDirective`: keep only the listed keys of `original`;
 /// every non-null key of the patch must be listed.
-fn apply_retain_keys_directive(original: &mut Map<String, Value>, patch: &mut Map<String, Value>) -> R<()> {
+fn apply_retain_keys_directive(
+    original: &mut Map<String, Value>,
+    patch: &mut Map<String, Value>,
+) -> R<()> {
     let Some(retain) = patch.remove(RETAIN_KEYS_DIRECTIVE) else {
         return Ok(());
     };
@@ -320,7 +335,11 @@ fn merge_patch_into_original(
         let patch_list = as_list(patch.get(&original_key))?.cloned();
         let (fm, sub) = lookup(schema, &original_key);
         let merge_key = fm.merge_key.clone().unwrap_or_default();
-        validate_patch_with_set_order_list(patch_list.as_deref().unwrap_or(&[]), &set_order, &merge_key)?;
+        validate_patch_with_set_order_list(
+            patch_list.as_deref().unwrap_or(&[]),
+            &set_order,
+            &merge_key,
+        )?;
 
         let merged = match (&original_list, &patch_list) {
             (Some(o), None) => o.clone(),
@@ -328,7 +347,9 @@ fn merge_patch_into_original(
                 Some(Value::Array(a)) => a,
                 _ => continue,
             },
-            (Some(o), Some(p)) => merge_slice_handler(o.clone(), p.clone(), sub.as_ref(), &fm, false, depth + 1)?,
+            (Some(o), Some(p)) => {
+                merge_slice_handler(o.clone(), p.clone(), sub.as_ref(), &fm, false, depth + 1)?
+            }
             (None, None) => continue,
         };
         let (patch_items, server_only) = if merge_key.is_empty() {
@@ -338,7 +359,14 @@ fn merge_patch_into_original(
         };
         let orig = original_list.unwrap_or_default();
         let kind = slice_element_type(&[&orig, patch_list.as_deref().unwrap_or(&[])])?;
-        let both = normalize_element_order(patch_items, server_only, &set_order, &orig, &merge_key, kind)?;
+        let both = normalize_element_order(
+            patch_items,
+            server_only,
+            &set_order,
+            &orig,
+            &merge_key,
+            kind,
+        )?;
         original.insert(original_key.clone(), Value::Array(both));
         patch.remove(&original_key);
     }
@@ -347,7 +375,11 @@ fn merge_patch_into_original(
 
 /// `validatePatchWithSetOrderList`: the patch list's elements must appear
 /// in `$setElementOrder` in the same relative order.
-fn validate_patch_with_set_order_list(patch_list: &[Value], set_order: &[Value], merge_key: &str) -> R<()> {
+fn validate_patch_with_set_order_list(
+    patch_list: &[Value],
+    set_order: &[Value],
+    merge_key: &str,
+) -> R<()> {
     if set_order.is_empty() || patch_list.is_empty() {
         return Ok(());
     }
@@ -378,7 +410,8 @@ fn validate_patch_with_set_order_list(patch_list: &[Value], set_order: &[Value],
 }
 
 fn contains_directive_marker(v: &Value) -> bool {
-    v.as_object().is_some_and(|m| m.contains_key(DIRECTIVE_MARKER))
+    v.as_object()
+        .is_some_and(|m| m.contains_key(DIRECTIVE_MARKER))
 }
 
 /// `mergeKeyValueEqual`.
@@ -386,10 +419,18 @@ fn merge_key_value_equal(left: &Value, right: &Value, merge_key: &str) -> R<bool
     if merge_key.is_empty() {
         return Ok(left == right);
     }
-    let l = left.as_object().ok_or_else(|| err_bad_arg_type(MAP_TYPE, left))?;
-    let r = right.as_object().ok_or_else(|| err_bad_arg_type(MAP_TYPE, right))?;
-    let lv = l.get(merge_key).ok_or_else(|| err_no_merge_key(l, merge_key))?;
-    let rv = r.get(merge_key).ok_or_else(|| err_no_merge_key(r, merge_key))?;
+    let l = left
+        .as_object()
+        .ok_or_else(|| err_bad_arg_type(MAP_TYPE, left))?;
+    let r = right
+        .as_object()
+        .ok_or_else(|| err_bad_arg_type(MAP_TYPE, right))?;
+    let lv = l
+        .get(merge_key)
+        .ok_or_else(|| err_no_merge_key(l, merge_key))?;
+    let rv = r
+        .get(merge_key)
+        .ok_or_else(|| err_no_merge_key(r, merge_key))?;
     Ok(lv == rv)
 }
 
@@ -468,10 +509,18 @@ fn merge_slice(
         (original, patch, merged)
     } else {
         if merge_key.is_empty() {
-            return Err(SmpError::Other("cannot merge lists without merge key for type map".to_string()));
+            return Err(SmpError::Other(
+                "cannot merge lists without merge key for type map".to_string(),
+            ));
         }
         let (original, patch) = merge_slice_with_special_elements(original, patch, merge_key)?;
-        let merged = merge_slice_without_special_elements(original.clone(), &patch, merge_key, schema, depth)?;
+        let merged = merge_slice_without_special_elements(
+            original.clone(),
+            &patch,
+            merge_key,
+            schema,
+            depth,
+        )?;
         (original, patch, merged)
     };
     let (patch_items, server_only) = if merge_key.is_empty() {
@@ -491,12 +540,16 @@ fn merge_slice_with_special_elements(
     let mut without = Vec::with_capacity(patch.len());
     let mut replace = false;
     for v in patch {
-        let directive = v.as_object().and_then(|m| m.get(DIRECTIVE_MARKER).map(|d| (m, d)));
+        let directive = v
+            .as_object()
+            .and_then(|m| m.get(DIRECTIVE_MARKER).map(|d| (m, d)));
         match directive {
             None => without.push(v),
             Some((m, d)) => match d.as_str() {
                 Some(DELETE_DIRECTIVE) => {
-                    let target = m.get(merge_key).ok_or_else(|| err_no_merge_key(m, merge_key))?;
+                    let target = m
+                        .get(merge_key)
+                        .ok_or_else(|| err_no_merge_key(m, merge_key))?;
                     let target = ident(target);
                     original.retain(|e| {
                         e.as_object()
@@ -540,7 +593,9 @@ fn merge_slice_without_special_elements(
         let Some(pm) = v.as_object() else {
             return Err(err_bad_arg_type(MAP_TYPE, v));
         };
-        let mv = pm.get(merge_key).ok_or_else(|| err_no_merge_key(pm, merge_key))?;
+        let mv = pm
+            .get(merge_key)
+            .ok_or_else(|| err_no_merge_key(pm, merge_key))?;
         let id = ident(mv);
         match index.get(&id).copied() {
             Some(i) => {
@@ -568,7 +623,10 @@ fn merge_slice_without_special_elements(
 /// `deleteFromSlice`: drop the listed primitives.
 fn delete_from_slice(current: Vec<Value>, to_delete: &[Value]) -> Vec<Value> {
     let del: HashSet<String> = to_delete.iter().map(ident).collect();
-    current.into_iter().filter(|v| !del.contains(&ident(v))).collect()
+    current
+        .into_iter()
+        .filter(|v| !del.contains(&ident(v)))
+        .collect()
 }
 
 /// `partitionPrimitivesByPresentInList`: (present in `by`, not present).
@@ -591,8 +649,12 @@ fn partition_maps(list: Vec<Value>, by: &[Value], merge_key: &str) -> R<(Vec<Val
     let mut present = Vec::new();
     let mut server_only = Vec::new();
     for v in list {
-        let m = v.as_object().ok_or_else(|| err_bad_arg_type(MAP_TYPE, &v))?;
-        let mv = m.get(merge_key).ok_or_else(|| err_no_merge_key(m, merge_key))?;
+        let m = v
+            .as_object()
+            .ok_or_else(|| err_bad_arg_type(MAP_TYPE, &v))?;
+        let mv = m
+            .get(merge_key)
+            .ok_or_else(|| err_no_merge_key(m, merge_key))?;
         if set.contains(&ident(mv)) {
             present.push(v);
         } else {
@@ -607,7 +669,9 @@ fn extract_to_delete_items(list: Vec<Value>) -> R<(Vec<Value>, Vec<Value>)> {
     let mut keep = Vec::new();
     let mut delete = Vec::new();
     for v in list {
-        let m = v.as_object().ok_or_else(|| err_bad_arg_type(MAP_TYPE, &v))?;
+        let m = v
+            .as_object()
+            .ok_or_else(|| err_bad_arg_type(MAP_TYPE, &v))?;
         if m.get(DIRECTIVE_MARKER).and_then(Value::as_str) == Some(DELETE_DIRECTIVE) {
             delete.push(v);
         } else {
@@ -642,13 +706,24 @@ fn normalize_element_order(
 ) -> R<Vec<Value>> {
     let patch = normalize_slice_order(patch, patch_order, merge_key, kind)?;
     let server_only = normalize_slice_order(server_only, server_order, merge_key, kind)?;
-    Ok(merge_sorted_slice(server_only, patch, server_order, merge_key, kind))
+    Ok(merge_sorted_slice(
+        server_only,
+        patch,
+        server_order,
+        merge_key,
+        kind,
+    ))
 }
 
 /// `normalizeSliceOrder`: stable sort by position in `order` (with Go's
 /// comparator, which calls an element missing from `order` "less"),
 /// `$patch: delete` elements last.
-fn normalize_slice_order(to_sort: Vec<Value>, order: &[Value], merge_key: &str, kind: Kind) -> R<Vec<Value>> {
+fn normalize_slice_order(
+    to_sort: Vec<Value>,
+    order: &[Value],
+    merge_key: &str,
+    kind: Kind,
+) -> R<Vec<Value>> {
     let (to_sort, to_delete) = if kind == Kind::Map {
         validate_merge_key_in_lists(merge_key, &[&to_sort, order])?;
         extract_to_delete_items(to_sort)?
@@ -689,7 +764,9 @@ fn go_stable_sort(items: &mut Vec<(Option<usize>, Value)>) {
         }
         return;
     }
-    let (mut missing, mut found): (Vec<_>, Vec<_>) = std::mem::take(items).into_iter().partition(|(p, _)| p.is_none());
+    let (mut missing, mut found): (Vec<_>, Vec<_>) = std::mem::take(items)
+        .into_iter()
+        .partition(|(p, _)| p.is_none());
     missing.reverse();
     found.sort_by_key(|(p, _)| *p);
     missing.extend(found);
@@ -745,7 +822,9 @@ fn remove_directives(v: Value, depth: usize) -> Option<Value> {
             Some(Value::Object(out))
         }
         Value::Array(a) => Some(Value::Array(
-            a.into_iter().filter_map(|x| remove_directives(x, depth + 1)).collect(),
+            a.into_iter()
+                .filter_map(|x| remove_directives(x, depth + 1))
+                .collect(),
         )),
         other => Some(other),
     }
@@ -868,10 +947,14 @@ mod tests {
 
     #[test]
     fn ports_merge_by_container_port() {
-        let doc = pod(json!([{"name": "a", "ports": [{"containerPort": 80, "name": "http"}, {"containerPort": 443}]}]));
+        let doc = pod(
+            json!([{"name": "a", "ports": [{"containerPort": 80, "name": "http"}, {"containerPort": 443}]}]),
+        );
         let out = ok(
             doc,
-            pod(json!([{"name": "a", "ports": [{"containerPort": 443, "name": "https"}, {"containerPort": 8080}]}])),
+            pod(
+                json!([{"name": "a", "ports": [{"containerPort": 443, "name": "https"}, {"containerPort": 8080}]}]),
+            ),
         );
         assert_eq!(
             out,
@@ -885,9 +968,17 @@ mod tests {
 
     #[test]
     fn env_entry_is_deleted_with_patch_delete() {
-        let doc = pod(json!([{"name": "a", "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}]}]));
-        let out = ok(doc, pod(json!([{"name": "a", "env": [{"name": "X", "$patch": "delete"}]}])));
-        assert_eq!(out, pod(json!([{"name": "a", "env": [{"name": "Y", "value": "2"}]}])));
+        let doc = pod(
+            json!([{"name": "a", "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}]}]),
+        );
+        let out = ok(
+            doc,
+            pod(json!([{"name": "a", "env": [{"name": "X", "$patch": "delete"}]}])),
+        );
+        assert_eq!(
+            out,
+            pod(json!([{"name": "a", "env": [{"name": "Y", "value": "2"}]}]))
+        );
     }
 
     #[test]
@@ -921,22 +1012,37 @@ mod tests {
     fn without_set_element_order_new_items_go_before_live_ones_as_in_kube() {
         // mergeSortedSlice places a patch item the live list does not know first.
         let doc = pod(json!([{"name": "a"}]));
-        assert_eq!(ok(doc, pod(json!([{"name": "z"}]))), pod(json!([{"name": "z"}, {"name": "a"}])));
+        assert_eq!(
+            ok(doc, pod(json!([{"name": "z"}]))),
+            pod(json!([{"name": "z"}, {"name": "a"}]))
+        );
     }
 
     #[test]
     fn finalizers_merge_as_a_set_and_delete_from_primitive_list_removes() {
         let doc = json!({"metadata": {"finalizers": ["a/x", "b/y"]}});
-        let out = ok(doc.clone(), json!({"metadata": {"finalizers": ["c/z", "a/x"]}}));
-        assert_eq!(out, json!({"metadata": {"finalizers": ["c/z", "a/x", "b/y"]}}));
-        let out = ok(doc, json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a/x"]}}));
+        let out = ok(
+            doc.clone(),
+            json!({"metadata": {"finalizers": ["c/z", "a/x"]}}),
+        );
+        assert_eq!(
+            out,
+            json!({"metadata": {"finalizers": ["c/z", "a/x", "b/y"]}})
+        );
+        let out = ok(
+            doc,
+            json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a/x"]}}),
+        );
         assert_eq!(out, json!({"metadata": {"finalizers": ["b/y"]}}));
     }
 
     #[test]
     fn owner_references_merge_by_uid() {
         let doc = json!({"metadata": {"ownerReferences": [{"uid": "1", "name": "a"}, {"uid": "2", "name": "b"}]}});
-        let out = ok(doc, json!({"metadata": {"ownerReferences": [{"uid": "2", "controller": true}]}}));
+        let out = ok(
+            doc,
+            json!({"metadata": {"ownerReferences": [{"uid": "2", "controller": true}]}}),
+        );
         assert_eq!(
             out,
             json!({"metadata": {"ownerReferences": [{"uid": "1", "name": "a"}, {"uid": "2", "name": "b", "controller": true}]}})
@@ -979,29 +1085,51 @@ mod tests {
             out,
             json!({"spec": {"template": {"metadata": {"labels": {"z": "9"}}, "spec": {"containers": [{"name": "c"}]}}}})
         );
-        let out = ok(json!({"spec": {"template": {"x": 1}, "y": 2}}), json!({"spec": {"template": {"$patch": "delete"}}}));
+        let out = ok(
+            json!({"spec": {"template": {"x": 1}, "y": 2}}),
+            json!({"spec": {"template": {"$patch": "delete"}}}),
+        );
         assert_eq!(out, json!({"spec": {"template": {}, "y": 2}}));
     }
 
     #[test]
     fn retain_keys_drops_keys_not_listed() {
         let doc = json!({"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}}});
-        let out = ok(doc.clone(), json!({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}}));
+        let out = ok(
+            doc.clone(),
+            json!({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}}),
+        );
         assert_eq!(out, json!({"spec": {"strategy": {"type": "Recreate"}}}));
-        let e = smp(doc.clone(), json!({"spec": {"strategy": {"$retainKeys": ["type"], "rollingUpdate": {}}}}));
-        assert_eq!(e.err().map(|e| (e.code, e.message)), Some((400, "invalid patch format of retainKeys".into())));
+        let e = smp(
+            doc.clone(),
+            json!({"spec": {"strategy": {"$retainKeys": ["type"], "rollingUpdate": {}}}}),
+        );
+        assert_eq!(
+            e.err().map(|e| (e.code, e.message)),
+            Some((400, "invalid patch format of retainKeys".into()))
+        );
         let e = smp(doc, json!({"spec": {"strategy": {"$retainKeys": "type"}}}));
         assert_eq!(e.err().map(|e| e.code), Some(400));
     }
 
     #[test]
     fn unknown_patch_directive_is_kubes_500() {
-        let e = smp(json!({"spec": {"a": {}}}), json!({"spec": {"a": {"$patch": "foo"}}}));
+        let e = smp(
+            json!({"spec": {"a": {}}}),
+            json!({"spec": {"a": {"$patch": "foo"}}}),
+        );
         assert_eq!(
             e.err().map(|e| (e.code, e.reason, e.message)),
-            Some((500, String::new(), "unknown patch type: foo in map: map[$patch:foo]".into()))
+            Some((
+                500,
+                String::new(),
+                "unknown patch type: foo in map: map[$patch:foo]".into()
+            ))
         );
-        let e = smp(pod(json!([{"name": "a"}])), pod(json!([{"name": "a", "$patch": "merge"}])));
+        let e = smp(
+            pod(json!([{"name": "a"}])),
+            pod(json!([{"name": "a", "$patch": "merge"}])),
+        );
         assert_eq!(
             e.err().map(|e| e.message),
             Some("merging lists cannot yet be specified in the patch".into())
@@ -1011,9 +1139,15 @@ mod tests {
     #[test]
     fn malformed_directive_keys_are_400() {
         let e = smp(json!({}), json!({"$setElementOrderfoo": []}));
-        assert_eq!(e.err().map(|e| (e.code, e.message)), Some((400, "invalid patch format of setElementOrder list".into())));
+        assert_eq!(
+            e.err().map(|e| (e.code, e.message)),
+            Some((400, "invalid patch format of setElementOrder list".into()))
+        );
         let e = smp(json!({}), json!({"$deleteFromPrimitiveListfoo": []}));
-        assert_eq!(e.err().map(|e| (e.code, e.message)), Some((400, "invalid patch format of primitive list".into())));
+        assert_eq!(
+            e.err().map(|e| (e.code, e.message)),
+            Some((400, "invalid patch format of primitive list".into()))
+        );
     }
 
     #[test]
@@ -1021,7 +1155,10 @@ mod tests {
         let e = smp(pod(json!([{"name": "a"}])), pod(json!([{"image": "x"}])));
         assert_eq!(
             e.err().map(|e| (e.code, e.message)),
-            Some((500, "map: map[image:x] does not contain declared merge key: name".into()))
+            Some((
+                500,
+                "map: map[image:x] does not contain declared merge key: name".into()
+            ))
         );
     }
 
@@ -1034,10 +1171,15 @@ mod tests {
 
     #[test]
     fn patch_bodies_that_are_not_objects_are_400_and_null_is_a_no_op() {
-        let e = strategic_merge_patch(&json!({}), b"[1]", &NoPatchMeta).err().map(|e| (e.code, e.message));
+        let e = strategic_merge_patch(&json!({}), b"[1]", &NoPatchMeta)
+            .err()
+            .map(|e| (e.code, e.message));
         assert_eq!(
             e,
-            Some((400, "json: cannot unmarshal array into Go value of type map[string]interface {}".into()))
+            Some((
+                400,
+                "json: cannot unmarshal array into Go value of type map[string]interface {}".into()
+            ))
         );
         let out = strategic_merge_patch(&json!({"a": 1}), b"null", &NoPatchMeta).ok();
         assert_eq!(out, Some(json!({"a": 1})));
