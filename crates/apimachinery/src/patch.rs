@@ -313,3 +313,52 @@ impl PatchMeta for NoPatchMeta {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parse_errors_are_worded_like_gos_decoder() {
+        assert_eq!(
+            parse_json(b"{\"a\": 1").err().as_deref(),
+            Some("unexpected end of JSON input")
+        );
+        assert_eq!(
+            parse_json(b"{} x").err().as_deref(),
+            Some("invalid character 'x' after top-level value")
+        );
+        assert_eq!(
+            parse_json(b"[\"]]]]\"]").ok(),
+            Some(json!(["]]]]"])),
+            "brackets inside strings do not count as nesting"
+        );
+        let deep = "[".repeat(MAX_NESTING_DEPTH + 1);
+        assert_eq!(
+            parse_json(deep.as_bytes()).err().as_deref(),
+            Some("invalid character '[' exceeded max depth")
+        );
+    }
+
+    #[test]
+    fn values_print_as_gos_percent_v() {
+        assert_eq!(
+            go_v(&json!({"b": [1, "x"], "a": null})),
+            "map[a:<nil> b:[1 x]]"
+        );
+        assert_eq!(go_v(&json!(1.5)), "1.5");
+        assert_eq!(go_v(&json!(1_000_000.0)), "1e+06");
+        assert_eq!(go_v(&json!(0.00001)), "1e-05");
+        assert_eq!(go_type(&json!([])), "[]interface {}");
+    }
+
+    #[test]
+    fn unprocessable_has_kubes_generic_body() {
+        let s = unprocessable("detail").status();
+        assert_eq!(s["code"], 422);
+        assert_eq!(s["reason"], "Invalid");
+        assert_eq!(s["message"], GENERIC_UNPROCESSABLE);
+        assert_eq!(s["details"], json!({}));
+    }
+}
