@@ -8,15 +8,35 @@
 //! the registry-supplied [`AttrsFn`]. Gets, lists and every watcher then share
 //! those bytes (`Arc`), never re-serialising per reader.
 //!
-//! TO BE IMPLEMENTED (storage helper): see the signatures below; they are the
-//! contract the registry builds on.
+//! How it works: a background task applies upstream events in batches under
+//! a write lock (state map, ring buffer, revision), then hands the batch to
+//! the registered watchers while still holding the watcher list, so a watcher
+//! registering concurrently either replays an event from the ring or receives
+//! it live, never both and never neither. A watcher's queue is bounded; when it
+//! is full the watcher gets `Err(WatcherTooSlow)` (one slot is always kept for
+//! it) and is dropped: the dispatcher never waits on a watcher. Upstream
+//! progress reports ([`Storage::watch_progress`]) advance the cache revision
+//! even when the latest writes were under other prefixes, which is what makes
+//! [`WatchCache::wait_for_revision`] work for any revision the store handed
+//! out. If the upstream watch fails (e.g. compacted), the cache re-lists,
+//! replaces its state, and closes every watcher with `Compacted` (their resume
+//! point is gone), as kube-apiserver's cacher does.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use bytes::Bytes;
+use futures::{FutureExt, StreamExt};
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::{EventType, Revision, Storage, StorageError};
+use crate::{
+    Event, EventType, KeyValue, ListOptions, ProgressWatchStream, Revision, Storage, StorageError,
+    WatchItem,
+};
 
 /// Label and field values of an object, for selector matching without
 /// re-parsing its JSON.
@@ -76,37 +96,260 @@ impl Default for CacheConfig {
     }
 }
 
-/// The cache of one key prefix.
+/// How long [`WatchCache::wait_for_revision`] waits (kube-apiserver's
+/// cacher: 3 s before "Too large resource version").
+const WAIT_FOR_REVISION: Duration = Duration::from_secs(3);
+/// Upstream items applied per lock acquisition, at most.
+const APPLY_BATCH: usize = 256;
+/// Delay between failed re-list attempts (doubling up to the max).
+const RELIST_BACKOFF: Duration = Duration::from_millis(100);
+const RELIST_BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+impl CachedObject {
+    /// Decode `value` once, stamp `metadata.resourceVersion` = `mod_revision`,
+    /// re-encode once and extract its attributes. A value that is not JSON is
+    /// kept as is (with empty attributes) rather than failing the whole cache.
+    fn build(
+        key: String,
+        value: &[u8],
+        create_revision: Revision,
+        mod_revision: Revision,
+        attrs: &AttrsFn,
+    ) -> Self {
+        let (json, attrs) = match serde_json::from_slice::<serde_json::Value>(value) {
+            Ok(mut v) => {
+                set_resource_version(&mut v, mod_revision);
+                let a = attrs(&v);
+                match serde_json::to_vec(&v) {
+                    Ok(bytes) => (Bytes::from(bytes), a),
+                    Err(e) => {
+                        tracing::warn!(%key, error = %e, "re-encoding a cached object failed");
+                        (Bytes::copy_from_slice(value), a)
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(%key, error = %e, "stored value is not JSON; cached as is");
+                (Bytes::copy_from_slice(value), Attrs::default())
+            }
+        };
+        Self {
+            key,
+            create_revision,
+            mod_revision,
+            json,
+            attrs,
+        }
+    }
+
+    fn from_kv(kv: &KeyValue, attrs: &AttrsFn) -> Self {
+        Self::build(
+            kv.key.clone(),
+            &kv.value,
+            kv.create_revision,
+            kv.mod_revision,
+            attrs,
+        )
+    }
+
+    /// This object's content with another resourceVersion (for the `Deleted`
+    /// event of an object that stopped matching a watcher's filter).
+    fn at_revision(&self, revision: Revision) -> Self {
+        let json = match serde_json::from_slice::<serde_json::Value>(&self.json) {
+            Ok(mut v) => {
+                set_resource_version(&mut v, revision);
+                serde_json::to_vec(&v)
+                    .map(Bytes::from)
+                    .unwrap_or_else(|_| self.json.clone())
+            }
+            Err(_) => self.json.clone(),
+        };
+        Self {
+            key: self.key.clone(),
+            create_revision: self.create_revision,
+            mod_revision: revision,
+            json,
+            attrs: self.attrs.clone(),
+        }
+    }
+}
+
+fn set_resource_version(v: &mut serde_json::Value, revision: Revision) {
+    if let Some(obj) = v.as_object_mut() {
+        let meta = obj
+            .entry("metadata")
+            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(
+                "resourceVersion".to_owned(),
+                serde_json::Value::String(revision.to_string()),
+            );
+        }
+    }
+}
+
+/// One change kept in the ring buffer, shared by every watcher.
+struct RingEvent {
+    kind: EventType,
+    revision: Revision,
+    object: Arc<CachedObject>,
+    /// The cached object before this change.
+    prev: Option<Arc<CachedObject>>,
+    /// `prev`'s content at `revision`, built the first time a watcher needs it.
+    prev_at_revision: OnceLock<Arc<CachedObject>>,
+}
+
+impl RingEvent {
+    /// The event as seen through `filter` (kube-apiserver's
+    /// `cacheWatcher.convertToWatchEvent`): an object that stops matching is
+    /// delivered as `Deleted` (its previous content at this revision), one that
+    /// starts matching as `Added`.
+    fn for_watcher(&self, filter: Option<&FilterFn>) -> Option<CacheEvent> {
+        let Some(filter) = filter else {
+            return Some(CacheEvent {
+                kind: self.kind,
+                object: self.object.clone(),
+            });
+        };
+        let cur = self.kind != EventType::Deleted && filter(&self.object);
+        let old = match (&self.prev, self.kind) {
+            (Some(prev), _) => filter(prev),
+            (None, EventType::Deleted) => filter(&self.object),
+            (None, _) => false,
+        };
+        let (kind, object) = match (cur, old) {
+            (false, false) => return None,
+            (true, false) => (EventType::Added, self.object.clone()),
+            (true, true) => (EventType::Modified, self.object.clone()),
+            (false, true) => match (self.kind, &self.prev) {
+                (EventType::Deleted, _) | (_, None) => (EventType::Deleted, self.object.clone()),
+                (_, Some(prev)) => (
+                    EventType::Deleted,
+                    self.prev_at_revision
+                        .get_or_init(|| Arc::new(prev.at_revision(self.revision)))
+                        .clone(),
+                ),
+            },
+        };
+        Some(CacheEvent { kind, object })
+    }
+}
+
+struct State {
+    objects: BTreeMap<String, Arc<CachedObject>>,
+    /// The last `window` events, in revision order.
+    ring: VecDeque<Arc<RingEvent>>,
+    /// Every event with a revision above this one is in `ring`.
+    floor: Revision,
+    revision: Revision,
+}
+
+struct Watcher {
+    prefix: String,
+    /// Live events at or below this revision were replayed or are not wanted.
+    from: Revision,
+    filter: Option<FilterFn>,
+    tx: mpsc::Sender<Result<CacheEvent, StorageError>>,
+}
+
+impl Watcher {
+    /// Queue `ev`; false when the watcher is gone or was closed as too slow.
+    fn offer(&self, ev: &RingEvent) -> bool {
+        if ev.revision <= self.from || !ev.object.key.starts_with(&self.prefix) {
+            return true;
+        }
+        let Some(event) = ev.for_watcher(self.filter.as_ref()) else {
+            return true;
+        };
+        // One slot is always kept for the terminal error.
+        if self.tx.capacity() <= 1 {
+            let _ = self.tx.try_send(Err(StorageError::WatcherTooSlow));
+            return false;
+        }
+        self.tx.try_send(Ok(event)).is_ok()
+    }
+}
+
+struct Inner {
+    storage: Arc<dyn Storage>,
+    prefix: String,
+    attrs: AttrsFn,
+    config: CacheConfig,
+    revision: AtomicU64,
+    state: RwLock<State>,
+    /// Lock order: `state` before `watchers`.
+    watchers: Mutex<Vec<Watcher>>,
+    revision_tx: watch::Sender<Revision>,
+}
+
+/// The cache of one key prefix. Dropping it stops its background task and
+/// ends its watchers' streams.
 pub struct WatchCache {
-    _storage: Arc<dyn Storage>,
+    inner: Arc<Inner>,
+    _stop: oneshot::Sender<()>,
+}
+
+impl std::fmt::Debug for WatchCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchCache")
+            .field("prefix", &self.inner.prefix)
+            .field("revision", &self.revision())
+            .finish()
+    }
 }
 
 impl WatchCache {
     /// List `prefix` from storage, then follow its watch. Returns once the
     /// initial list is loaded.
     pub async fn start(
-        _storage: Arc<dyn Storage>,
-        _prefix: String,
-        _attrs: AttrsFn,
-        _config: CacheConfig,
+        storage: Arc<dyn Storage>,
+        prefix: String,
+        attrs: AttrsFn,
+        config: CacheConfig,
     ) -> Result<Arc<Self>, StorageError> {
-        Err(StorageError::Engine("watch cache not implemented".into()))
+        let (state, upstream) = initial_state(&storage, &prefix, &attrs).await?;
+        let revision = state.revision;
+        let (revision_tx, _) = watch::channel(revision);
+        let inner = Arc::new(Inner {
+            storage,
+            prefix,
+            attrs,
+            config,
+            revision: AtomicU64::new(revision),
+            state: RwLock::new(state),
+            watchers: Mutex::new(Vec::new()),
+            revision_tx,
+        });
+        let (stop, stopped) = oneshot::channel();
+        tokio::spawn(run(inner.clone(), upstream, stopped));
+        Ok(Arc::new(Self { inner, _stop: stop }))
     }
 
     /// The revision the cache has caught up to.
     pub fn revision(&self) -> Revision {
-        0
+        self.inner.revision.load(Ordering::Acquire)
     }
 
     /// Wait (bounded by a few seconds) until the cache has seen `revision`;
     /// used so a read after a write sees that write.
-    pub async fn wait_for_revision(&self, _revision: Revision) -> Result<(), StorageError> {
-        Ok(())
+    pub async fn wait_for_revision(&self, revision: Revision) -> Result<(), StorageError> {
+        if self.revision() >= revision {
+            return Ok(());
+        }
+        let mut rx = self.inner.revision_tx.subscribe();
+        match tokio::time::timeout(WAIT_FOR_REVISION, rx.wait_for(|r| *r >= revision)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err(StorageError::Engine("watch cache stopped".into())),
+            Err(_) => Err(StorageError::Engine(format!(
+                "timeout: Too large resource version: {revision}, current: {}",
+                self.revision()
+            ))),
+        }
     }
 
     /// The current object at `key`.
-    pub fn get(&self, _key: &str) -> Option<Arc<CachedObject>> {
-        None
+    pub fn get(&self, key: &str) -> Option<Arc<CachedObject>> {
+        self.inner.state.read().objects.get(key).cloned()
     }
 
     /// Objects under `prefix` (a sub-prefix of the cache's, e.g. one namespace),
@@ -114,12 +357,33 @@ impl WatchCache {
     /// (0 = all). Returns (items, the cache revision, how many more match).
     pub fn list(
         &self,
-        _prefix: &str,
-        _start_after: Option<&str>,
-        _filter: Option<&FilterFn>,
-        _limit: usize,
+        prefix: &str,
+        start_after: Option<&str>,
+        filter: Option<&FilterFn>,
+        limit: usize,
     ) -> (Vec<Arc<CachedObject>>, Revision, u64) {
-        (Vec::new(), 0, 0)
+        let limit = if limit == 0 { usize::MAX } else { limit };
+        let start = match start_after {
+            Some(s) if s >= prefix => Bound::Excluded(s),
+            _ => Bound::Included(prefix),
+        };
+        let state = self.inner.state.read();
+        let mut items = Vec::new();
+        let mut remaining = 0u64;
+        for (key, obj) in state.objects.range::<str, _>((start, Bound::Unbounded)) {
+            if !key.starts_with(prefix) {
+                break;
+            }
+            if filter.is_some_and(|f| !f(obj)) {
+                continue;
+            }
+            if items.len() < limit {
+                items.push(obj.clone());
+            } else {
+                remaining += 1;
+            }
+        }
+        (items, state.revision, remaining)
     }
 
     /// Events under `prefix` with revision `> from`, filtered: an object that
@@ -128,10 +392,313 @@ impl WatchCache {
     /// window → `Err(Compacted)`.
     pub fn watch(
         &self,
-        _prefix: &str,
-        _from: Revision,
-        _filter: Option<FilterFn>,
+        prefix: &str,
+        from: Revision,
+        filter: Option<FilterFn>,
     ) -> Result<CacheWatchReceiver, StorageError> {
-        Err(StorageError::Engine("watch cache not implemented".into()))
+        let state = self.inner.state.read();
+        if from < state.floor {
+            return Err(StorageError::Compacted {
+                requested: from,
+                compacted: state.floor,
+            });
+        }
+        let start = state.ring.partition_point(|e| e.revision <= from);
+        let replay: Vec<CacheEvent> = state
+            .ring
+            .range(start..)
+            .filter(|e| e.object.key.starts_with(prefix))
+            .filter_map(|e| e.for_watcher(filter.as_ref()))
+            .collect();
+        let (tx, rx) = mpsc::channel(replay.len() + self.inner.config.watcher_queue + 1);
+        for ev in replay {
+            // Cannot fail: the channel has room for the whole replay.
+            let _ = tx.try_send(Ok(ev));
+        }
+        // Registered while `state` is still read-locked: events applied after
+        // this point are dispatched to us, earlier ones were in the replay.
+        self.inner.watchers.lock().push(Watcher {
+            prefix: prefix.to_owned(),
+            from: from.max(state.revision),
+            filter,
+            tx,
+        });
+        drop(state);
+        Ok(rx)
+    }
+}
+
+/// The initial list and the upstream watch following it.
+async fn initial_state(
+    storage: &Arc<dyn Storage>,
+    prefix: &str,
+    attrs: &AttrsFn,
+) -> Result<(State, ProgressWatchStream), StorageError> {
+    let list = storage.list(prefix, ListOptions::default()).await?;
+    let upstream = storage.watch_progress(prefix, list.revision).await?;
+    let objects = list
+        .items
+        .iter()
+        .map(|kv| (kv.key.clone(), Arc::new(CachedObject::from_kv(kv, attrs))))
+        .collect();
+    Ok((
+        State {
+            objects,
+            ring: VecDeque::new(),
+            floor: list.revision,
+            revision: list.revision,
+        },
+        upstream,
+    ))
+}
+
+/// The cache's background task: apply upstream items until stopped; re-list
+/// when the upstream watch fails.
+async fn run(
+    inner: Arc<Inner>,
+    mut upstream: ProgressWatchStream,
+    mut stop: oneshot::Receiver<()>,
+) {
+    loop {
+        let first = tokio::select! {
+            _ = &mut stop => return,
+            item = upstream.next() => item,
+        };
+        let mut failure = None;
+        let mut batch = Vec::new();
+        match first {
+            Some(Ok(item)) => batch.push(item),
+            Some(Err(e)) => failure = Some(e),
+            None => failure = Some(StorageError::Engine("upstream watch ended".into())),
+        }
+        while failure.is_none() && batch.len() < APPLY_BATCH {
+            match upstream.next().now_or_never() {
+                Some(Some(Ok(item))) => batch.push(item),
+                Some(Some(Err(e))) => failure = Some(e),
+                Some(None) => failure = Some(StorageError::Engine("upstream watch ended".into())),
+                None => break,
+            }
+        }
+        if !batch.is_empty() {
+            inner.apply(batch);
+        }
+        if let Some(e) = failure {
+            tracing::warn!(prefix = %inner.prefix, error = %e, "watch cache upstream failed; re-listing");
+            let mut backoff = RELIST_BACKOFF;
+            loop {
+                match initial_state(&inner.storage, &inner.prefix, &inner.attrs).await {
+                    Ok((state, stream)) => {
+                        inner.replace(state);
+                        upstream = stream;
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::warn!(prefix = %inner.prefix, error = %e, "watch cache re-list failed");
+                    }
+                }
+                tokio::select! {
+                    _ = &mut stop => return,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(RELIST_BACKOFF_MAX);
+            }
+        }
+    }
+}
+
+/// An upstream item, decoded.
+enum Built {
+    Event(EventType, Arc<CachedObject>),
+    Progress(Revision),
+}
+
+impl Inner {
+    fn build(&self, ev: &Event) -> Arc<CachedObject> {
+        // For a deletion `kv` is the last state with the deletion's revision.
+        Arc::new(CachedObject::from_kv(&ev.kv, &self.attrs))
+    }
+
+    /// Apply a batch of upstream items, then dispatch its events.
+    fn apply(&self, batch: Vec<WatchItem>) {
+        // Decode outside the lock.
+        let built: Vec<Built> = batch
+            .into_iter()
+            .map(|item| match item {
+                WatchItem::Event(ev) => {
+                    let object = self.build(&ev);
+                    Built::Event(ev.kind, object)
+                }
+                WatchItem::Progress(r) => Built::Progress(r),
+            })
+            .collect();
+        let mut state = self.state.write();
+        let mut fresh = Vec::new();
+        for item in built {
+            let (kind, object) = match item {
+                Built::Progress(r) => {
+                    state.revision = state.revision.max(r);
+                    continue;
+                }
+                Built::Event(kind, object) => (kind, object),
+            };
+            let revision = object.mod_revision;
+            if revision <= state.revision {
+                continue;
+            }
+            let prev = match kind {
+                EventType::Deleted => state.objects.remove(&object.key),
+                _ => state.objects.insert(object.key.clone(), object.clone()),
+            };
+            let ring_event = Arc::new(RingEvent {
+                kind,
+                revision,
+                object,
+                prev,
+                prev_at_revision: OnceLock::new(),
+            });
+            state.ring.push_back(ring_event.clone());
+            while state.ring.len() > self.config.window {
+                if let Some(old) = state.ring.pop_front() {
+                    state.floor = old.revision;
+                }
+            }
+            state.revision = revision;
+            fresh.push(ring_event);
+        }
+        let revision = state.revision;
+        self.revision.store(revision, Ordering::Release);
+        let mut watchers = self.watchers.lock();
+        drop(state);
+        if !fresh.is_empty() {
+            watchers.retain(|w| fresh.iter().all(|ev| w.offer(ev)));
+        }
+        watchers.retain(|w| !w.tx.is_closed());
+        drop(watchers);
+        self.revision_tx.send_replace(revision);
+    }
+
+    /// Replace the whole state after a re-list; every watcher loses its
+    /// resume point and is closed with `Compacted`.
+    fn replace(&self, new: State) {
+        let mut state = self.state.write();
+        let old_revision = state.revision;
+        *state = new;
+        let revision = state.revision;
+        let floor = state.floor;
+        self.revision.store(revision, Ordering::Release);
+        let mut watchers = self.watchers.lock();
+        drop(state);
+        for w in watchers.drain(..) {
+            let _ = w.tx.try_send(Err(StorageError::Compacted {
+                requested: old_revision,
+                compacted: floor,
+            }));
+        }
+        drop(watchers);
+        self.revision_tx.send_replace(revision);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs_fn() -> AttrsFn {
+        Arc::new(|v: &serde_json::Value| {
+            let mut a = Attrs::default();
+            if let Some(app) = v["metadata"]["labels"]["app"].as_str() {
+                a.labels.insert("app".into(), app.into());
+            }
+            a
+        })
+    }
+
+    fn object(app: &str, rev: Revision) -> Arc<CachedObject> {
+        let v = serde_json::json!({"metadata": {"name": "o", "labels": {"app": app}}, "data": app});
+        let bytes = serde_json::to_vec(&v).unwrap_or_default();
+        Arc::new(CachedObject::build(
+            "/k/o".into(),
+            &bytes,
+            1,
+            rev,
+            &attrs_fn(),
+        ))
+    }
+
+    fn event(
+        kind: EventType,
+        new: Arc<CachedObject>,
+        prev: Option<Arc<CachedObject>>,
+    ) -> RingEvent {
+        RingEvent {
+            kind,
+            revision: new.mod_revision,
+            object: new,
+            prev,
+            prev_at_revision: OnceLock::new(),
+        }
+    }
+
+    fn app_is(app: &'static str) -> FilterFn {
+        Arc::new(move |o: &CachedObject| o.attrs.labels.get("app").map(String::as_str) == Some(app))
+    }
+
+    fn json(o: &CachedObject) -> serde_json::Value {
+        serde_json::from_slice(&o.json).unwrap_or_default()
+    }
+
+    #[test]
+    fn building_stamps_the_resource_version_and_extracts_attrs_once() {
+        let o = object("x", 42);
+        assert_eq!(json(&o)["metadata"]["resourceVersion"], "42");
+        assert_eq!(json(&o)["metadata"]["name"], "o");
+        assert_eq!(o.attrs.labels.get("app").map(String::as_str), Some("x"));
+        let no_meta = CachedObject::build("/k".into(), b"{\"a\":1}", 1, 7, &attrs_fn());
+        assert_eq!(json(&no_meta)["metadata"]["resourceVersion"], "7");
+    }
+
+    #[test]
+    fn values_that_are_not_json_are_cached_verbatim() {
+        let o = CachedObject::build("/k".into(), b"not json", 1, 7, &attrs_fn());
+        assert_eq!(&o.json[..], b"not json");
+        assert_eq!(o.attrs, Attrs::default());
+    }
+
+    #[test]
+    fn an_object_that_stops_matching_is_deleted_with_its_old_content_at_the_new_revision() {
+        let ev = event(EventType::Modified, object("y", 5), Some(object("x", 3)));
+        let got = ev
+            .for_watcher(Some(&app_is("x")))
+            .map(|e| (e.kind, e.object));
+        let Some((kind, obj)) = got else {
+            panic!("expected an event");
+        };
+        assert_eq!(kind, EventType::Deleted);
+        assert_eq!(obj.mod_revision, 5);
+        assert_eq!(json(&obj)["data"], "x");
+        assert_eq!(json(&obj)["metadata"]["resourceVersion"], "5");
+    }
+
+    #[test]
+    fn filter_transitions_follow_the_cacher() {
+        let kinds = |ev: &RingEvent, f: &FilterFn| ev.for_watcher(Some(f)).map(|e| e.kind);
+        let x = app_is("x");
+        let starts = event(EventType::Modified, object("x", 5), Some(object("y", 3)));
+        assert_eq!(kinds(&starts, &x), Some(EventType::Added));
+        let stays = event(EventType::Modified, object("x", 5), Some(object("x", 3)));
+        assert_eq!(kinds(&stays, &x), Some(EventType::Modified));
+        let never = event(EventType::Modified, object("y", 5), Some(object("z", 3)));
+        assert_eq!(kinds(&never, &x), None);
+        let added = event(EventType::Added, object("x", 5), None);
+        assert_eq!(kinds(&added, &x), Some(EventType::Added));
+        let deleted = event(EventType::Deleted, object("x", 5), Some(object("x", 3)));
+        assert_eq!(kinds(&deleted, &x), Some(EventType::Deleted));
+        let deleted_other = event(EventType::Deleted, object("y", 5), Some(object("y", 3)));
+        assert_eq!(kinds(&deleted_other, &x), None);
+        assert_eq!(
+            never.for_watcher(None).map(|e| e.kind),
+            Some(EventType::Modified),
+            "no filter: every event as is"
+        );
     }
 }
