@@ -1,1 +1,334 @@
-//! End-to-end tests (real binary, real kubectl) live in `tests/`.
+//! # ubernetes-e2e
+//!
+//! The end-to-end harness: starts the real `ubernetes` binary as a child
+//! process on an ephemeral loopback port with its own temporary data dir, and
+//! drives it with the real kubectl 1.37 (from `$KUBECTL`, installed by
+//! `scripts/test.sh`) and the real `kube` crate. Every process started here
+//! is killed when its handle drops.
+//!
+//! The tests themselves live in `e2e/tests/`.
+#![forbid(unsafe_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+/// Path of the `ubernetes` binary built next to this test executable
+/// (`target/<profile>/ubernetes`); `scripts/test.sh` builds it first.
+pub fn ubernetes_bin() -> PathBuf {
+    if let Ok(p) = std::env::var("UBERNETES_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    // target/debug/deps/<test> → target/debug/ubernetes
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    dir.join("ubernetes")
+}
+
+/// The kubectl to test with: `$KUBECTL`, else `.tools/venv/bin/kubectl` of the repo.
+pub fn kubectl_bin() -> PathBuf {
+    if let Ok(p) = std::env::var("KUBECTL") {
+        return PathBuf::from(p);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/venv/bin/kubectl")
+}
+
+/// A running `ubernetes serve`.
+pub struct Server {
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    port: u16,
+    extra_args: Vec<String>,
+}
+
+impl Server {
+    /// Start a server on a fresh data dir.
+    pub fn start() -> Result<Self> {
+        Self::start_with(&[])
+    }
+
+    /// Start with extra `serve` flags.
+    pub fn start_with(extra: &[&str]) -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("ubernetes-e2e-")
+            .tempdir()?;
+        let mut s = Self {
+            child: None,
+            dir,
+            port: 0,
+            extra_args: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        s.spawn(0)?;
+        Ok(s)
+    }
+
+    fn spawn(&mut self, port: u16) -> Result<()> {
+        let bin = ubernetes_bin();
+        if !bin.exists() {
+            bail!(
+                "{} not found: build it first (`cargo build -p ubernetes`, done by scripts/test.sh)",
+                bin.display()
+            );
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("server.log"))?;
+        let mut child = Command::new(&bin)
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(self.dir.path().join("data"))
+            .arg("--secure-port")
+            .arg(port.to_string())
+            .arg("--bind-address")
+            .arg("127.0.0.1")
+            .args(&self.extra_args)
+            .env(
+                "RUST_LOG",
+                std::env::var("E2E_SERVER_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .with_context(|| format!("starting {}", bin.display()))?;
+        let stdout = child.stdout.take().context("child stdout")?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+                if let Some(rest) = line.split("serving on https://").nth(1)
+                    && let Some(port) = rest
+                        .trim()
+                        .trim_end_matches('/')
+                        .rsplit(':')
+                        .next()
+                        .and_then(|p| p.parse::<u16>().ok())
+                {
+                    let _ = tx.send(port);
+                }
+            }
+        });
+        self.child = Some(child);
+        let port = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(p) => p,
+            Err(_) => {
+                self.kill9();
+                bail!(
+                    "server did not report its port in 60 s; log:\n{}",
+                    self.log_tail()
+                );
+            }
+        };
+        self.port = port;
+        self.wait_ready()?;
+        Ok(())
+    }
+
+    fn wait_ready(&mut self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let out = self.kubectl(&["get", "--raw", "/readyz"])?;
+            if out.status.success() {
+                return Ok(());
+            }
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                bail!("server exited with {status}; log:\n{}", self.log_tail());
+            }
+            if Instant::now() > deadline {
+                bail!("server not ready in 60 s; log:\n{}", self.log_tail());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The port it serves on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `https://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.port)
+    }
+
+    /// The server's data dir.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// The admin kubeconfig the server wrote.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.data_dir().join("kubeconfig")
+    }
+
+    /// The last lines of the server's log.
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+
+    /// A kubectl command against this server (context `federation`).
+    pub fn kubectl_cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(kubectl_bin());
+        cmd.arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .arg("--context=federation")
+            .args(args)
+            .env("KUBECACHEDIR", self.dir.path().join("kubecache"))
+            .env_remove("KUBECONFIG");
+        cmd
+    }
+
+    /// Run kubectl; any exit status.
+    pub fn kubectl(&self, args: &[&str]) -> Result<Output> {
+        self.kubectl_cmd(args)
+            .output()
+            .with_context(|| format!("running {} (set $KUBECTL)", kubectl_bin().display()))
+    }
+
+    /// Run kubectl with `stdin` as input; any exit status.
+    pub fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> Result<Output> {
+        let mut child = self
+            .kubectl_cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        child
+            .stdin
+            .take()
+            .context("stdin")?
+            .write_all(stdin.as_bytes())?;
+        Ok(child.wait_with_output()?)
+    }
+
+    /// Run kubectl, require success, return stdout.
+    pub fn kubectl_ok(&self, args: &[&str]) -> Result<String> {
+        let out = self.kubectl(args)?;
+        check(args, out)
+    }
+
+    /// Run kubectl with stdin, require success, return stdout.
+    pub fn kubectl_stdin_ok(&self, args: &[&str], stdin: &str) -> Result<String> {
+        let out = self.kubectl_stdin(args, stdin)?;
+        check(args, out)
+    }
+
+    /// Run kubectl, require failure, return stderr.
+    pub fn kubectl_err(&self, args: &[&str]) -> Result<String> {
+        let out = self.kubectl(args)?;
+        if out.status.success() {
+            bail!(
+                "kubectl {} succeeded but was expected to fail: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
+    /// A `kube::Client` with the admin credentials.
+    pub async fn client(&self) -> Result<kube::Client> {
+        let kc = kube::config::Kubeconfig::read_from(self.kubeconfig())?;
+        let config = kube::Config::from_custom_kubeconfig(
+            kc,
+            &kube::config::KubeConfigOptions {
+                context: Some("federation".into()),
+                ..Default::default()
+            },
+        )
+        .await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+
+    /// Stop with SIGKILL (no shutdown work at all).
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Stop gracefully (SIGTERM), waiting up to 20 s, then SIGKILL.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(child.id().to_string())
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Restart on the same data dir and port.
+    pub fn restart(&mut self) -> Result<()> {
+        self.stop();
+        let port = self.port;
+        self.spawn(port)
+    }
+
+    /// Restart after a SIGKILL, on the same data dir and port.
+    pub fn crash_and_restart(&mut self) -> Result<()> {
+        self.kill9();
+        let port = self.port;
+        self.spawn(port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+fn check(args: &[&str], out: Output) -> Result<String> {
+    if !out.status.success() {
+        bail!(
+            "kubectl {} failed ({}):\nstdout: {}\nstderr: {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Poll `f` until it returns `Ok(Some(v))`, up to `timeout`.
+pub fn eventually<T>(timeout: Duration, mut f: impl FnMut() -> Result<Option<T>>) -> Result<T> {
+    let deadline = Instant::now() + timeout;
+    let mut last_err = None;
+    loop {
+        match f() {
+            Ok(Some(v)) => return Ok(v),
+            Ok(None) => {}
+            Err(e) => last_err = Some(e),
+        }
+        if Instant::now() > deadline {
+            match last_err {
+                Some(e) => return Err(e.context("condition not met in time")),
+                None => bail!("condition not met within {timeout:?}"),
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -16,9 +16,14 @@
 #![forbid(unsafe_code)]
 
 pub mod authn;
+pub mod discovery;
+pub mod handlers;
 pub mod health;
+pub mod openapi_routes;
 pub mod options;
+pub mod protobuf;
 pub mod serve;
 pub mod state;
+pub mod table;
 
 pub use state::{AppState, api_router, build_state};

@@ -126,6 +126,9 @@ pub async fn start(
         .map_err(|e| bind_error(bind, e))?;
     let local_addr = listener.local_addr().context("reading the bound address")?;
 
+    // The state sees the real port (e.g. for the `default/kubernetes`
+    // Endpoints) when `--secure-port 0` picked one.
+    options.secure_port = local_addr.port();
     let state = build_state(&options).await?;
     let health = Health::new();
     let watch_shutdown = CancellationToken::new();

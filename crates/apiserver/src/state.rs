@@ -1,26 +1,234 @@
-//! The shared server state and the API router. TO BE IMPLEMENTED (lead).
+//! The shared server state and the API router: opens the store, builds the
+//! registry with every built-in kind, starts the server's own controllers,
+//! and routes `/api`, `/apis` and `/openapi`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{any, get};
+use ubernetes_apimachinery::{ApiError, ResourceInfo};
+use ubernetes_registry::controllers::{
+    self, BootstrapOptions, GarbageCollector, NamespaceController,
+};
+use ubernetes_registry::{Registry, RegistryOptions};
+use ubernetes_storage::Storage;
+use ubernetes_storage::sled_engine::SledStorage;
 
+use crate::handlers::{self, ErrorResponse, HandlerResult, bytes_response};
 use crate::options::ServerOptions;
 
-/// Everything a handler needs: the registry, the resource table, options.
+/// Everything a handler needs.
 pub struct AppState {
     pub options: ServerOptions,
+    pub registry: Arc<Registry>,
 }
 
-/// Open the store under `options.data_dir`, build the registry, start the
-/// watch caches and the in-server controllers (GC, namespace lifecycle …).
+impl AppState {
+    /// Whether the kind has a built-in (compiled-in) schema, which strategic
+    /// merge patch needs; custom resources do not (415, as kube-apiserver).
+    pub fn has_builtin_schema(&self, info: &ResourceInfo) -> bool {
+        ubernetes_openapi::definitions()
+            .snapshot()
+            .get(&info.definition)
+            .is_some()
+    }
+
+    /// Strategic-merge metadata of a kind.
+    pub fn patch_meta(
+        &self,
+        info: &ResourceInfo,
+    ) -> Box<dyn ubernetes_apimachinery::patch::PatchMeta> {
+        ubernetes_openapi::patch_meta(&info.definition)
+    }
+}
+
+/// Open the store under `options.data_dir`, build the registry, bootstrap
+/// the default namespaces and Service, start the watch caches and the
+/// in-server controllers (garbage collector, namespace lifecycle).
 pub async fn build_state(options: &ServerOptions) -> anyhow::Result<Arc<AppState>> {
+    let store_dir = options.data_dir.join("store");
+    std::fs::create_dir_all(&store_dir).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot create the store directory {}: {e}",
+            store_dir.display()
+        )
+    })?;
+    let path = store_dir.clone();
+    let storage = tokio::task::spawn_blocking(move || SledStorage::open(&path))
+        .await?
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot open the store at {}: {e} (is another ubernetes using this --data-dir?)",
+                store_dir.display()
+            )
+        })?;
+    let storage: Arc<dyn Storage> = Arc::new(storage);
+    let revision = storage.current_revision().await.unwrap_or(0);
+    tracing::info!(dir = %store_dir.display(), revision, "store opened");
+    build_state_on(options, storage).await
+}
+
+/// [`build_state`] over an already opened storage engine.
+pub async fn build_state_on(
+    options: &ServerOptions,
+    storage: Arc<dyn Storage>,
+) -> anyhow::Result<Arc<AppState>> {
+    let unknown: ubernetes_registry::validation::UnknownFieldsFn =
+        Arc::new(|info: &ResourceInfo, obj: &serde_json::Value| {
+            ubernetes_openapi::unknown_fields(&info.definition, obj)
+        });
+    let registry = Registry::new(
+        storage.clone(),
+        ubernetes_registry::kinds::builtin(),
+        RegistryOptions {
+            service_cluster_ip_range: options.service_cluster_ip_range.clone(),
+            unknown_fields: Some(unknown),
+        },
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("building the registry: {e}"))?;
+    let advertise = if options.bind_address.is_unspecified() {
+        "127.0.0.1".to_string()
+    } else {
+        options.bind_address.to_string()
+    };
+    controllers::bootstrap(
+        &registry,
+        &BootstrapOptions {
+            advertise_address: advertise,
+            secure_port: options.secure_port,
+        },
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("bootstrapping default objects: {e}"))?;
+    GarbageCollector::start(registry.clone());
+    NamespaceController::start(registry.clone());
+    spawn_compactor(storage);
     Ok(Arc::new(AppState {
         options: options.clone(),
+        registry,
     }))
+}
+
+/// Compact history older than five minutes, every five minutes (what
+/// kube-apiserver asks of etcd with `--etcd-compaction-interval=5m`).
+fn spawn_compactor(storage: Arc<dyn Storage>) {
+    tokio::spawn(async move {
+        let mut previous: Option<u64> = None;
+        let mut tick = tokio::time::interval(Duration::from_secs(300));
+        loop {
+            tick.tick().await;
+            let Ok(now) = storage.current_revision().await else {
+                continue;
+            };
+            if let Some(prev) = previous
+                && prev > 0
+            {
+                match storage.compact(prev).await {
+                    Ok(()) => tracing::debug!(revision = prev, "compacted store history"),
+                    Err(e) => tracing::warn!(error = %e, "compaction failed"),
+                }
+            }
+            previous = Some(now);
+        }
+    });
 }
 
 /// Every API route (`/api`, `/apis`, `/openapi`, resources). Health and
 /// version routes are added by `serve`; authentication wraps it all.
-pub fn api_router(_state: Arc<AppState>) -> Router {
+pub fn api_router(state: Arc<AppState>) -> Router {
     Router::new()
+        .route("/api", get(api_root))
+        .route("/api/v1", get(core_resources))
+        .route("/api/v1/", get(core_resources))
+        .route("/api/v1/{*rest}", any(handlers::resource::core))
+        .route("/apis", get(apis_root))
+        .route("/apis/", get(apis_root))
+        .route("/apis/{group}", get(group_root))
+        .route("/apis/{group}/", get(group_root))
+        .route("/apis/{group}/{version}", get(group_resources))
+        .route("/apis/{group}/{version}/", get(group_resources))
+        .route(
+            "/apis/{group}/{version}/{*rest}",
+            any(handlers::resource::grouped),
+        )
+        .route("/openapi/v2", get(crate::openapi_routes::v2))
+        .route("/openapi/v3", get(crate::openapi_routes::v3_root))
+        .route("/openapi/v3/{*path}", get(crate::openapi_routes::v3_doc))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+async fn not_found() -> ErrorResponse {
+    ErrorResponse(ApiError::no_route())
+}
+
+fn accept(headers: &HeaderMap) -> &str {
+    headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+fn json_response(v: &serde_json::Value, content_type: &str) -> HandlerResult {
+    let body = serde_json::to_vec(v).map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(bytes_response(StatusCode::OK, content_type, body, &[]))
+}
+
+async fn api_root(State(state): State<Arc<AppState>>, headers: HeaderMap) -> HandlerResult {
+    let resources = state.registry.resources();
+    if crate::discovery::wants_aggregated(accept(&headers)) {
+        return json_response(
+            &crate::discovery::aggregated(&resources, true),
+            crate::discovery::AGGREGATED_CONTENT_TYPE,
+        );
+    }
+    let addr = format!(
+        "{}:{}",
+        state.options.bind_address, state.options.secure_port
+    );
+    json_response(&crate::discovery::api_versions(&addr), "application/json")
+}
+
+async fn apis_root(State(state): State<Arc<AppState>>, headers: HeaderMap) -> HandlerResult {
+    let resources = state.registry.resources();
+    if crate::discovery::wants_aggregated(accept(&headers)) {
+        return json_response(
+            &crate::discovery::aggregated(&resources, false),
+            crate::discovery::AGGREGATED_CONTENT_TYPE,
+        );
+    }
+    json_response(
+        &crate::discovery::api_group_list(&resources),
+        "application/json",
+    )
+}
+
+async fn core_resources(State(state): State<Arc<AppState>>) -> HandlerResult {
+    let resources = state.registry.resources();
+    let list =
+        crate::discovery::api_resource_list(&resources, "", "v1").ok_or_else(ApiError::no_route)?;
+    json_response(&list, "application/json")
+}
+
+async fn group_root(
+    State(state): State<Arc<AppState>>,
+    Path(group): Path<String>,
+) -> HandlerResult {
+    let resources = state.registry.resources();
+    let g = crate::discovery::api_group(&resources, &group).ok_or_else(ApiError::no_route)?;
+    json_response(&g, "application/json")
+}
+
+async fn group_resources(
+    State(state): State<Arc<AppState>>,
+    Path((group, version)): Path<(String, String)>,
+) -> HandlerResult {
+    let resources = state.registry.resources();
+    let list = crate::discovery::api_resource_list(&resources, &group, &version)
+        .ok_or_else(ApiError::no_route)?;
+    json_response(&list, "application/json")
 }

@@ -21,9 +21,12 @@ use crate::paths::{self, In, Operation, Param, PathItem};
 use crate::served::{Served, fingerprint};
 use crate::v3::VERSION;
 
-/// The Content-Type of the protobuf encoding.
+/// The Content-Type of the protobuf encoding, as kube-openapi answers both
+/// `Accept: application/com.github.proto-openapi.spec.v2@v1.0+protobuf`
+/// (what kubectl sends) and `...spec.v2.v1.0+protobuf`: with a `.`, because
+/// the `@` form is not a valid media type and client-go rejects it.
 pub const PROTOBUF_CONTENT_TYPE: &str =
-    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
 struct V2Set {
     key: u64,
@@ -66,7 +69,7 @@ pub fn v2_protobuf(resources: &[ResourceInfo]) -> Vec<u8> {
 }
 
 /// [`v2_protobuf`], with its Content-Type
-/// (`application/com.github.proto-openapi.spec.v2@v1.0+protobuf`) and hash.
+/// ([`PROTOBUF_CONTENT_TYPE`]) and hash.
 pub fn v2_protobuf_bytes(resources: &[ResourceInfo]) -> Arc<Served> {
     cached(resources).protobuf.clone()
 }
@@ -118,6 +121,13 @@ pub fn to_v2_schema(schema: &Value) -> Value {
                             r.strip_prefix(REF_PREFIX)
                                 .map(v2_ref)
                                 .unwrap_or_else(|| r.clone()),
+                        ),
+                        // property names are not schema keywords
+                        ("properties", Value::Object(props)) => Value::Object(
+                            props
+                                .iter()
+                                .map(|(name, sub)| (name.clone(), to_v2_schema(sub)))
+                                .collect(),
                         ),
                         ("enum" | "default" | "example", _) => v.clone(),
                         _ => to_v2_schema(v),
@@ -266,6 +276,18 @@ mod tests {
         assert_eq!(
             v2_protobuf_bytes(&[deployments()]).content_type,
             PROTOBUF_CONTENT_TYPE
+        );
+    }
+
+    #[test]
+    fn no_v3_ref_is_left_in_v2_even_under_a_property_named_default() {
+        let text = String::from_utf8(v2_json_bytes(&[deployments()]).bytes.to_vec()).expect("utf8");
+        assert!(!text.contains("#/components/schemas/"));
+        let doc = v2_json(&[deployments()]);
+        assert_eq!(
+            doc["definitions"]["io.k8s.api.core.v1.LimitRangeItem"]["properties"]["default"]["additionalProperties"]
+                ["$ref"],
+            json!("#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantity")
         );
     }
 

@@ -12,7 +12,18 @@
 //! Start with `strategy.rs`, then `kinds/mod.rs`, then `store.rs`.
 #![forbid(unsafe_code)]
 
+pub mod admission;
+pub mod controllers;
+pub mod ipalloc;
 pub mod kinds;
+pub mod lifecycle;
+pub mod managed_fields;
+pub mod printers;
+pub mod registry;
+pub mod store;
 pub mod strategy;
+pub mod validation;
 
+pub use registry::{Registry, RegistryOptions};
+pub use store::Store;
 pub use strategy::Strategy;

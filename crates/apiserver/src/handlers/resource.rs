@@ -1,0 +1,825 @@
+//! The resource handler: URL → (store, namespace, name, subresource), verb
+//! → registry call, result → negotiated representation.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, RawQuery, State as AxState};
+use axum::http::{HeaderMap, Method, StatusCode};
+use serde_json::{Value, json};
+use ubernetes_apimachinery::{ApiError, ResourceInfo};
+use ubernetes_registry::Store;
+use ubernetes_registry::store::{
+    DeleteOptions, DeleteResult, ListResult, WriteOptions, WriteResult,
+};
+use ubernetes_storage::cache::FilterFn;
+
+use super::negotiate::{self, Output, Query};
+use super::{HandlerResult, State, bytes_response};
+
+/// What a URL names.
+pub struct Target {
+    pub store: Arc<Store>,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+}
+
+/// Resolve path segments after `/api/v1/` or `/apis/<g>/<v>/`. Returns the
+/// target and whether the legacy `/watch/` prefix was used.
+pub fn resolve(
+    state: &crate::state::AppState,
+    group: &str,
+    version: &str,
+    rest: &str,
+) -> Result<(Target, bool), ApiError> {
+    let mut segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let mut legacy_watch = false;
+    if segs.first() == Some(&"watch") {
+        legacy_watch = true;
+        segs.remove(0);
+    }
+    let (namespace, rest): (Option<&str>, &[&str]) = if segs.len() >= 3
+        && segs[0] == "namespaces"
+        && !matches!(segs[2], "status" | "finalize")
+    {
+        (Some(segs[1]), &segs[2..])
+    } else {
+        (None, &segs[..])
+    };
+    let (resource, name, sub) = match rest {
+        [r] => (*r, None, None),
+        [r, n] => (*r, Some(*n), None),
+        [r, n, s] => (*r, Some(*n), Some(*s)),
+        _ => return Err(ApiError::no_route()),
+    };
+    let store = state
+        .registry
+        .get(group, version, resource)
+        .ok_or_else(ApiError::no_route)?;
+    let info = store.info();
+    if namespace.is_some() && !info.namespaced {
+        return Err(ApiError::no_route());
+    }
+    if info.namespaced && namespace.is_none() && name.is_some() {
+        return Err(ApiError::no_route());
+    }
+    if let Some(s) = sub
+        && !info.has_subresource(s)
+    {
+        return Err(ApiError::no_route());
+    }
+    Ok((
+        Target {
+            store,
+            namespace: namespace.map(str::to_string),
+            name: name.map(str::to_string),
+            subresource: sub.map(str::to_string),
+        },
+        legacy_watch,
+    ))
+}
+
+/// `/api/v1/{*rest}`.
+pub async fn core(
+    AxState(state): AxState<State>,
+    Path(rest): Path<String>,
+    method: Method,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> HandlerResult {
+    dispatch(state, "", "v1", &rest, method, query, headers, body).await
+}
+
+/// `/apis/{group}/{version}/{*rest}`.
+pub async fn grouped(
+    AxState(state): AxState<State>,
+    Path((group, version, rest)): Path<(String, String, String)>,
+    method: Method,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> HandlerResult {
+    dispatch(state, &group, &version, &rest, method, query, headers, body).await
+}
+
+#[allow(clippy::too_many_arguments)] // the parts of one HTTP request
+async fn dispatch(
+    state: State,
+    group: &str,
+    version: &str,
+    rest: &str,
+    method: Method,
+    raw_query: Option<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> HandlerResult {
+    let (target, legacy_watch) = resolve(&state, group, version, rest)?;
+    let query = Query::parse(raw_query.as_deref());
+    let info = target.store.info().clone();
+    let ns = target.namespace.as_deref();
+    match (
+        method.clone(),
+        target.name.as_deref(),
+        target.subresource.as_deref(),
+    ) {
+        (Method::GET, None, None) => {
+            if legacy_watch || query.flag("watch") {
+                super::watch::watch(&state, &target, &query, &headers).await
+            } else {
+                list(&state, &target, &query, &headers).await
+            }
+        }
+        (Method::GET, Some(name), None | Some("status") | Some("finalize")) => {
+            let output = negotiate::output(&headers)?;
+            let bytes = target.store.get(ns, name).await?;
+            render_object_bytes(&info, bytes, output, StatusCode::OK, &[])
+        }
+        (Method::GET, Some(name), Some("scale")) => {
+            let obj = target.store.get_value(ns, name).await?;
+            let scale = to_scale(&target.store, &obj)?;
+            render_value(
+                &info,
+                &scale,
+                negotiate::output(&headers)?,
+                StatusCode::OK,
+                &[],
+            )
+        }
+        (Method::POST, None, None) => {
+            if info.namespaced && ns.is_none() {
+                return Err(ApiError::no_route().into());
+            }
+            let obj = negotiate::decode_body(&headers, &body)?;
+            let opts = write_options(&query, &headers)?;
+            let namespaces = state.registry.namespaces();
+            let res = target
+                .store
+                .create(namespaces.as_deref(), ns, obj, &opts)
+                .await?;
+            let status = if opts.dry_run {
+                StatusCode::OK
+            } else {
+                StatusCode::CREATED
+            };
+            render_value(
+                &info,
+                &res.object,
+                negotiate::output(&headers)?,
+                status,
+                &res.warnings,
+            )
+        }
+        (Method::PUT, Some(name), sub) => {
+            let obj = negotiate::decode_body(&headers, &body)?;
+            let opts = write_options(&query, &headers)?;
+            let res = match sub {
+                Some("scale") => update_scale(&target.store, ns, name, obj, &opts).await?,
+                Some("finalize") => finalize_namespace(&target.store, name, obj, &opts).await?,
+                _ => target.store.update(ns, name, obj, sub, &opts).await?,
+            };
+            let out = if sub == Some("scale") {
+                to_scale(&target.store, &res.object)?
+            } else {
+                res.object
+            };
+            render_value(
+                &info,
+                &out,
+                negotiate::output(&headers)?,
+                StatusCode::OK,
+                &res.warnings,
+            )
+        }
+        (Method::PATCH, Some(name), sub) => {
+            let res = patch(&state, &target, name, sub, &query, &headers, &body).await?;
+            render_value(
+                &info,
+                &res.0,
+                negotiate::output(&headers)?,
+                StatusCode::OK,
+                &res.1,
+            )
+        }
+        (Method::DELETE, Some(name), None) => {
+            let opts = delete_options(&query, &body)?;
+            match target.store.delete(ns, name, &opts).await? {
+                DeleteResult::Deleted(obj) => {
+                    let status = deleted_status(&info, name, &obj);
+                    let out = if returns_deleted_object(&info) {
+                        obj
+                    } else {
+                        status
+                    };
+                    render_value(
+                        &info,
+                        &out,
+                        negotiate::output(&headers)?,
+                        StatusCode::OK,
+                        &[],
+                    )
+                }
+                DeleteResult::Pending(obj) => render_value(
+                    &info,
+                    &obj,
+                    negotiate::output(&headers)?,
+                    StatusCode::ACCEPTED,
+                    &[],
+                ),
+            }
+        }
+        (Method::DELETE, None, None) => {
+            delete_collection(&state, &target, &query, &headers, &body).await
+        }
+        (m, _, _) => {
+            let verb = match m {
+                Method::POST => "create",
+                Method::PUT => "update",
+                Method::PATCH => "patch",
+                Method::DELETE => "delete",
+                _ => "this method",
+            };
+            Err(ApiError::method_not_supported(&info.group, &info.resource, verb).into())
+        }
+    }
+}
+
+/// Kinds whose DELETE answers with the object rather than a Status
+/// (kube-apiserver: pods and namespaces return the object).
+fn returns_deleted_object(info: &ResourceInfo) -> bool {
+    info.group.is_empty() && matches!(info.resource.as_str(), "pods" | "namespaces")
+}
+
+fn deleted_status(info: &ResourceInfo, name: &str, obj: &Value) -> Value {
+    let mut details = json!({"name": name, "kind": info.resource});
+    if !info.group.is_empty() {
+        details["group"] = json!(info.group);
+    }
+    if let Some(uid) = obj.pointer("/metadata/uid") {
+        details["uid"] = uid.clone();
+    }
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
+}
+
+/// Write options from query and headers; `fieldManager` defaults to the
+/// user agent's program name, as kube-apiserver.
+pub fn write_options(query: &Query, headers: &HeaderMap) -> Result<WriteOptions, ApiError> {
+    let field_manager = match query.get("fieldManager") {
+        Some(m) if !m.is_empty() => {
+            if m.len() > 128 {
+                return Err(ApiError::bad_request(
+                    "fieldManager: Too long: may not be more than 128 bytes",
+                ));
+            }
+            Some(m.to_string())
+        }
+        _ => headers
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(|ua| ua.split('/').next().unwrap_or(ua).to_string())
+            .filter(|s| !s.is_empty()),
+    };
+    Ok(WriteOptions {
+        dry_run: query.dry_run()?,
+        field_manager,
+        field_validation: query.field_validation()?,
+    })
+}
+
+/// DeleteOptions from the body (kubectl sends one) and the query.
+fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+    let mut opts = DeleteOptions {
+        dry_run: query.dry_run()?,
+        propagation_policy: query.get("propagationPolicy").map(str::to_string),
+        ..Default::default()
+    };
+    if query.get("orphanDependents") == Some("true") && opts.propagation_policy.is_none() {
+        opts.propagation_policy = Some("Orphan".into());
+    }
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        let v = negotiate::decode_json(body)?;
+        if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
+            opts.propagation_policy = Some(p.to_string());
+        }
+        if v.get("orphanDependents").and_then(Value::as_bool) == Some(true)
+            && opts.propagation_policy.is_none()
+        {
+            opts.propagation_policy = Some("Orphan".into());
+        }
+        if let Some(dr) = v.get("dryRun").and_then(Value::as_array)
+            && dr.iter().any(|d| d.as_str() == Some("All"))
+        {
+            opts.dry_run = true;
+        }
+        if let Some(pre) = v.get("preconditions") {
+            opts.precondition_uid = pre.get("uid").and_then(Value::as_str).map(str::to_string);
+            opts.precondition_resource_version = pre
+                .get("resourceVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+        }
+    }
+    if let Some(p) = &opts.propagation_policy
+        && !matches!(p.as_str(), "Orphan" | "Background" | "Foreground")
+    {
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "DeleteOptions",
+            "",
+            vec![ubernetes_apimachinery::error::field::not_supported(
+                "propagationPolicy",
+                &json!(p),
+                &["Foreground", "Background", "Orphan", "nil"],
+            )],
+        ));
+    }
+    Ok(opts)
+}
+
+/// Compile `labelSelector` and `fieldSelector` into one filter; unknown field
+/// selector keys → 400 as kube-apiserver.
+pub fn selector_filter(store: &Store, query: &Query) -> Result<Option<FilterFn>, ApiError> {
+    use ubernetes_apimachinery::fields::FieldSelector;
+    use ubernetes_apimachinery::labels::Selector;
+    let labels = match query.get("labelSelector") {
+        Some(s) if !s.trim().is_empty() => Some(Selector::parse(s)?),
+        _ => None,
+    };
+    let fields = match query.get("fieldSelector") {
+        Some(s) if !s.trim().is_empty() => {
+            let fs = FieldSelector::parse(s)?;
+            let allowed = store.strategy().selectable_fields();
+            for req in fs.requirements() {
+                let key = req.field.as_str();
+                if key != "metadata.name" && key != "metadata.namespace" && !allowed.contains(&key)
+                {
+                    // Kinds with their own conversion name the label; the
+                    // rest get the default conversion's wording.
+                    return Err(if allowed.is_empty() {
+                        ubernetes_apimachinery::fields::unknown_field_selector(key)
+                    } else {
+                        ubernetes_apimachinery::fields::unsupported_field_label(key)
+                    });
+                }
+            }
+            Some(fs)
+        }
+        _ => None,
+    };
+    if labels.is_none() && fields.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(Arc::new(move |obj| {
+        labels.as_ref().is_none_or(|l| l.matches(&obj.attrs.labels))
+            && fields.as_ref().is_none_or(|f| f.matches(&obj.attrs.fields))
+    })))
+}
+
+async fn list(state: &State, target: &Target, query: &Query, headers: &HeaderMap) -> HandlerResult {
+    let _ = state;
+    let output = negotiate::output(headers)?;
+    let filter = selector_filter(&target.store, query)?;
+    let result = target
+        .store
+        .list(
+            target.namespace.as_deref(),
+            filter.as_ref(),
+            query.limit()?,
+            query.get("continue"),
+            query.read_at()?,
+        )
+        .await?;
+    render_list(target.store.info(), result, output)
+}
+
+fn list_metadata(result: &ListResult) -> Value {
+    let mut meta = json!({"resourceVersion": result.resource_version.to_string()});
+    if let Some(c) = &result.continue_token {
+        meta["continue"] = json!(c);
+    }
+    if let Some(n) = result.remaining_item_count {
+        meta["remainingItemCount"] = json!(n);
+    }
+    meta
+}
+
+/// Render a list: JSON is assembled from the cached item bytes without
+/// re-encoding them.
+pub fn render_list(info: &ResourceInfo, result: ListResult, output: Output) -> HandlerResult {
+    let meta = list_metadata(&result);
+    match output {
+        Output::Json => {
+            let head = format!(
+                "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
+                info.list_kind(),
+                info.api_version(),
+                meta
+            );
+            let size = head.len() + result.items.iter().map(|b| b.len() + 1).sum::<usize>() + 2;
+            let mut buf = Vec::with_capacity(size);
+            buf.extend_from_slice(head.as_bytes());
+            for (i, item) in result.items.iter().enumerate() {
+                if i > 0 {
+                    buf.push(b',');
+                }
+                buf.extend_from_slice(item);
+            }
+            buf.extend_from_slice(b"]}");
+            Ok(bytes_response(StatusCode::OK, "application/json", buf, &[]))
+        }
+        Output::Yaml => {
+            let items = parse_items(&result.items)?;
+            let list = json!({"apiVersion": info.api_version(), "kind": info.list_kind(), "metadata": meta, "items": items});
+            let body = negotiate::encode(&list, Output::Yaml)?;
+            Ok(bytes_response(
+                StatusCode::OK,
+                "application/yaml",
+                body,
+                &[],
+            ))
+        }
+        Output::Table => {
+            let items = parse_items(&result.items)?;
+            let table = crate::table::table(info, &items, Some(meta), true);
+            Ok(bytes_response(
+                StatusCode::OK,
+                "application/json",
+                serde_json::to_vec(&table).map_err(|e| ApiError::internal(e.to_string()))?,
+                &[],
+            ))
+        }
+        Output::PartialMetadata => {
+            let items = parse_items(&result.items)?;
+            let items: Vec<Value> = items.iter().map(partial_metadata).collect();
+            let list = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "items": items});
+            Ok(bytes_response(
+                StatusCode::OK,
+                "application/json",
+                serde_json::to_vec(&list).map_err(|e| ApiError::internal(e.to_string()))?,
+                &[],
+            ))
+        }
+    }
+}
+
+fn parse_items(items: &[Bytes]) -> Result<Vec<Value>, ApiError> {
+    items
+        .iter()
+        .map(|b| serde_json::from_slice(b).map_err(|e| ApiError::internal(e.to_string())))
+        .collect()
+}
+
+/// `PartialObjectMetadata` of an object.
+pub fn partial_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+/// Render one object already encoded as JSON.
+pub fn render_object_bytes(
+    info: &ResourceInfo,
+    bytes: Bytes,
+    output: Output,
+    status: StatusCode,
+    warnings: &[String],
+) -> HandlerResult {
+    if output == Output::Json {
+        return Ok(bytes_response(
+            status,
+            "application/json",
+            Body::from(bytes),
+            warnings,
+        ));
+    }
+    let v: Value = serde_json::from_slice(&bytes).map_err(|e| ApiError::internal(e.to_string()))?;
+    render_value(info, &v, output, status, warnings)
+}
+
+/// Render one object.
+pub fn render_value(
+    info: &ResourceInfo,
+    obj: &Value,
+    output: Output,
+    status: StatusCode,
+    warnings: &[String],
+) -> HandlerResult {
+    let is_status = obj.get("kind").and_then(Value::as_str) == Some("Status");
+    let rendered = match output {
+        Output::Table if !is_status => {
+            crate::table::table(info, std::slice::from_ref(obj), None, true)
+        }
+        Output::PartialMetadata if !is_status => partial_metadata(obj),
+        _ => obj.clone(),
+    };
+    let out = if output == Output::Yaml {
+        Output::Yaml
+    } else {
+        Output::Json
+    };
+    let body = negotiate::encode(&rendered, out)?;
+    Ok(bytes_response(
+        status,
+        negotiate::content_type(out),
+        body,
+        warnings,
+    ))
+}
+
+/// The `autoscaling/v1` Scale of an object.
+fn to_scale(store: &Store, obj: &Value) -> Result<Value, ApiError> {
+    let paths = store.strategy().scale().ok_or_else(ApiError::no_route)?;
+    let spec_replicas = obj
+        .pointer(&paths.spec_replicas)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let status_replicas = obj
+        .pointer(&paths.status_replicas)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let selector = paths
+        .selector
+        .as_deref()
+        .and_then(|p| obj.pointer(p))
+        .map(|sel| {
+            if sel.get("matchLabels").is_some() || sel.get("matchExpressions").is_some() {
+                ubernetes_apimachinery::labels::Selector::from_label_selector(sel)
+                    .map(|s| s.to_string())
+                    .unwrap_or_default()
+            } else if let Some(m) = sel.as_object() {
+                // A plain map selector (ReplicationController).
+                let mut parts: Vec<String> = m
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                    .collect();
+                parts.sort();
+                parts.join(",")
+            } else {
+                String::new()
+            }
+        })
+        .unwrap_or_default();
+    let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let mut scale_meta = json!({});
+    for k in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(v) = meta.get(k) {
+            scale_meta[k] = v.clone();
+        }
+    }
+    let mut status = json!({"replicas": status_replicas});
+    if !selector.is_empty() {
+        status["selector"] = json!(selector);
+    }
+    Ok(json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": scale_meta,
+        "spec": {"replicas": spec_replicas},
+        "status": status,
+    }))
+}
+
+fn replicas_from_scale(scale: &Value) -> Result<i64, ApiError> {
+    let r = scale
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if r < 0 {
+        let name = scale
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        return Err(ApiError::invalid(
+            "autoscaling",
+            "Scale",
+            name,
+            vec![ubernetes_apimachinery::error::field::invalid(
+                "spec.replicas",
+                &json!(r),
+                "must be greater than or equal to 0",
+            )],
+        ));
+    }
+    Ok(r)
+}
+
+fn set_replicas(store: &Store, obj: &mut Value, replicas: i64) -> Result<(), ApiError> {
+    let paths = store.strategy().scale().ok_or_else(ApiError::no_route)?;
+    let mut parts: Vec<&str> = paths
+        .spec_replicas
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    let last = parts.pop().unwrap_or("replicas");
+    let mut cur = &mut *obj;
+    for p in parts {
+        if !cur.get(p).is_some_and(Value::is_object) {
+            cur[p] = json!({});
+        }
+        cur = &mut cur[p];
+    }
+    cur[last] = json!(replicas);
+    Ok(())
+}
+
+async fn update_scale(
+    store: &Store,
+    ns: Option<&str>,
+    name: &str,
+    scale: Value,
+    opts: &WriteOptions,
+) -> Result<WriteResult, ApiError> {
+    let replicas = replicas_from_scale(&scale)?;
+    let want_rv = scale
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    let info = store.info().clone();
+    store
+        .patch(ns, name, None, opts, |current| {
+            if let Some(rv) = &want_rv
+                && current
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    != Some(rv.as_str())
+            {
+                return Err(ApiError::conflict(
+                    &info.group,
+                    &info.resource,
+                    name,
+                    ApiError::OBJECT_MODIFIED,
+                ));
+            }
+            let mut next = current.clone();
+            set_replicas(store, &mut next, replicas)?;
+            Ok(next)
+        })
+        .await
+}
+
+async fn finalize_namespace(
+    store: &Store,
+    name: &str,
+    obj: Value,
+    opts: &WriteOptions,
+) -> Result<WriteResult, ApiError> {
+    let finalizers = obj
+        .pointer("/spec/finalizers")
+        .cloned()
+        .unwrap_or_else(|| json!([]));
+    store
+        .patch(None, name, Some("finalize"), opts, |current| {
+            let mut next = current.clone();
+            next["spec"]["finalizers"] = finalizers.clone();
+            Ok(next)
+        })
+        .await
+}
+
+const PATCH_TYPES: &str = "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json";
+
+async fn patch(
+    state: &State,
+    target: &Target,
+    name: &str,
+    sub: Option<&str>,
+    query: &Query,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(Value, Vec<String>), ApiError> {
+    let ct = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let opts = write_options(query, headers)?;
+    let info = target.store.info().clone();
+    let ns = target.namespace.as_deref();
+    let unsupported = || {
+        ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {PATCH_TYPES}"
+            ),
+        )
+    };
+    let kind = match ct.as_str() {
+        "application/json-patch+json" => PatchKind::Json,
+        "application/merge-patch+json" => PatchKind::Merge,
+        "application/strategic-merge-patch+json" => {
+            if !state.has_builtin_schema(&info) {
+                return Err(unsupported());
+            }
+            PatchKind::Strategic
+        }
+        _ => return Err(unsupported()),
+    };
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request("the body of the request was empty"));
+    }
+    let patch_meta: Option<Box<dyn ubernetes_apimachinery::patch::PatchMeta>> =
+        if kind == PatchKind::Strategic {
+            Some(state.patch_meta(&info))
+        } else {
+            None
+        };
+    let apply = |doc: &Value| -> Result<Value, ApiError> {
+        match kind {
+            PatchKind::Json => ubernetes_apimachinery::patch::json_patch(doc, body),
+            PatchKind::Merge => ubernetes_apimachinery::patch::merge_patch(doc, body),
+            PatchKind::Strategic => ubernetes_apimachinery::patch::strategic_merge_patch(
+                doc,
+                body,
+                patch_meta
+                    .as_deref()
+                    .unwrap_or(&ubernetes_apimachinery::patch::NoPatchMeta),
+            ),
+        }
+    };
+    let res = if sub == Some("scale") {
+        let store = target.store.clone();
+        let s2 = store.clone();
+        store
+            .patch(ns, name, None, &opts, move |current| {
+                let scale = to_scale(&s2, current)?;
+                let patched = apply(&scale)?;
+                let replicas = replicas_from_scale(&patched)?;
+                let mut next = current.clone();
+                set_replicas(&s2, &mut next, replicas)?;
+                Ok(next)
+            })
+            .await?;
+        let obj = target.store.get_value(ns, name).await?;
+        return Ok((to_scale(&target.store, &obj)?, Vec::new()));
+    } else {
+        target.store.patch(ns, name, sub, &opts, apply).await?
+    };
+    Ok((res.object, res.warnings))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PatchKind {
+    Json,
+    Merge,
+    Strategic,
+}
+
+async fn delete_collection(
+    state: &State,
+    target: &Target,
+    query: &Query,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> HandlerResult {
+    let _ = state;
+    let opts = delete_options(query, body)?;
+    let filter = selector_filter(&target.store, query)?;
+    let ns = target.namespace.as_deref();
+    let list = target
+        .store
+        .list(
+            ns,
+            filter.as_ref(),
+            0,
+            None,
+            ubernetes_registry::store::ReadAt::Latest,
+        )
+        .await?;
+    let mut deleted = Vec::new();
+    for item in &list.items {
+        let v: Value =
+            serde_json::from_slice(item).map_err(|e| ApiError::internal(e.to_string()))?;
+        let Some(name) = v.pointer("/metadata/name").and_then(Value::as_str) else {
+            continue;
+        };
+        let item_ns = v.pointer("/metadata/namespace").and_then(Value::as_str);
+        match target.store.delete(item_ns.or(ns), name, &opts).await {
+            Ok(DeleteResult::Deleted(o)) | Ok(DeleteResult::Pending(o)) => deleted.push(o),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let info = target.store.info();
+    let out = json!({
+        "kind": info.list_kind(),
+        "apiVersion": info.api_version(),
+        "metadata": {"resourceVersion": target.store.revision().to_string()},
+        "items": deleted,
+    });
+    render_value(info, &out, negotiate::output(headers)?, StatusCode::OK, &[])
+}

@@ -1,0 +1,83 @@
+//! `/openapi/v2` and `/openapi/v3[/...]`: serve the documents the openapi
+//! crate generates (and caches) from the registry's resources, with ETags so
+//! clients (kubectl caches by hash) can skip unchanged documents.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use ubernetes_apimachinery::ApiError;
+use ubernetes_openapi::Served;
+
+use crate::handlers::{HandlerResult, bytes_response};
+use crate::state::AppState;
+
+fn serve(doc: &Served, headers: &HeaderMap, immutable: bool) -> HandlerResult {
+    let etag = doc.etag();
+    if headers
+        .get(http::header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == etag)
+    {
+        let mut resp = bytes_response(
+            StatusCode::NOT_MODIFIED,
+            doc.content_type,
+            Body::empty(),
+            &[],
+        );
+        if let Ok(v) = HeaderValue::from_str(&etag) {
+            resp.headers_mut().insert(http::header::ETAG, v);
+        }
+        return Ok(resp);
+    }
+    let mut resp = bytes_response(
+        StatusCode::OK,
+        doc.content_type,
+        Body::from(doc.bytes.clone()),
+        &[],
+    );
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        resp.headers_mut().insert(http::header::ETAG, v);
+    }
+    let cache = if immutable {
+        "public, immutable"
+    } else {
+        "no-cache, private"
+    };
+    resp.headers_mut()
+        .insert(http::header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    Ok(resp)
+}
+
+/// `/openapi/v2`: gnostic protobuf when asked for, else JSON.
+pub async fn v2(State(state): State<Arc<AppState>>, headers: HeaderMap) -> HandlerResult {
+    let resources = state.registry.resources();
+    let accept = headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let doc = if accept.contains("protobuf") {
+        ubernetes_openapi::v2_protobuf_bytes(&resources)
+    } else {
+        ubernetes_openapi::v2_json_bytes(&resources)
+    };
+    serve(&doc, &headers, false)
+}
+
+/// `/openapi/v3`: the index of group-version documents.
+pub async fn v3_root(State(state): State<Arc<AppState>>, headers: HeaderMap) -> HandlerResult {
+    let doc = ubernetes_openapi::v3_root_bytes(&state.registry.resources());
+    serve(&doc, &headers, false)
+}
+
+/// `/openapi/v3/api/v1`, `/openapi/v3/apis/<g>/<v>`.
+pub async fn v3_doc(
+    State(state): State<Arc<AppState>>,
+    Path(path): Path<String>,
+    headers: HeaderMap,
+) -> HandlerResult {
+    let doc = ubernetes_openapi::v3_document_bytes(&state.registry.resources(), &path)
+        .ok_or_else(ApiError::no_route)?;
+    serve(&doc, &headers, true)
+}

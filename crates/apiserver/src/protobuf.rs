@@ -1,0 +1,1746 @@
+//! Protobuf request bodies (`Content-Type: application/vnd.kubernetes.protobuf`),
+//! decoded into the JSON the JSON API would have received.
+//!
+//! kubectl 1.37's typed clients prefer protobuf for built-in kinds, so
+//! `kubectl create configmap|secret|namespace|serviceaccount|service|deployment|
+//! job|cronjob|role|rolebinding|clusterrole|clusterrolebinding|poddisruptionbudget|
+//! ingress|quota|token`, `kubectl auth can-i` and `kubectl auth whoami` send
+//! their bodies this way (and do not retry on 415).
+//!
+//! The wire format is kube's: the 4-byte magic `k8s\0`, then a
+//! `runtime.Unknown` envelope (`typeMeta` apiVersion/kind, `raw`,
+//! `contentEncoding`, `contentType`) whose `raw` is the kind's
+//! `generated.proto` message without its TypeMeta.
+//!
+//! How: a generic protobuf walker driven by [`SCHEMA`], a compact table of
+//! every message reachable from the served kinds (field number → JSON name
+//! and type). The table is generated from the `k8s-pb` crate's prost types
+//! (field numbers and types) and `k8s-openapi`'s JSON field names; `k8s-pb`
+//! itself has no serde or reflection, so it cannot produce JSON at run time,
+//! but the tests encode their bodies with it, which checks the table.
+//! Special messages become their JSON forms: `Time`/`MicroTime` → RFC 3339,
+//! `Quantity` → string, `IntOrString` → number or string, `RawExtension`
+//! and `FieldsV1` → embedded JSON, `bytes` → base64, list wrappers
+//! (`ExtraValue`) → arrays, embedded Go structs (`VolumeSource`,
+//! `ProbeHandler`, `LocalObjectReference`, …) → inlined fields. Unknown
+//! field numbers are skipped as gogo-protobuf does.
+//!
+//! Errors are 400 BadRequest with the wording of kube-apiserver's protobuf
+//! serializer (`unexpected EOF`, `proto: wrong wireType = 2 for field Data`,
+//! `no kind "Foo" is registered for version "v1" in scheme …`); use
+//! [`decode_as`] for the create/update handlers' full sentence
+//! (`ConfigMap in version "v1" cannot be handled as a Secret: …`).
+//! Never panics on any input.
+
+// `ApiError` is the crate-wide error contract (a Status body); boxing it here
+// alone would only make callers unbox it.
+#![allow(clippy::result_large_err)]
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+use ubernetes_apimachinery::ApiError;
+
+/// The protobuf media type.
+pub const PROTOBUF_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
+
+/// kube's protobuf magic prefix.
+const MAGIC: &[u8] = b"k8s\0";
+
+/// Deepest message nesting accepted (kube objects nest well under 30).
+const MAX_DEPTH: usize = 100;
+
+/// Whether a Content-Type header names kube's protobuf media type
+/// (parameters and case ignored).
+pub fn is_protobuf(content_type: &str) -> bool {
+    content_type
+        .split(';')
+        .next()
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case(PROTOBUF_CONTENT_TYPE))
+}
+
+/// Decode a protobuf request body into the object's JSON (with `apiVersion`
+/// and `kind` from the envelope). Errors are 400 BadRequest carrying the
+/// decoder's own message.
+pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
+    decode_envelope(body)
+        .map(|(_, v)| v)
+        .map_err(|e| ApiError::bad_request(e.message))
+}
+
+/// Decode a body sent to an endpoint of kind `expected_kind`, wording a
+/// failure as kube-apiserver's create/update handlers do
+/// (`transformDecodeError`): `<Kind> in version "<v>" cannot be handled as a
+/// <Expected>: <err>` when the envelope named a kind, else `the object
+/// provided is unrecognized (must be of type <Expected>): <err> (<summary>)`.
+pub fn decode_as(body: &[u8], expected_kind: &str) -> Result<Value, ApiError> {
+    decode_envelope(body).map(|(_, v)| v).map_err(|e| {
+        let msg = match e.gvk {
+            Some((api_version, kind)) if !kind.is_empty() => {
+                let version = api_version
+                    .rsplit_once('/')
+                    .map(|(_, v)| v)
+                    .unwrap_or(&api_version);
+                format!(
+                    "{kind} in version \"{version}\" cannot be handled as a {expected_kind}: {}",
+                    e.message
+                )
+            }
+            _ => format!(
+                "the object provided is unrecognized (must be of type {expected_kind}): {} ({})",
+                e.message,
+                summarize(body)
+            ),
+        };
+        ApiError::bad_request(msg)
+    })
+}
+
+/// `summarizeData(body, 30)`: hex of the first 30 bytes.
+fn summarize(body: &[u8]) -> String {
+    if body.is_empty() {
+        return "<empty>".into();
+    }
+    let n = body.len().min(30);
+    let hex: String = body[..n].iter().map(|b| format!("{b:02x}")).collect();
+    if body.len() > 30 {
+        format!("{hex} ...")
+    } else {
+        hex
+    }
+}
+
+/// A decode failure: the message, and the envelope's apiVersion/kind when
+/// they were read.
+#[derive(Debug)]
+struct Failure {
+    message: String,
+    gvk: Option<(String, String)>,
+}
+
+impl Failure {
+    fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            gvk: None,
+        }
+    }
+}
+
+fn decode_envelope(body: &[u8]) -> Result<(String, Value), Failure> {
+    let Some(rest) = body.strip_prefix(MAGIC) else {
+        return Err(Failure::new(
+            "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]",
+        ));
+    };
+    let env = read_unknown(rest).map_err(Failure::new)?;
+    let gvk = Some((env.api_version.clone(), env.kind.clone()));
+    let with_gvk = |message: String| Failure {
+        message,
+        gvk: gvk.clone(),
+    };
+    let type_meta = format!(
+        "runtime.TypeMeta{{APIVersion:\"{}\", Kind:\"{}\"}}",
+        env.api_version, env.kind
+    );
+    if env.kind.is_empty() {
+        return Err(with_gvk(format!(
+            "Object 'Kind' is missing in '{type_meta}'"
+        )));
+    }
+    if env.api_version.is_empty() {
+        return Err(with_gvk(format!(
+            "Object 'apiVersion' is missing in '{type_meta}'"
+        )));
+    }
+    let schema = &*SCHEMA;
+    let message = if env.kind == "DeleteOptions" {
+        Some("meta.v1.DeleteOptions")
+    } else {
+        schema
+            .kinds
+            .get(&(env.api_version.clone(), env.kind.clone()))
+            .map(String::as_str)
+    };
+    let Some(message) = message else {
+        return Err(with_gvk(format!(
+            "no kind \"{}\" is registered for version \"{}\" in scheme \"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30\"",
+            env.kind, env.api_version
+        )));
+    };
+    let mut out = Map::new();
+    out.insert("apiVersion".into(), json!(env.api_version));
+    out.insert("kind".into(), json!(env.kind));
+    decode_fields(schema, &env.raw, message, 0, &mut out).map_err(with_gvk)?;
+    Ok((message.to_string(), Value::Object(out)))
+}
+
+// ---- wire reading ------------------------------------------------------------
+
+type DecodeResult<T> = Result<T, String>;
+
+const UNEXPECTED_EOF: &str = "unexpected EOF";
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Self { buf, pos: 0 }
+    }
+
+    fn done(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    fn varint(&mut self) -> DecodeResult<u64> {
+        let mut value: u64 = 0;
+        for shift in (0..70).step_by(7) {
+            if shift >= 64 {
+                return Err("proto: integer overflow".into());
+            }
+            let Some(&b) = self.buf.get(self.pos) else {
+                return Err(UNEXPECTED_EOF.into());
+            };
+            self.pos += 1;
+            value |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Ok(value);
+            }
+        }
+        Err("proto: integer overflow".into())
+    }
+
+    fn take(&mut self, n: usize) -> DecodeResult<&'a [u8]> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .ok_or_else(|| UNEXPECTED_EOF.to_string())?;
+        let s = self
+            .buf
+            .get(self.pos..end)
+            .ok_or_else(|| UNEXPECTED_EOF.to_string())?;
+        self.pos = end;
+        Ok(s)
+    }
+
+    fn bytes(&mut self) -> DecodeResult<&'a [u8]> {
+        let len = self.varint()?;
+        let len = i64::try_from(len)
+            .ok()
+            .filter(|l| *l >= 0)
+            .ok_or_else(|| "proto: negative length found during unmarshaling".to_string())?;
+        let len = usize::try_from(len).map_err(|_| UNEXPECTED_EOF.to_string())?;
+        self.take(len)
+    }
+
+    fn fixed32(&mut self) -> DecodeResult<u32> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn fixed64(&mut self) -> DecodeResult<u64> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+
+    /// A field key: (field number, wire type).
+    fn key(&mut self, message: &str) -> DecodeResult<(u64, u8)> {
+        let k = self.varint()?;
+        let field = k >> 3;
+        let wire = (k & 7) as u8;
+        if wire == 4 {
+            return Err(format!(
+                "proto: {message}: wiretype end group for non-group"
+            ));
+        }
+        if field == 0 {
+            return Err(format!(
+                "proto: {message}: illegal tag {field} (wire type {wire})"
+            ));
+        }
+        Ok((field, wire))
+    }
+
+    /// Skip a field's value (gogo's `skipGenerated`).
+    fn skip(&mut self, wire: u8) -> DecodeResult<()> {
+        match wire {
+            0 => self.varint().map(|_| ()),
+            1 => self.fixed64().map(|_| ()),
+            2 => self.bytes().map(|_| ()),
+            5 => self.fixed32().map(|_| ()),
+            3 => {
+                let mut depth = 1usize;
+                while depth > 0 {
+                    let k = self.varint()?;
+                    match (k & 7) as u8 {
+                        3 => depth += 1,
+                        4 => depth -= 1,
+                        w => self.skip(w)?,
+                    }
+                }
+                Ok(())
+            }
+            4 => Err("proto: unexpected end of group".into()),
+            w => Err(format!("proto: illegal wireType {w}")),
+        }
+    }
+}
+
+struct Envelope {
+    api_version: String,
+    kind: String,
+    raw: Vec<u8>,
+}
+
+/// `runtime.Unknown`: typeMeta=1 {apiVersion=1, kind=2}, raw=2,
+/// contentEncoding=3, contentType=4.
+fn read_unknown(buf: &[u8]) -> DecodeResult<Envelope> {
+    let mut env = Envelope {
+        api_version: String::new(),
+        kind: String::new(),
+        raw: Vec::new(),
+    };
+    let mut r = Reader::new(buf);
+    while !r.done() {
+        let (field, wire) = r.key("Unknown")?;
+        match (field, wire) {
+            (1, 2) => {
+                let mut tm = Reader::new(r.bytes()?);
+                while !tm.done() {
+                    let (f, w) = tm.key("TypeMeta")?;
+                    match (f, w) {
+                        (1, 2) => env.api_version = lossy(tm.bytes()?),
+                        (2, 2) => env.kind = lossy(tm.bytes()?),
+                        (1, w) => return Err(wrong_wire(w, "APIVersion")),
+                        (2, w) => return Err(wrong_wire(w, "Kind")),
+                        (_, w) => tm.skip(w)?,
+                    }
+                }
+            }
+            (2, 2) => env.raw = r.bytes()?.to_vec(),
+            (3 | 4, 2) => {
+                r.bytes()?;
+            }
+            (1, w) => return Err(wrong_wire(w, "TypeMeta")),
+            (2, w) => return Err(wrong_wire(w, "Raw")),
+            (3, w) => return Err(wrong_wire(w, "ContentEncoding")),
+            (4, w) => return Err(wrong_wire(w, "ContentType")),
+            (_, w) => r.skip(w)?,
+        }
+    }
+    Ok(env)
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// gogo's wording; the Go field name is the JSON name capitalised.
+fn wrong_wire(wire: u8, field: &str) -> String {
+    let mut go = String::with_capacity(field.len());
+    let mut chars = field.chars();
+    if let Some(c) = chars.next() {
+        go.extend(c.to_uppercase());
+    }
+    go.extend(chars);
+    format!("proto: wrong wireType = {wire} for field {go}")
+}
+
+// ---- schema ------------------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq)]
+enum Scalar {
+    Str,
+    Bool,
+    I32,
+    I64,
+    U32,
+    U64,
+    F64,
+    F32,
+    Bytes,
+    Msg(String),
+}
+
+impl Scalar {
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "s" => Self::Str,
+            "b" => Self::Bool,
+            "i32" => Self::I32,
+            "i64" => Self::I64,
+            "u32" => Self::U32,
+            "u64" => Self::U64,
+            "f64" => Self::F64,
+            "f32" => Self::F32,
+            "y" => Self::Bytes,
+            m => Self::Msg(m.strip_prefix('@')?.to_string()),
+        })
+    }
+
+    /// The wire type a single value of this type is sent with.
+    fn wire(&self) -> u8 {
+        match self {
+            Self::Bool | Self::I32 | Self::I64 | Self::U32 | Self::U64 => 0,
+            Self::F64 => 1,
+            Self::F32 => 5,
+            Self::Str | Self::Bytes | Self::Msg(_) => 2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum FieldType {
+    One(Scalar),
+    Repeated(Scalar),
+    Map(Scalar, Scalar),
+    /// An embedded Go struct: its fields are the parent's in JSON.
+    Inline(String),
+}
+
+#[derive(Debug, Clone)]
+struct Field {
+    json: String,
+    tag: u64,
+    ty: FieldType,
+}
+
+#[derive(Debug, Default)]
+struct Message {
+    /// `repeated items = 1` rendered as a bare JSON array.
+    list: bool,
+    fields: Vec<Field>,
+}
+
+#[derive(Debug, Default)]
+struct Schema {
+    messages: HashMap<String, Message>,
+    /// (apiVersion, kind) → message.
+    kinds: HashMap<(String, String), String>,
+    /// Lines that did not parse (a unit test keeps this empty).
+    bad_lines: Vec<String>,
+}
+
+fn parse_type(s: &str) -> Option<FieldType> {
+    if let Some(inner) = s.strip_prefix('^') {
+        return Some(FieldType::Inline(inner.strip_prefix('@')?.to_string()));
+    }
+    if let Some(inner) = s.strip_prefix('*') {
+        return Some(FieldType::Repeated(Scalar::parse(inner)?));
+    }
+    if let Some(inner) = s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+        let (k, v) = inner.split_once(',')?;
+        return Some(FieldType::Map(Scalar::parse(k)?, Scalar::parse(v)?));
+    }
+    Some(FieldType::One(Scalar::parse(s)?))
+}
+
+fn parse_schema(text: &str) -> Schema {
+    let mut schema = Schema::default();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(kind_line) = line.strip_prefix('=') {
+            let parts: Vec<&str> = kind_line.split(' ').collect();
+            if let [api_version, kind, message] = parts.as_slice() {
+                schema.kinds.insert(
+                    (api_version.to_string(), kind.to_string()),
+                    message.to_string(),
+                );
+            } else {
+                schema.bad_lines.push(line.to_string());
+            }
+            continue;
+        }
+        let mut parts = line.split(' ');
+        let Some(name) = parts.next() else { continue };
+        let mut msg = Message::default();
+        let mut ok = true;
+        for p in parts {
+            if p == "!list" {
+                msg.list = true;
+                continue;
+            }
+            let parsed = p.split_once('=').and_then(|(json, rest)| {
+                let (tag, ty) = rest.split_once(':')?;
+                Some(Field {
+                    json: json.to_string(),
+                    tag: tag.parse().ok()?,
+                    ty: parse_type(ty)?,
+                })
+            });
+            match parsed {
+                Some(f) => msg.fields.push(f),
+                None => ok = false,
+            }
+        }
+        if !ok {
+            schema.bad_lines.push(line.to_string());
+        }
+        schema.messages.insert(name.to_string(), msg);
+    }
+    schema
+}
+
+static SCHEMA: LazyLock<Schema> = LazyLock::new(|| parse_schema(SCHEMA_TEXT));
+
+// ---- decoding ------------------------------------------------------------------
+
+/// Decode `buf` as `message` into `out` (the fields of an object).
+fn decode_fields(
+    schema: &Schema,
+    buf: &[u8],
+    message: &str,
+    depth: usize,
+    out: &mut Map<String, Value>,
+) -> DecodeResult<()> {
+    if depth > MAX_DEPTH {
+        return Err("proto: exceeded maximum nesting depth".into());
+    }
+    let Some(msg) = schema.messages.get(message) else {
+        return Err(format!("proto: no schema for message {message}"));
+    };
+    let short = message.rsplit('.').next().unwrap_or(message);
+    let mut r = Reader::new(buf);
+    while !r.done() {
+        let (tag, wire) = r.key(short)?;
+        let Some(field) = msg.fields.iter().find(|f| f.tag == tag) else {
+            r.skip(wire)?;
+            continue;
+        };
+        match &field.ty {
+            FieldType::Inline(child) => {
+                if wire != 2 {
+                    return Err(wrong_wire(wire, &field.json));
+                }
+                let bytes = r.bytes()?;
+                decode_fields(schema, bytes, child, depth + 1, out)?;
+            }
+            FieldType::One(ty) => {
+                if wire != ty.wire() {
+                    return Err(wrong_wire(wire, &field.json));
+                }
+                let v = read_value(schema, &mut r, ty, depth)?;
+                match (out.get_mut(&field.json), v) {
+                    // A message seen twice merges, as protobuf does.
+                    (Some(Value::Object(old)), Value::Object(new)) => old.extend(new),
+                    (_, v) => {
+                        out.insert(field.json.clone(), v);
+                    }
+                }
+            }
+            FieldType::Repeated(ty) => {
+                let entry = out
+                    .entry(field.json.clone())
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                let Value::Array(items) = entry else {
+                    return Err(wrong_wire(wire, &field.json));
+                };
+                if wire == 2 && ty.wire() != 2 {
+                    // Packed scalars.
+                    let mut packed = Reader::new(r.bytes()?);
+                    while !packed.done() {
+                        items.push(read_value(schema, &mut packed, ty, depth)?);
+                    }
+                } else if wire == ty.wire() {
+                    items.push(read_value(schema, &mut r, ty, depth)?);
+                } else {
+                    return Err(wrong_wire(wire, &field.json));
+                }
+            }
+            FieldType::Map(kt, vt) => {
+                if wire != 2 {
+                    return Err(wrong_wire(wire, &field.json));
+                }
+                let mut entry = Reader::new(r.bytes()?);
+                let mut key = String::new();
+                let mut value = None;
+                while !entry.done() {
+                    let (t, w) = entry.key(short)?;
+                    match t {
+                        1 if w == kt.wire() => {
+                            key = match read_value(schema, &mut entry, kt, depth)? {
+                                Value::String(s) => s,
+                                other => other.to_string(),
+                            };
+                        }
+                        2 if w == vt.wire() => {
+                            value = Some(read_value(schema, &mut entry, vt, depth)?);
+                        }
+                        1 | 2 => return Err(wrong_wire(w, &field.json)),
+                        _ => entry.skip(w)?,
+                    }
+                }
+                let value = match value {
+                    Some(v) => v,
+                    None => default_value(schema, vt, depth)?,
+                };
+                let map = out
+                    .entry(field.json.clone())
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Value::Object(m) = map {
+                    m.insert(key, value);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The JSON of a map value that was absent from its entry.
+fn default_value(schema: &Schema, ty: &Scalar, depth: usize) -> DecodeResult<Value> {
+    Ok(match ty {
+        Scalar::Str | Scalar::Bytes => json!(""),
+        Scalar::Bool => json!(false),
+        Scalar::F64 | Scalar::F32 => json!(0.0),
+        Scalar::I32 | Scalar::I64 | Scalar::U32 | Scalar::U64 => json!(0),
+        Scalar::Msg(m) => message_value(schema, &[], m, depth + 1)?,
+    })
+}
+
+fn read_value(
+    schema: &Schema,
+    r: &mut Reader<'_>,
+    ty: &Scalar,
+    depth: usize,
+) -> DecodeResult<Value> {
+    Ok(match ty {
+        Scalar::Bool => json!(r.varint()? != 0),
+        // Go converts the varint with a plain cast.
+        Scalar::I32 => json!(r.varint()? as i32),
+        Scalar::I64 => json!(r.varint()? as i64),
+        Scalar::U32 => json!(r.varint()? as u32),
+        Scalar::U64 => json!(r.varint()?),
+        Scalar::F64 => float(f64::from_bits(r.fixed64()?))?,
+        Scalar::F32 => float(f64::from(f32::from_bits(r.fixed32()?)))?,
+        Scalar::Str => json!(lossy(r.bytes()?)),
+        Scalar::Bytes => json!(base64::engine::general_purpose::STANDARD.encode(r.bytes()?)),
+        Scalar::Msg(m) => {
+            let bytes = r.bytes()?;
+            message_value(schema, bytes, m, depth + 1)?
+        }
+    })
+}
+
+fn float(f: f64) -> DecodeResult<Value> {
+    serde_json::Number::from_f64(f)
+        .map(Value::Number)
+        .ok_or_else(|| format!("json: unsupported value: {f}"))
+}
+
+/// A message's JSON value, special messages included.
+fn message_value(schema: &Schema, buf: &[u8], message: &str, depth: usize) -> DecodeResult<Value> {
+    match message {
+        "meta.v1.Time" => {
+            let (secs, _) = seconds_nanos(buf)?;
+            format_time(secs, None)
+        }
+        "meta.v1.MicroTime" => {
+            let (secs, nanos) = seconds_nanos(buf)?;
+            format_time(secs, Some(nanos))
+        }
+        "meta.v1.Duration" => {
+            let fields = scalar_fields(buf)?;
+            Ok(json!(go_duration(fields.get(&1).map_or(0, |v| *v as i64))))
+        }
+        "resource.Quantity" => {
+            let s = string_field(buf, 1)?;
+            Ok(json!(if s.is_empty() { "0".to_string() } else { s }))
+        }
+        "intstr.IntOrString" => {
+            let mut r = Reader::new(buf);
+            let (mut ty, mut int_val, mut str_val) = (0i64, 0i32, String::new());
+            while !r.done() {
+                match r.key("IntOrString")? {
+                    (1, 0) => ty = r.varint()? as i64,
+                    (2, 0) => int_val = r.varint()? as i32,
+                    (3, 2) => str_val = lossy(r.bytes()?),
+                    (1, w) => return Err(wrong_wire(w, "type")),
+                    (2, w) => return Err(wrong_wire(w, "intVal")),
+                    (3, w) => return Err(wrong_wire(w, "strVal")),
+                    (_, w) => r.skip(w)?,
+                }
+            }
+            Ok(if ty == 1 {
+                json!(str_val)
+            } else {
+                json!(int_val)
+            })
+        }
+        "runtime.RawExtension" | "meta.v1.FieldsV1" => {
+            let raw = bytes_field(buf, 1)?;
+            if raw.is_empty() {
+                return Ok(Value::Null);
+            }
+            serde_json::from_slice(&raw).map_err(|e| format!("error decoding embedded JSON: {e}"))
+        }
+        _ => {
+            let mut out = Map::new();
+            decode_fields(schema, buf, message, depth, &mut out)?;
+            let is_list = schema.messages.get(message).is_some_and(|m| m.list);
+            if is_list {
+                return Ok(out.remove("items").unwrap_or_else(|| json!([])));
+            }
+            Ok(Value::Object(out))
+        }
+    }
+}
+
+/// Varint fields of a small message, by number (last wins).
+fn scalar_fields(buf: &[u8]) -> DecodeResult<HashMap<u64, u64>> {
+    let mut r = Reader::new(buf);
+    let mut out = HashMap::new();
+    while !r.done() {
+        let (f, w) = r.key("Time")?;
+        if w == 0 {
+            out.insert(f, r.varint()?);
+        } else {
+            r.skip(w)?;
+        }
+    }
+    Ok(out)
+}
+
+fn seconds_nanos(buf: &[u8]) -> DecodeResult<(i64, i32)> {
+    let f = scalar_fields(buf)?;
+    Ok((
+        f.get(&1).map_or(0, |v| *v as i64),
+        f.get(&2).map_or(0, |v| *v as i32),
+    ))
+}
+
+fn bytes_field(buf: &[u8], tag: u64) -> DecodeResult<Vec<u8>> {
+    let mut r = Reader::new(buf);
+    let mut out = Vec::new();
+    while !r.done() {
+        let (f, w) = r.key("RawExtension")?;
+        if f == tag && w == 2 {
+            out = r.bytes()?.to_vec();
+        } else if f == tag {
+            return Err(wrong_wire(w, "raw"));
+        } else {
+            r.skip(w)?;
+        }
+    }
+    Ok(out)
+}
+
+fn string_field(buf: &[u8], tag: u64) -> DecodeResult<String> {
+    bytes_field(buf, tag).map(|b| lossy(&b))
+}
+
+/// RFC 3339 in UTC: `Time` to the second, `MicroTime` with 6 digits.
+fn format_time(secs: i64, nanos: Option<i32>) -> DecodeResult<Value> {
+    let ts = jiff::Timestamp::new(secs, nanos.unwrap_or(0).clamp(0, 999_999_999))
+        .map_err(|e| format!("proto: invalid timestamp: {e}"))?;
+    let fmt = if nanos.is_some() {
+        "%Y-%m-%dT%H:%M:%S%.6fZ"
+    } else {
+        "%Y-%m-%dT%H:%M:%SZ"
+    };
+    Ok(json!(ts.strftime(fmt).to_string()))
+}
+
+/// Go's `time.Duration.String()`.
+fn go_duration(ns: i64) -> String {
+    if ns == 0 {
+        return "0s".into();
+    }
+    let neg = ns < 0;
+    let u = ns.unsigned_abs();
+    let sign = if neg { "-" } else { "" };
+    fn frac(v: u64, unit: u64, prec: usize) -> String {
+        let whole = v / unit;
+        let rem = v % unit;
+        if rem == 0 {
+            return whole.to_string();
+        }
+        let s = format!("{rem:0prec$}");
+        format!("{whole}.{}", s.trim_end_matches('0'))
+    }
+    if u < 1_000 {
+        return format!("{sign}{u}ns");
+    }
+    if u < 1_000_000 {
+        return format!("{sign}{}µs", frac(u, 1_000, 3));
+    }
+    if u < 1_000_000_000 {
+        return format!("{sign}{}ms", frac(u, 1_000_000, 6));
+    }
+    let secs_part = u % 60_000_000_000;
+    let total_min = u / 60_000_000_000;
+    let s = format!("{}s", frac(secs_part, 1_000_000_000, 9));
+    if total_min == 0 {
+        return format!("{sign}{s}");
+    }
+    let m = total_min % 60;
+    let h = total_min / 60;
+    if h == 0 {
+        return format!("{sign}{m}m{s}");
+    }
+    format!("{sign}{h}h{m}m{s}")
+}
+
+/// The message table (see the module doc). Lines: `=<apiVersion> <Kind>
+/// <message>` maps a kind to its message; `<message> [!list]
+/// <jsonName>=<field number>:<type> …` describes one message, with types
+/// `s` string, `b` bool, `i32`, `i64`, `u32`, `u64`, `f64`, `f32`, `y`
+/// bytes, `@<message>`, `*<type>` repeated, `{<key>,<value>}` map and
+/// `^@<message>` an embedded struct whose fields are inlined.
+/// Generated from k8s-pb 0.9 and k8s-openapi 0.29 (v1_37); do not edit by hand.
+const SCHEMA_TEXT: &str = r#"
+=v1 Namespace core.v1.Namespace
+=v1 ConfigMap core.v1.ConfigMap
+=v1 Secret core.v1.Secret
+=v1 Service core.v1.Service
+=v1 Endpoints core.v1.Endpoints
+=v1 ServiceAccount core.v1.ServiceAccount
+=v1 Event core.v1.Event
+=v1 LimitRange core.v1.LimitRange
+=v1 ResourceQuota core.v1.ResourceQuota
+=v1 PersistentVolumeClaim core.v1.PersistentVolumeClaim
+=v1 PersistentVolume core.v1.PersistentVolume
+=v1 PodTemplate core.v1.PodTemplate
+=v1 ReplicationController core.v1.ReplicationController
+=v1 Pod core.v1.Pod
+=v1 Node core.v1.Node
+=v1 Binding core.v1.Binding
+=apps/v1 Deployment apps.v1.Deployment
+=apps/v1 ReplicaSet apps.v1.ReplicaSet
+=apps/v1 StatefulSet apps.v1.StatefulSet
+=apps/v1 DaemonSet apps.v1.DaemonSet
+=apps/v1 ControllerRevision apps.v1.ControllerRevision
+=batch/v1 Job batch.v1.Job
+=batch/v1 CronJob batch.v1.CronJob
+=autoscaling/v1 HorizontalPodAutoscaler autoscaling.v1.HorizontalPodAutoscaler
+=autoscaling/v1 Scale autoscaling.v1.Scale
+=autoscaling/v2 HorizontalPodAutoscaler autoscaling.v2.HorizontalPodAutoscaler
+=networking.k8s.io/v1 Ingress networking.v1.Ingress
+=networking.k8s.io/v1 IngressClass networking.v1.IngressClass
+=networking.k8s.io/v1 NetworkPolicy networking.v1.NetworkPolicy
+=policy/v1 PodDisruptionBudget policy.v1.PodDisruptionBudget
+=policy/v1 Eviction policy.v1.Eviction
+=rbac.authorization.k8s.io/v1 Role rbac.v1.Role
+=rbac.authorization.k8s.io/v1 RoleBinding rbac.v1.RoleBinding
+=rbac.authorization.k8s.io/v1 ClusterRole rbac.v1.ClusterRole
+=rbac.authorization.k8s.io/v1 ClusterRoleBinding rbac.v1.ClusterRoleBinding
+=coordination.k8s.io/v1 Lease coordination.v1.Lease
+=events.k8s.io/v1 Event events.v1.Event
+=discovery.k8s.io/v1 EndpointSlice discovery.v1.EndpointSlice
+=authorization.k8s.io/v1 SelfSubjectAccessReview authorization.v1.SelfSubjectAccessReview
+=authorization.k8s.io/v1 SelfSubjectRulesReview authorization.v1.SelfSubjectRulesReview
+=authorization.k8s.io/v1 SubjectAccessReview authorization.v1.SubjectAccessReview
+=authorization.k8s.io/v1 LocalSubjectAccessReview authorization.v1.LocalSubjectAccessReview
+=authentication.k8s.io/v1 SelfSubjectReview authentication.v1.SelfSubjectReview
+=authentication.k8s.io/v1 TokenReview authentication.v1.TokenReview
+=authentication.k8s.io/v1 TokenRequest authentication.v1.TokenRequest
+apps.v1.ControllerRevision metadata=1:@meta.v1.ObjectMeta data=2:@runtime.RawExtension revision=3:i64
+apps.v1.DaemonSet metadata=1:@meta.v1.ObjectMeta spec=2:@apps.v1.DaemonSetSpec status=3:@apps.v1.DaemonSetStatus
+apps.v1.DaemonSetCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
+apps.v1.DaemonSetSpec selector=1:@meta.v1.LabelSelector template=2:@core.v1.PodTemplateSpec updateStrategy=3:@apps.v1.DaemonSetUpdateStrategy minReadySeconds=4:i32 revisionHistoryLimit=6:i32
+apps.v1.DaemonSetStatus currentNumberScheduled=1:i32 numberMisscheduled=2:i32 desiredNumberScheduled=3:i32 numberReady=4:i32 observedGeneration=5:i64 updatedNumberScheduled=6:i32 numberAvailable=7:i32 numberUnavailable=8:i32 collisionCount=9:i32 conditions=10:*@apps.v1.DaemonSetCondition
+apps.v1.DaemonSetUpdateStrategy type=1:s rollingUpdate=2:@apps.v1.RollingUpdateDaemonSet
+apps.v1.Deployment metadata=1:@meta.v1.ObjectMeta spec=2:@apps.v1.DeploymentSpec status=3:@apps.v1.DeploymentStatus
+apps.v1.DeploymentCondition type=1:s status=2:s reason=4:s message=5:s lastUpdateTime=6:@meta.v1.Time lastTransitionTime=7:@meta.v1.Time
+apps.v1.DeploymentSpec replicas=1:i32 selector=2:@meta.v1.LabelSelector template=3:@core.v1.PodTemplateSpec strategy=4:@apps.v1.DeploymentStrategy minReadySeconds=5:i32 revisionHistoryLimit=6:i32 paused=7:b progressDeadlineSeconds=9:i32
+apps.v1.DeploymentStatus observedGeneration=1:i64 replicas=2:i32 updatedReplicas=3:i32 availableReplicas=4:i32 unavailableReplicas=5:i32 conditions=6:*@apps.v1.DeploymentCondition readyReplicas=7:i32 collisionCount=8:i32 terminatingReplicas=9:i32
+apps.v1.DeploymentStrategy type=1:s rollingUpdate=2:@apps.v1.RollingUpdateDeployment
+apps.v1.ReplicaSet metadata=1:@meta.v1.ObjectMeta spec=2:@apps.v1.ReplicaSetSpec status=3:@apps.v1.ReplicaSetStatus
+apps.v1.ReplicaSetCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
+apps.v1.ReplicaSetSpec replicas=1:i32 selector=2:@meta.v1.LabelSelector template=3:@core.v1.PodTemplateSpec minReadySeconds=4:i32
+apps.v1.ReplicaSetStatus replicas=1:i32 fullyLabeledReplicas=2:i32 observedGeneration=3:i64 readyReplicas=4:i32 availableReplicas=5:i32 conditions=6:*@apps.v1.ReplicaSetCondition terminatingReplicas=7:i32
+apps.v1.RollingUpdateDaemonSet maxUnavailable=1:@intstr.IntOrString maxSurge=2:@intstr.IntOrString
+apps.v1.RollingUpdateDeployment maxUnavailable=1:@intstr.IntOrString maxSurge=2:@intstr.IntOrString
+apps.v1.RollingUpdateStatefulSetStrategy partition=1:i32 maxUnavailable=2:@intstr.IntOrString
+apps.v1.StatefulSet metadata=1:@meta.v1.ObjectMeta spec=2:@apps.v1.StatefulSetSpec status=3:@apps.v1.StatefulSetStatus
+apps.v1.StatefulSetCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
+apps.v1.StatefulSetOrdinals start=1:i32
+apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy whenDeleted=1:s whenScaled=2:s
+apps.v1.StatefulSetSpec replicas=1:i32 selector=2:@meta.v1.LabelSelector template=3:@core.v1.PodTemplateSpec volumeClaimTemplates=4:*@core.v1.PersistentVolumeClaim serviceName=5:s podManagementPolicy=6:s updateStrategy=7:@apps.v1.StatefulSetUpdateStrategy revisionHistoryLimit=8:i32 minReadySeconds=9:i32 persistentVolumeClaimRetentionPolicy=10:@apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy ordinals=11:@apps.v1.StatefulSetOrdinals
+apps.v1.StatefulSetStatus observedGeneration=1:i64 replicas=2:i32 readyReplicas=3:i32 currentReplicas=4:i32 updatedReplicas=5:i32 currentRevision=6:s updateRevision=7:s collisionCount=9:i32 conditions=10:*@apps.v1.StatefulSetCondition availableReplicas=11:i32
+apps.v1.StatefulSetUpdateStrategy type=1:s rollingUpdate=2:@apps.v1.RollingUpdateStatefulSetStrategy
+authentication.v1.BoundObjectReference kind=1:s apiVersion=2:s name=3:s uid=4:s
+authentication.v1.ExtraValue !list items=1:*s
+authentication.v1.SelfSubjectReview metadata=1:@meta.v1.ObjectMeta status=2:@authentication.v1.SelfSubjectReviewStatus
+authentication.v1.SelfSubjectReviewStatus userInfo=1:@authentication.v1.UserInfo
+authentication.v1.TokenRequest metadata=1:@meta.v1.ObjectMeta spec=2:@authentication.v1.TokenRequestSpec status=3:@authentication.v1.TokenRequestStatus
+authentication.v1.TokenRequestSpec audiences=1:*s boundObjectRef=3:@authentication.v1.BoundObjectReference expirationSeconds=4:i64
+authentication.v1.TokenRequestStatus token=1:s expirationTimestamp=2:@meta.v1.Time
+authentication.v1.TokenReview metadata=1:@meta.v1.ObjectMeta spec=2:@authentication.v1.TokenReviewSpec status=3:@authentication.v1.TokenReviewStatus
+authentication.v1.TokenReviewSpec token=1:s audiences=2:*s
+authentication.v1.TokenReviewStatus authenticated=1:b user=2:@authentication.v1.UserInfo error=3:s audiences=4:*s
+authentication.v1.UserInfo username=1:s uid=2:s groups=3:*s extra=4:{s,@authentication.v1.ExtraValue}
+authorization.v1.ExtraValue !list items=1:*s
+authorization.v1.FieldSelectorAttributes rawSelector=1:s requirements=2:*@meta.v1.FieldSelectorRequirement
+authorization.v1.LabelSelectorAttributes rawSelector=1:s requirements=2:*@meta.v1.LabelSelectorRequirement
+authorization.v1.LocalSubjectAccessReview metadata=1:@meta.v1.ObjectMeta spec=2:@authorization.v1.SubjectAccessReviewSpec status=3:@authorization.v1.SubjectAccessReviewStatus
+authorization.v1.NonResourceAttributes path=1:s verb=2:s
+authorization.v1.NonResourceRule verbs=1:*s nonResourceURLs=2:*s
+authorization.v1.ResourceAttributes namespace=1:s verb=2:s group=3:s version=4:s resource=5:s subresource=6:s name=7:s fieldSelector=8:@authorization.v1.FieldSelectorAttributes labelSelector=9:@authorization.v1.LabelSelectorAttributes
+authorization.v1.ResourceRule verbs=1:*s apiGroups=2:*s resources=3:*s resourceNames=4:*s
+authorization.v1.SelfSubjectAccessReview metadata=1:@meta.v1.ObjectMeta spec=2:@authorization.v1.SelfSubjectAccessReviewSpec status=3:@authorization.v1.SubjectAccessReviewStatus
+authorization.v1.SelfSubjectAccessReviewSpec resourceAttributes=1:@authorization.v1.ResourceAttributes nonResourceAttributes=2:@authorization.v1.NonResourceAttributes
+authorization.v1.SelfSubjectRulesReview metadata=1:@meta.v1.ObjectMeta spec=2:@authorization.v1.SelfSubjectRulesReviewSpec status=3:@authorization.v1.SubjectRulesReviewStatus
+authorization.v1.SelfSubjectRulesReviewSpec namespace=1:s
+authorization.v1.SubjectAccessReview metadata=1:@meta.v1.ObjectMeta spec=2:@authorization.v1.SubjectAccessReviewSpec status=3:@authorization.v1.SubjectAccessReviewStatus
+authorization.v1.SubjectAccessReviewSpec resourceAttributes=1:@authorization.v1.ResourceAttributes nonResourceAttributes=2:@authorization.v1.NonResourceAttributes user=3:s groups=4:*s extra=5:{s,@authorization.v1.ExtraValue} uid=6:s
+authorization.v1.SubjectAccessReviewStatus allowed=1:b reason=2:s evaluationError=3:s denied=4:b
+authorization.v1.SubjectRulesReviewStatus resourceRules=1:*@authorization.v1.ResourceRule nonResourceRules=2:*@authorization.v1.NonResourceRule incomplete=3:b evaluationError=4:s
+autoscaling.v1.CrossVersionObjectReference kind=1:s name=2:s apiVersion=3:s
+autoscaling.v1.HorizontalPodAutoscaler metadata=1:@meta.v1.ObjectMeta spec=2:@autoscaling.v1.HorizontalPodAutoscalerSpec status=3:@autoscaling.v1.HorizontalPodAutoscalerStatus
+autoscaling.v1.HorizontalPodAutoscalerSpec scaleTargetRef=1:@autoscaling.v1.CrossVersionObjectReference minReplicas=2:i32 maxReplicas=3:i32 targetCPUUtilizationPercentage=4:i32
+autoscaling.v1.HorizontalPodAutoscalerStatus observedGeneration=1:i64 lastScaleTime=2:@meta.v1.Time currentReplicas=3:i32 desiredReplicas=4:i32 currentCPUUtilizationPercentage=5:i32
+autoscaling.v1.Scale metadata=1:@meta.v1.ObjectMeta spec=2:@autoscaling.v1.ScaleSpec status=3:@autoscaling.v1.ScaleStatus
+autoscaling.v1.ScaleSpec replicas=1:i32
+autoscaling.v1.ScaleStatus replicas=1:i32 selector=2:s
+autoscaling.v2.ContainerResourceMetricSource name=1:s target=2:@autoscaling.v2.MetricTarget container=3:s
+autoscaling.v2.ContainerResourceMetricStatus name=1:s current=2:@autoscaling.v2.MetricValueStatus container=3:s
+autoscaling.v2.CrossVersionObjectReference kind=1:s name=2:s apiVersion=3:s
+autoscaling.v2.ExternalMetricSource metric=1:@autoscaling.v2.MetricIdentifier target=2:@autoscaling.v2.MetricTarget
+autoscaling.v2.ExternalMetricStatus metric=1:@autoscaling.v2.MetricIdentifier current=2:@autoscaling.v2.MetricValueStatus
+autoscaling.v2.HorizontalPodAutoscaler metadata=1:@meta.v1.ObjectMeta spec=2:@autoscaling.v2.HorizontalPodAutoscalerSpec status=3:@autoscaling.v2.HorizontalPodAutoscalerStatus
+autoscaling.v2.HorizontalPodAutoscalerBehavior scaleUp=1:@autoscaling.v2.HpaScalingRules scaleDown=2:@autoscaling.v2.HpaScalingRules
+autoscaling.v2.HorizontalPodAutoscalerCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
+autoscaling.v2.HorizontalPodAutoscalerSpec scaleTargetRef=1:@autoscaling.v2.CrossVersionObjectReference minReplicas=2:i32 maxReplicas=3:i32 metrics=4:*@autoscaling.v2.MetricSpec behavior=5:@autoscaling.v2.HorizontalPodAutoscalerBehavior
+autoscaling.v2.HorizontalPodAutoscalerStatus observedGeneration=1:i64 lastScaleTime=2:@meta.v1.Time currentReplicas=3:i32 desiredReplicas=4:i32 currentMetrics=5:*@autoscaling.v2.MetricStatus conditions=6:*@autoscaling.v2.HorizontalPodAutoscalerCondition
+autoscaling.v2.HpaScalingPolicy type=1:s value=2:i32 periodSeconds=3:i32
+autoscaling.v2.HpaScalingRules selectPolicy=1:s policies=2:*@autoscaling.v2.HpaScalingPolicy stabilizationWindowSeconds=3:i32 tolerance=4:@resource.Quantity
+autoscaling.v2.MetricIdentifier name=1:s selector=2:@meta.v1.LabelSelector
+autoscaling.v2.MetricSpec type=1:s object=2:@autoscaling.v2.ObjectMetricSource pods=3:@autoscaling.v2.PodsMetricSource resource=4:@autoscaling.v2.ResourceMetricSource external=5:@autoscaling.v2.ExternalMetricSource containerResource=7:@autoscaling.v2.ContainerResourceMetricSource
+autoscaling.v2.MetricStatus type=1:s object=2:@autoscaling.v2.ObjectMetricStatus pods=3:@autoscaling.v2.PodsMetricStatus resource=4:@autoscaling.v2.ResourceMetricStatus external=5:@autoscaling.v2.ExternalMetricStatus containerResource=7:@autoscaling.v2.ContainerResourceMetricStatus
+autoscaling.v2.MetricTarget type=1:s value=2:@resource.Quantity averageValue=3:@resource.Quantity averageUtilization=4:i32
+autoscaling.v2.MetricValueStatus value=1:@resource.Quantity averageValue=2:@resource.Quantity averageUtilization=3:i32
+autoscaling.v2.ObjectMetricSource describedObject=1:@autoscaling.v2.CrossVersionObjectReference target=2:@autoscaling.v2.MetricTarget metric=3:@autoscaling.v2.MetricIdentifier
+autoscaling.v2.ObjectMetricStatus metric=1:@autoscaling.v2.MetricIdentifier current=2:@autoscaling.v2.MetricValueStatus describedObject=3:@autoscaling.v2.CrossVersionObjectReference
+autoscaling.v2.PodsMetricSource metric=1:@autoscaling.v2.MetricIdentifier target=2:@autoscaling.v2.MetricTarget
+autoscaling.v2.PodsMetricStatus metric=1:@autoscaling.v2.MetricIdentifier current=2:@autoscaling.v2.MetricValueStatus
+autoscaling.v2.ResourceMetricSource name=1:s target=2:@autoscaling.v2.MetricTarget
+autoscaling.v2.ResourceMetricStatus name=1:s current=2:@autoscaling.v2.MetricValueStatus
+batch.v1.CronJob metadata=1:@meta.v1.ObjectMeta spec=2:@batch.v1.CronJobSpec status=3:@batch.v1.CronJobStatus
+batch.v1.CronJobSpec schedule=1:s startingDeadlineSeconds=2:i64 concurrencyPolicy=3:s suspend=4:b jobTemplate=5:@batch.v1.JobTemplateSpec successfulJobsHistoryLimit=6:i32 failedJobsHistoryLimit=7:i32 timeZone=8:s
+batch.v1.CronJobStatus active=1:*@core.v1.ObjectReference lastScheduleTime=4:@meta.v1.Time lastSuccessfulTime=5:@meta.v1.Time
+batch.v1.Job metadata=1:@meta.v1.ObjectMeta spec=2:@batch.v1.JobSpec status=3:@batch.v1.JobStatus
+batch.v1.JobCondition type=1:s status=2:s lastProbeTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
+batch.v1.JobSpec parallelism=1:i32 completions=2:i32 activeDeadlineSeconds=3:i64 selector=4:@meta.v1.LabelSelector manualSelector=5:b template=6:@core.v1.PodTemplateSpec backoffLimit=7:i32 ttlSecondsAfterFinished=8:i32 completionMode=9:s suspend=10:b podFailurePolicy=11:@batch.v1.PodFailurePolicy backoffLimitPerIndex=12:i32 maxFailedIndexes=13:i32 podReplacementPolicy=14:s managedBy=15:s successPolicy=16:@batch.v1.SuccessPolicy
+batch.v1.JobStatus conditions=1:*@batch.v1.JobCondition startTime=2:@meta.v1.Time completionTime=3:@meta.v1.Time active=4:i32 succeeded=5:i32 failed=6:i32 completedIndexes=7:s uncountedTerminatedPods=8:@batch.v1.UncountedTerminatedPods ready=9:i32 failedIndexes=10:s terminating=11:i32
+batch.v1.JobTemplateSpec metadata=1:@meta.v1.ObjectMeta spec=2:@batch.v1.JobSpec
+batch.v1.PodFailurePolicy rules=1:*@batch.v1.PodFailurePolicyRule
+batch.v1.PodFailurePolicyOnExitCodesRequirement containerName=1:s operator=2:s values=3:*i32
+batch.v1.PodFailurePolicyOnPodConditionsPattern type=1:s status=2:s
+batch.v1.PodFailurePolicyRule action=1:s onExitCodes=2:@batch.v1.PodFailurePolicyOnExitCodesRequirement onPodConditions=3:*@batch.v1.PodFailurePolicyOnPodConditionsPattern
+batch.v1.SuccessPolicy rules=1:*@batch.v1.SuccessPolicyRule
+batch.v1.SuccessPolicyRule succeededIndexes=1:s succeededCount=2:i32
+batch.v1.UncountedTerminatedPods succeeded=1:*s failed=2:*s
+coordination.v1.Lease metadata=1:@meta.v1.ObjectMeta spec=2:@coordination.v1.LeaseSpec
+coordination.v1.LeaseSpec holderIdentity=1:s leaseDurationSeconds=2:i32 acquireTime=3:@meta.v1.MicroTime renewTime=4:@meta.v1.MicroTime leaseTransitions=5:i32 strategy=6:s preferredHolder=7:s
+core.v1.Affinity nodeAffinity=1:@core.v1.NodeAffinity podAffinity=2:@core.v1.PodAffinity podAntiAffinity=3:@core.v1.PodAntiAffinity
+core.v1.AppArmorProfile type=1:s localhostProfile=2:s
+core.v1.AttachedVolume name=1:s devicePath=2:s
+core.v1.AwsElasticBlockStoreVolumeSource volumeID=1:s fsType=2:s partition=3:i32 readOnly=4:b
+core.v1.AzureDiskVolumeSource diskName=1:s diskURI=2:s cachingMode=3:s fsType=4:s readOnly=5:b kind=6:s
+core.v1.AzureFilePersistentVolumeSource secretName=1:s shareName=2:s readOnly=3:b secretNamespace=4:s
+core.v1.AzureFileVolumeSource secretName=1:s shareName=2:s readOnly=3:b
+core.v1.Binding metadata=1:@meta.v1.ObjectMeta target=2:@core.v1.ObjectReference
+core.v1.CSIPersistentVolumeSource driver=1:s volumeHandle=2:s readOnly=3:b fsType=4:s volumeAttributes=5:{s,s} controllerPublishSecretRef=6:@core.v1.SecretReference nodeStageSecretRef=7:@core.v1.SecretReference nodePublishSecretRef=8:@core.v1.SecretReference controllerExpandSecretRef=9:@core.v1.SecretReference nodeExpandSecretRef=10:@core.v1.SecretReference
+core.v1.CSIVolumeSource driver=1:s readOnly=2:b fsType=3:s volumeAttributes=4:{s,s} nodePublishSecretRef=5:@core.v1.LocalObjectReference
+core.v1.Capabilities add=1:*s drop=2:*s
+core.v1.CephFsPersistentVolumeSource monitors=1:*s path=2:s user=3:s secretFile=4:s secretRef=5:@core.v1.SecretReference readOnly=6:b
+core.v1.CephFsVolumeSource monitors=1:*s path=2:s user=3:s secretFile=4:s secretRef=5:@core.v1.LocalObjectReference readOnly=6:b
+core.v1.CinderPersistentVolumeSource volumeID=1:s fsType=2:s readOnly=3:b secretRef=4:@core.v1.SecretReference
+core.v1.CinderVolumeSource volumeID=1:s fsType=2:s readOnly=3:b secretRef=4:@core.v1.LocalObjectReference
+core.v1.ClientIpConfig timeoutSeconds=1:i32
+core.v1.ClusterTrustBundleProjection name=1:s signerName=2:s labelSelector=3:@meta.v1.LabelSelector path=4:s optional=5:b
+core.v1.ConfigMap metadata=1:@meta.v1.ObjectMeta data=2:{s,s} binaryData=3:{s,y} immutable=4:b
+core.v1.ConfigMapEnvSource local_object_reference=1:^@core.v1.LocalObjectReference optional=2:b
+core.v1.ConfigMapKeySelector local_object_reference=1:^@core.v1.LocalObjectReference key=2:s optional=3:b
+core.v1.ConfigMapNodeConfigSource namespace=1:s name=2:s uid=3:s resourceVersion=4:s kubeletConfigKey=5:s
+core.v1.ConfigMapProjection local_object_reference=1:^@core.v1.LocalObjectReference items=2:*@core.v1.KeyToPath optional=4:b
+core.v1.ConfigMapVolumeSource local_object_reference=1:^@core.v1.LocalObjectReference items=2:*@core.v1.KeyToPath defaultMode=3:i32 optional=4:b
+core.v1.Container name=1:s image=2:s command=3:*s args=4:*s workingDir=5:s ports=6:*@core.v1.ContainerPort env=7:*@core.v1.EnvVar resources=8:@core.v1.ResourceRequirements volumeMounts=9:*@core.v1.VolumeMount livenessProbe=10:@core.v1.Probe readinessProbe=11:@core.v1.Probe lifecycle=12:@core.v1.Lifecycle terminationMessagePath=13:s imagePullPolicy=14:s securityContext=15:@core.v1.SecurityContext stdin=16:b stdinOnce=17:b tty=18:b envFrom=19:*@core.v1.EnvFromSource terminationMessagePolicy=20:s volumeDevices=21:*@core.v1.VolumeDevice startupProbe=22:@core.v1.Probe resizePolicy=23:*@core.v1.ContainerResizePolicy restartPolicy=24:s restartPolicyRules=25:*@core.v1.ContainerRestartRule
+core.v1.ContainerExtendedResourceRequest containerName=1:s resourceName=2:s requestName=3:s
+core.v1.ContainerImage names=1:*s sizeBytes=2:i64
+core.v1.ContainerPort name=1:s hostPort=2:i32 containerPort=3:i32 protocol=4:s hostIP=5:s
+core.v1.ContainerResizePolicy resourceName=1:s restartPolicy=2:s
+core.v1.ContainerRestartRule action=1:s exitCodes=2:@core.v1.ContainerRestartRuleOnExitCodes
+core.v1.ContainerRestartRuleOnExitCodes operator=1:s values=2:*i32
+core.v1.ContainerState waiting=1:@core.v1.ContainerStateWaiting running=2:@core.v1.ContainerStateRunning terminated=3:@core.v1.ContainerStateTerminated
+core.v1.ContainerStateRunning startedAt=1:@meta.v1.Time
+core.v1.ContainerStateTerminated exitCode=1:i32 signal=2:i32 reason=3:s message=4:s startedAt=5:@meta.v1.Time finishedAt=6:@meta.v1.Time containerID=7:s
+core.v1.ContainerStateWaiting reason=1:s message=2:s
+core.v1.ContainerStatus name=1:s state=2:@core.v1.ContainerState lastState=3:@core.v1.ContainerState ready=4:b restartCount=5:i32 image=6:s imageID=7:s containerID=8:s started=9:b allocatedResources=10:{s,@resource.Quantity} resources=11:@core.v1.ResourceRequirements volumeMounts=12:*@core.v1.VolumeMountStatus user=13:@core.v1.ContainerUser allocatedResourcesStatus=14:*@core.v1.ResourceStatus stopSignal=15:s
+core.v1.ContainerUser linux=1:@core.v1.LinuxContainerUser
+core.v1.DaemonEndpoint Port=1:i32
+core.v1.DownwardAPIProjection items=1:*@core.v1.DownwardAPIVolumeFile
+core.v1.DownwardAPIVolumeFile path=1:s fieldRef=2:@core.v1.ObjectFieldSelector resourceFieldRef=3:@core.v1.ResourceFieldSelector mode=4:i32
+core.v1.DownwardAPIVolumeSource items=1:*@core.v1.DownwardAPIVolumeFile defaultMode=2:i32
+core.v1.EmptyDirVolumeSource medium=1:s sizeLimit=2:@resource.Quantity
+core.v1.EndpointAddress ip=1:s targetRef=2:@core.v1.ObjectReference hostname=3:s nodeName=4:s
+core.v1.EndpointPort name=1:s port=2:i32 protocol=3:s appProtocol=4:s
+core.v1.EndpointSubset addresses=1:*@core.v1.EndpointAddress notReadyAddresses=2:*@core.v1.EndpointAddress ports=3:*@core.v1.EndpointPort
+core.v1.Endpoints metadata=1:@meta.v1.ObjectMeta subsets=2:*@core.v1.EndpointSubset
+core.v1.EnvFromSource prefix=1:s configMapRef=2:@core.v1.ConfigMapEnvSource secretRef=3:@core.v1.SecretEnvSource
+core.v1.EnvVar name=1:s value=2:s valueFrom=3:@core.v1.EnvVarSource
+core.v1.EnvVarSource fieldRef=1:@core.v1.ObjectFieldSelector resourceFieldRef=2:@core.v1.ResourceFieldSelector configMapKeyRef=3:@core.v1.ConfigMapKeySelector secretKeyRef=4:@core.v1.SecretKeySelector fileKeyRef=5:@core.v1.FileKeySelector
+core.v1.EphemeralContainer ephemeral_container_common=1:^@core.v1.EphemeralContainerCommon targetContainerName=2:s
+core.v1.EphemeralContainerCommon name=1:s image=2:s command=3:*s args=4:*s workingDir=5:s ports=6:*@core.v1.ContainerPort env=7:*@core.v1.EnvVar resources=8:@core.v1.ResourceRequirements volumeMounts=9:*@core.v1.VolumeMount livenessProbe=10:@core.v1.Probe readinessProbe=11:@core.v1.Probe lifecycle=12:@core.v1.Lifecycle terminationMessagePath=13:s imagePullPolicy=14:s securityContext=15:@core.v1.SecurityContext stdin=16:b stdinOnce=17:b tty=18:b envFrom=19:*@core.v1.EnvFromSource terminationMessagePolicy=20:s volumeDevices=21:*@core.v1.VolumeDevice startupProbe=22:@core.v1.Probe resizePolicy=23:*@core.v1.ContainerResizePolicy restartPolicy=24:s restartPolicyRules=25:*@core.v1.ContainerRestartRule
+core.v1.EphemeralVolumeSource volumeClaimTemplate=1:@core.v1.PersistentVolumeClaimTemplate
+core.v1.Event metadata=1:@meta.v1.ObjectMeta involvedObject=2:@core.v1.ObjectReference reason=3:s message=4:s source=5:@core.v1.EventSource firstTimestamp=6:@meta.v1.Time lastTimestamp=7:@meta.v1.Time count=8:i32 type=9:s eventTime=10:@meta.v1.MicroTime series=11:@core.v1.EventSeries action=12:s related=13:@core.v1.ObjectReference reportingComponent=14:s reportingInstance=15:s
+core.v1.EventSeries count=1:i32 lastObservedTime=2:@meta.v1.MicroTime
+core.v1.EventSource component=1:s host=2:s
+core.v1.ExecAction command=1:*s
+core.v1.FcVolumeSource targetWWNs=1:*s lun=2:i32 fsType=3:s readOnly=4:b wwids=5:*s
+core.v1.FileKeySelector volumeName=1:s path=2:s key=3:s optional=4:b
+core.v1.FlexPersistentVolumeSource driver=1:s fsType=2:s secretRef=3:@core.v1.SecretReference readOnly=4:b options=5:{s,s}
+core.v1.FlexVolumeSource driver=1:s fsType=2:s secretRef=3:@core.v1.LocalObjectReference readOnly=4:b options=5:{s,s}
+core.v1.FlockerVolumeSource datasetName=1:s datasetUUID=2:s
+core.v1.GcePersistentDiskVolumeSource pdName=1:s fsType=2:s partition=3:i32 readOnly=4:b
+core.v1.GitRepoVolumeSource repository=1:s revision=2:s directory=3:s
+core.v1.GlusterfsPersistentVolumeSource endpoints=1:s path=2:s readOnly=3:b endpointsNamespace=4:s
+core.v1.GlusterfsVolumeSource endpoints=1:s path=2:s readOnly=3:b
+core.v1.GrpcAction port=1:i32 service=2:s
+core.v1.HostAlias ip=1:s hostnames=2:*s
+core.v1.HostIp ip=1:s
+core.v1.HostPathVolumeSource path=1:s type=2:s
+core.v1.HttpGetAction path=1:s port=2:@intstr.IntOrString host=3:s scheme=4:s httpHeaders=5:*@core.v1.HttpHeader
+core.v1.HttpHeader name=1:s value=2:s
+core.v1.ImageVolumeSource reference=1:s pullPolicy=2:s
+core.v1.IscsiPersistentVolumeSource targetPortal=1:s iqn=2:s lun=3:i32 iscsiInterface=4:s fsType=5:s readOnly=6:b portals=7:*s chapAuthDiscovery=8:b secretRef=10:@core.v1.SecretReference chapAuthSession=11:b initiatorName=12:s
+core.v1.IscsiVolumeSource targetPortal=1:s iqn=2:s lun=3:i32 iscsiInterface=4:s fsType=5:s readOnly=6:b portals=7:*s chapAuthDiscovery=8:b secretRef=10:@core.v1.LocalObjectReference chapAuthSession=11:b initiatorName=12:s
+core.v1.KeyToPath key=1:s path=2:s mode=3:i32
+core.v1.Lifecycle postStart=1:@core.v1.LifecycleHandler preStop=2:@core.v1.LifecycleHandler stopSignal=3:s
+core.v1.LifecycleHandler exec=1:@core.v1.ExecAction httpGet=2:@core.v1.HttpGetAction tcpSocket=3:@core.v1.TcpSocketAction sleep=4:@core.v1.SleepAction
+core.v1.LimitRange metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.LimitRangeSpec
+core.v1.LimitRangeItem type=1:s max=2:{s,@resource.Quantity} min=3:{s,@resource.Quantity} default=4:{s,@resource.Quantity} defaultRequest=5:{s,@resource.Quantity} maxLimitRequestRatio=6:{s,@resource.Quantity}
+core.v1.LimitRangeSpec limits=1:*@core.v1.LimitRangeItem
+core.v1.LinuxContainerUser uid=1:i64 gid=2:i64 supplementalGroups=3:*i64
+core.v1.LoadBalancerIngress ip=1:s hostname=2:s ipMode=3:s ports=4:*@core.v1.PortStatus
+core.v1.LoadBalancerStatus ingress=1:*@core.v1.LoadBalancerIngress
+core.v1.LocalObjectReference name=1:s
+core.v1.LocalVolumeSource path=1:s fsType=2:s
+core.v1.ModifyVolumeStatus targetVolumeAttributesClassName=1:s status=2:s
+core.v1.Namespace metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.NamespaceSpec status=3:@core.v1.NamespaceStatus
+core.v1.NamespaceCondition type=1:s status=2:s lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
+core.v1.NamespaceSpec finalizers=1:*s
+core.v1.NamespaceStatus phase=1:s conditions=2:*@core.v1.NamespaceCondition
+core.v1.NfsVolumeSource server=1:s path=2:s readOnly=3:b
+core.v1.Node metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.NodeSpec status=3:@core.v1.NodeStatus
+core.v1.NodeAddress type=1:s address=2:s
+core.v1.NodeAffinity requiredDuringSchedulingIgnoredDuringExecution=1:@core.v1.NodeSelector preferredDuringSchedulingIgnoredDuringExecution=2:*@core.v1.PreferredSchedulingTerm
+core.v1.NodeCondition type=1:s status=2:s lastHeartbeatTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
+core.v1.NodeConfigSource configMap=2:@core.v1.ConfigMapNodeConfigSource
+core.v1.NodeConfigStatus assigned=1:@core.v1.NodeConfigSource active=2:@core.v1.NodeConfigSource lastKnownGood=3:@core.v1.NodeConfigSource error=4:s
+core.v1.NodeDaemonEndpoints kubeletEndpoint=1:@core.v1.DaemonEndpoint
+core.v1.NodeFeatures supplementalGroupsPolicy=1:b
+core.v1.NodeRuntimeHandler name=1:s features=2:@core.v1.NodeRuntimeHandlerFeatures
+core.v1.NodeRuntimeHandlerFeatures recursiveReadOnlyMounts=1:b userNamespaces=2:b
+core.v1.NodeSelector nodeSelectorTerms=1:*@core.v1.NodeSelectorTerm
+core.v1.NodeSelectorRequirement key=1:s operator=2:s values=3:*s
+core.v1.NodeSelectorTerm matchExpressions=1:*@core.v1.NodeSelectorRequirement matchFields=2:*@core.v1.NodeSelectorRequirement
+core.v1.NodeSpec podCIDR=1:s externalID=2:s providerID=3:s unschedulable=4:b taints=5:*@core.v1.Taint configSource=6:@core.v1.NodeConfigSource podCIDRs=7:*s
+core.v1.NodeStatus capacity=1:{s,@resource.Quantity} allocatable=2:{s,@resource.Quantity} phase=3:s conditions=4:*@core.v1.NodeCondition addresses=5:*@core.v1.NodeAddress daemonEndpoints=6:@core.v1.NodeDaemonEndpoints nodeInfo=7:@core.v1.NodeSystemInfo images=8:*@core.v1.ContainerImage volumesInUse=9:*s volumesAttached=10:*@core.v1.AttachedVolume config=11:@core.v1.NodeConfigStatus runtimeHandlers=12:*@core.v1.NodeRuntimeHandler features=13:@core.v1.NodeFeatures declaredFeatures=14:*s
+core.v1.NodeSwapStatus capacity=1:i64
+core.v1.NodeSystemInfo machineID=1:s systemUUID=2:s bootID=3:s kernelVersion=4:s osImage=5:s containerRuntimeVersion=6:s kubeletVersion=7:s kubeProxyVersion=8:s operatingSystem=9:s architecture=10:s swap=11:@core.v1.NodeSwapStatus
+core.v1.ObjectFieldSelector apiVersion=1:s fieldPath=2:s
+core.v1.ObjectReference kind=1:s namespace=2:s name=3:s uid=4:s apiVersion=5:s resourceVersion=6:s fieldPath=7:s
+core.v1.PersistentVolume metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.PersistentVolumeSpec status=3:@core.v1.PersistentVolumeStatus
+core.v1.PersistentVolumeClaim metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.PersistentVolumeClaimSpec status=3:@core.v1.PersistentVolumeClaimStatus
+core.v1.PersistentVolumeClaimCondition type=1:s status=2:s lastProbeTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
+core.v1.PersistentVolumeClaimSpec accessModes=1:*s resources=2:@core.v1.VolumeResourceRequirements volumeName=3:s selector=4:@meta.v1.LabelSelector storageClassName=5:s volumeMode=6:s dataSource=7:@core.v1.TypedLocalObjectReference dataSourceRef=8:@core.v1.TypedObjectReference volumeAttributesClassName=9:s
+core.v1.PersistentVolumeClaimStatus phase=1:s accessModes=2:*s capacity=3:{s,@resource.Quantity} conditions=4:*@core.v1.PersistentVolumeClaimCondition allocatedResources=5:{s,@resource.Quantity} allocatedResourceStatuses=7:{s,s} currentVolumeAttributesClassName=8:s modifyVolumeStatus=9:@core.v1.ModifyVolumeStatus
+core.v1.PersistentVolumeClaimTemplate metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.PersistentVolumeClaimSpec
+core.v1.PersistentVolumeClaimVolumeSource claimName=1:s readOnly=2:b
+core.v1.PersistentVolumeSource gcePersistentDisk=1:@core.v1.GcePersistentDiskVolumeSource awsElasticBlockStore=2:@core.v1.AwsElasticBlockStoreVolumeSource hostPath=3:@core.v1.HostPathVolumeSource glusterfs=4:@core.v1.GlusterfsPersistentVolumeSource nfs=5:@core.v1.NfsVolumeSource rbd=6:@core.v1.RbdPersistentVolumeSource iscsi=7:@core.v1.IscsiPersistentVolumeSource cinder=8:@core.v1.CinderPersistentVolumeSource cephfs=9:@core.v1.CephFsPersistentVolumeSource fc=10:@core.v1.FcVolumeSource flocker=11:@core.v1.FlockerVolumeSource flexVolume=12:@core.v1.FlexPersistentVolumeSource azureFile=13:@core.v1.AzureFilePersistentVolumeSource vsphereVolume=14:@core.v1.VsphereVirtualDiskVolumeSource quobyte=15:@core.v1.QuobyteVolumeSource azureDisk=16:@core.v1.AzureDiskVolumeSource photonPersistentDisk=17:@core.v1.PhotonPersistentDiskVolumeSource portworxVolume=18:@core.v1.PortworxVolumeSource scaleIO=19:@core.v1.ScaleIoPersistentVolumeSource local=20:@core.v1.LocalVolumeSource storageos=21:@core.v1.StorageOsPersistentVolumeSource csi=22:@core.v1.CSIPersistentVolumeSource
+core.v1.PersistentVolumeSpec capacity=1:{s,@resource.Quantity} persistent_volume_source=2:^@core.v1.PersistentVolumeSource accessModes=3:*s claimRef=4:@core.v1.ObjectReference persistentVolumeReclaimPolicy=5:s storageClassName=6:s mountOptions=7:*s volumeMode=8:s nodeAffinity=9:@core.v1.VolumeNodeAffinity volumeAttributesClassName=10:s
+core.v1.PersistentVolumeStatus phase=1:s message=2:s reason=3:s lastPhaseTransitionTime=4:@meta.v1.Time
+core.v1.PhotonPersistentDiskVolumeSource pdID=1:s fsType=2:s
+core.v1.Pod metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.PodSpec status=3:@core.v1.PodStatus
+core.v1.PodAffinity requiredDuringSchedulingIgnoredDuringExecution=1:*@core.v1.PodAffinityTerm preferredDuringSchedulingIgnoredDuringExecution=2:*@core.v1.WeightedPodAffinityTerm
+core.v1.PodAffinityTerm labelSelector=1:@meta.v1.LabelSelector namespaces=2:*s topologyKey=3:s namespaceSelector=4:@meta.v1.LabelSelector matchLabelKeys=5:*s mismatchLabelKeys=6:*s
+core.v1.PodAntiAffinity requiredDuringSchedulingIgnoredDuringExecution=1:*@core.v1.PodAffinityTerm preferredDuringSchedulingIgnoredDuringExecution=2:*@core.v1.WeightedPodAffinityTerm
+core.v1.PodCertificateProjection signerName=1:s keyType=2:s maxExpirationSeconds=3:i32 credentialBundlePath=4:s keyPath=5:s certificateChainPath=6:s userAnnotations=7:{s,s}
+core.v1.PodCondition type=1:s status=2:s lastProbeTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s observedGeneration=7:i64
+core.v1.PodDnsConfig nameservers=1:*s searches=2:*s options=3:*@core.v1.PodDnsConfigOption
+core.v1.PodDnsConfigOption name=1:s value=2:s
+core.v1.PodExtendedResourceClaimStatus requestMappings=1:*@core.v1.ContainerExtendedResourceRequest resourceClaimName=2:s
+core.v1.PodIp ip=1:s
+core.v1.PodOs name=1:s
+core.v1.PodReadinessGate conditionType=1:s
+core.v1.PodResourceClaim name=1:s resourceClaimName=3:s resourceClaimTemplateName=4:s
+core.v1.PodResourceClaimStatus name=1:s resourceClaimName=2:s
+core.v1.PodSchedulingGate name=1:s
+core.v1.PodSecurityContext seLinuxOptions=1:@core.v1.SeLinuxOptions runAsUser=2:i64 runAsNonRoot=3:b supplementalGroups=4:*i64 fsGroup=5:i64 runAsGroup=6:i64 sysctls=7:*@core.v1.Sysctl windowsOptions=8:@core.v1.WindowsSecurityContextOptions fsGroupChangePolicy=9:s seccompProfile=10:@core.v1.SeccompProfile appArmorProfile=11:@core.v1.AppArmorProfile supplementalGroupsPolicy=12:s seLinuxChangePolicy=13:s
+core.v1.PodSpec volumes=1:*@core.v1.Volume containers=2:*@core.v1.Container restartPolicy=3:s terminationGracePeriodSeconds=4:i64 activeDeadlineSeconds=5:i64 dnsPolicy=6:s nodeSelector=7:{s,s} serviceAccountName=8:s serviceAccount=9:s nodeName=10:s hostNetwork=11:b hostPID=12:b hostIPC=13:b securityContext=14:@core.v1.PodSecurityContext imagePullSecrets=15:*@core.v1.LocalObjectReference hostname=16:s subdomain=17:s affinity=18:@core.v1.Affinity schedulerName=19:s initContainers=20:*@core.v1.Container automountServiceAccountToken=21:b tolerations=22:*@core.v1.Toleration hostAliases=23:*@core.v1.HostAlias priorityClassName=24:s priority=25:i32 dnsConfig=26:@core.v1.PodDnsConfig shareProcessNamespace=27:b readinessGates=28:*@core.v1.PodReadinessGate runtimeClassName=29:s enableServiceLinks=30:b preemptionPolicy=31:s overhead=32:{s,@resource.Quantity} topologySpreadConstraints=33:*@core.v1.TopologySpreadConstraint ephemeralContainers=34:*@core.v1.EphemeralContainer setHostnameAsFQDN=35:b os=36:@core.v1.PodOs hostUsers=37:b schedulingGates=38:*@core.v1.PodSchedulingGate resourceClaims=39:*@core.v1.PodResourceClaim resources=40:@core.v1.ResourceRequirements hostnameOverride=41:s workloadRef=42:@core.v1.WorkloadReference
+core.v1.PodStatus phase=1:s conditions=2:*@core.v1.PodCondition message=3:s reason=4:s hostIP=5:s podIP=6:s startTime=7:@meta.v1.Time containerStatuses=8:*@core.v1.ContainerStatus qosClass=9:s initContainerStatuses=10:*@core.v1.ContainerStatus nominatedNodeName=11:s podIPs=12:*@core.v1.PodIp ephemeralContainerStatuses=13:*@core.v1.ContainerStatus resize=14:s resourceClaimStatuses=15:*@core.v1.PodResourceClaimStatus hostIPs=16:*@core.v1.HostIp observedGeneration=17:i64 extendedResourceClaimStatus=18:@core.v1.PodExtendedResourceClaimStatus allocatedResources=19:{s,@resource.Quantity} resources=20:@core.v1.ResourceRequirements
+core.v1.PodTemplate metadata=1:@meta.v1.ObjectMeta template=2:@core.v1.PodTemplateSpec
+core.v1.PodTemplateSpec metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.PodSpec
+core.v1.PortStatus port=1:i32 protocol=2:s error=3:s
+core.v1.PortworxVolumeSource volumeID=1:s fsType=2:s readOnly=3:b
+core.v1.PreferredSchedulingTerm weight=1:i32 preference=2:@core.v1.NodeSelectorTerm
+core.v1.Probe handler=1:^@core.v1.ProbeHandler initialDelaySeconds=2:i32 timeoutSeconds=3:i32 periodSeconds=4:i32 successThreshold=5:i32 failureThreshold=6:i32 terminationGracePeriodSeconds=7:i64
+core.v1.ProbeHandler exec=1:@core.v1.ExecAction httpGet=2:@core.v1.HttpGetAction tcpSocket=3:@core.v1.TcpSocketAction grpc=4:@core.v1.GrpcAction
+core.v1.ProjectedVolumeSource sources=1:*@core.v1.VolumeProjection defaultMode=2:i32
+core.v1.QuobyteVolumeSource registry=1:s volume=2:s readOnly=3:b user=4:s group=5:s tenant=6:s
+core.v1.RbdPersistentVolumeSource monitors=1:*s image=2:s fsType=3:s pool=4:s user=5:s keyring=6:s secretRef=7:@core.v1.SecretReference readOnly=8:b
+core.v1.RbdVolumeSource monitors=1:*s image=2:s fsType=3:s pool=4:s user=5:s keyring=6:s secretRef=7:@core.v1.LocalObjectReference readOnly=8:b
+core.v1.ReplicationController metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.ReplicationControllerSpec status=3:@core.v1.ReplicationControllerStatus
+core.v1.ReplicationControllerCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
+core.v1.ReplicationControllerSpec replicas=1:i32 selector=2:{s,s} template=3:@core.v1.PodTemplateSpec minReadySeconds=4:i32
+core.v1.ReplicationControllerStatus replicas=1:i32 fullyLabeledReplicas=2:i32 observedGeneration=3:i64 readyReplicas=4:i32 availableReplicas=5:i32 conditions=6:*@core.v1.ReplicationControllerCondition
+core.v1.ResourceClaim name=1:s request=2:s
+core.v1.ResourceFieldSelector containerName=1:s resource=2:s divisor=3:@resource.Quantity
+core.v1.ResourceHealth resourceID=1:s health=2:s
+core.v1.ResourceQuota metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.ResourceQuotaSpec status=3:@core.v1.ResourceQuotaStatus
+core.v1.ResourceQuotaSpec hard=1:{s,@resource.Quantity} scopes=2:*s scopeSelector=3:@core.v1.ScopeSelector
+core.v1.ResourceQuotaStatus hard=1:{s,@resource.Quantity} used=2:{s,@resource.Quantity}
+core.v1.ResourceRequirements limits=1:{s,@resource.Quantity} requests=2:{s,@resource.Quantity} claims=3:*@core.v1.ResourceClaim
+core.v1.ResourceStatus name=1:s resources=2:*@core.v1.ResourceHealth
+core.v1.ScaleIoPersistentVolumeSource gateway=1:s system=2:s secretRef=3:@core.v1.SecretReference sslEnabled=4:b protectionDomain=5:s storagePool=6:s storageMode=7:s volumeName=8:s fsType=9:s readOnly=10:b
+core.v1.ScaleIoVolumeSource gateway=1:s system=2:s secretRef=3:@core.v1.LocalObjectReference sslEnabled=4:b protectionDomain=5:s storagePool=6:s storageMode=7:s volumeName=8:s fsType=9:s readOnly=10:b
+core.v1.ScopeSelector matchExpressions=1:*@core.v1.ScopedResourceSelectorRequirement
+core.v1.ScopedResourceSelectorRequirement scopeName=1:s operator=2:s values=3:*s
+core.v1.SeLinuxOptions user=1:s role=2:s type=3:s level=4:s
+core.v1.SeccompProfile type=1:s localhostProfile=2:s
+core.v1.Secret metadata=1:@meta.v1.ObjectMeta data=2:{s,y} type=3:s stringData=4:{s,s} immutable=5:b
+core.v1.SecretEnvSource local_object_reference=1:^@core.v1.LocalObjectReference optional=2:b
+core.v1.SecretKeySelector local_object_reference=1:^@core.v1.LocalObjectReference key=2:s optional=3:b
+core.v1.SecretProjection local_object_reference=1:^@core.v1.LocalObjectReference items=2:*@core.v1.KeyToPath optional=4:b
+core.v1.SecretReference name=1:s namespace=2:s
+core.v1.SecretVolumeSource secretName=1:s items=2:*@core.v1.KeyToPath defaultMode=3:i32 optional=4:b
+core.v1.SecurityContext capabilities=1:@core.v1.Capabilities privileged=2:b seLinuxOptions=3:@core.v1.SeLinuxOptions runAsUser=4:i64 runAsNonRoot=5:b readOnlyRootFilesystem=6:b allowPrivilegeEscalation=7:b runAsGroup=8:i64 procMount=9:s windowsOptions=10:@core.v1.WindowsSecurityContextOptions seccompProfile=11:@core.v1.SeccompProfile appArmorProfile=12:@core.v1.AppArmorProfile
+core.v1.Service metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.ServiceSpec status=3:@core.v1.ServiceStatus
+core.v1.ServiceAccount metadata=1:@meta.v1.ObjectMeta secrets=2:*@core.v1.ObjectReference imagePullSecrets=3:*@core.v1.LocalObjectReference automountServiceAccountToken=4:b
+core.v1.ServiceAccountTokenProjection audience=1:s expirationSeconds=2:i64 path=3:s
+core.v1.ServicePort name=1:s protocol=2:s port=3:i32 targetPort=4:@intstr.IntOrString nodePort=5:i32 appProtocol=6:s
+core.v1.ServiceSpec ports=1:*@core.v1.ServicePort selector=2:{s,s} clusterIP=3:s type=4:s externalIPs=5:*s sessionAffinity=7:s loadBalancerIP=8:s loadBalancerSourceRanges=9:*s externalName=10:s externalTrafficPolicy=11:s healthCheckNodePort=12:i32 publishNotReadyAddresses=13:b sessionAffinityConfig=14:@core.v1.SessionAffinityConfig ipFamilyPolicy=17:s clusterIPs=18:*s ipFamilies=19:*s allocateLoadBalancerNodePorts=20:b loadBalancerClass=21:s internalTrafficPolicy=22:s trafficDistribution=23:s
+core.v1.ServiceStatus loadBalancer=1:@core.v1.LoadBalancerStatus conditions=2:*@meta.v1.Condition
+core.v1.SessionAffinityConfig clientIP=1:@core.v1.ClientIpConfig
+core.v1.SleepAction seconds=1:i64
+core.v1.StorageOsPersistentVolumeSource volumeName=1:s volumeNamespace=2:s fsType=3:s readOnly=4:b secretRef=5:@core.v1.ObjectReference
+core.v1.StorageOsVolumeSource volumeName=1:s volumeNamespace=2:s fsType=3:s readOnly=4:b secretRef=5:@core.v1.LocalObjectReference
+core.v1.Sysctl name=1:s value=2:s
+core.v1.Taint key=1:s value=2:s effect=3:s timeAdded=4:@meta.v1.Time
+core.v1.TcpSocketAction port=1:@intstr.IntOrString host=2:s
+core.v1.Toleration key=1:s operator=2:s value=3:s effect=4:s tolerationSeconds=5:i64
+core.v1.TopologySpreadConstraint maxSkew=1:i32 topologyKey=2:s whenUnsatisfiable=3:s labelSelector=4:@meta.v1.LabelSelector minDomains=5:i32 nodeAffinityPolicy=6:s nodeTaintsPolicy=7:s matchLabelKeys=8:*s
+core.v1.TypedLocalObjectReference apiGroup=1:s kind=2:s name=3:s
+core.v1.TypedObjectReference apiGroup=1:s kind=2:s name=3:s namespace=4:s
+core.v1.Volume name=1:s volume_source=2:^@core.v1.VolumeSource
+core.v1.VolumeDevice name=1:s devicePath=2:s
+core.v1.VolumeMount name=1:s readOnly=2:b mountPath=3:s subPath=4:s mountPropagation=5:s subPathExpr=6:s recursiveReadOnly=7:s
+core.v1.VolumeMountStatus name=1:s mountPath=2:s readOnly=3:b recursiveReadOnly=4:s
+core.v1.VolumeNodeAffinity required=1:@core.v1.NodeSelector
+core.v1.VolumeProjection secret=1:@core.v1.SecretProjection downwardAPI=2:@core.v1.DownwardAPIProjection configMap=3:@core.v1.ConfigMapProjection serviceAccountToken=4:@core.v1.ServiceAccountTokenProjection clusterTrustBundle=5:@core.v1.ClusterTrustBundleProjection podCertificate=6:@core.v1.PodCertificateProjection
+core.v1.VolumeResourceRequirements limits=1:{s,@resource.Quantity} requests=2:{s,@resource.Quantity}
+core.v1.VolumeSource hostPath=1:@core.v1.HostPathVolumeSource emptyDir=2:@core.v1.EmptyDirVolumeSource gcePersistentDisk=3:@core.v1.GcePersistentDiskVolumeSource awsElasticBlockStore=4:@core.v1.AwsElasticBlockStoreVolumeSource gitRepo=5:@core.v1.GitRepoVolumeSource secret=6:@core.v1.SecretVolumeSource nfs=7:@core.v1.NfsVolumeSource iscsi=8:@core.v1.IscsiVolumeSource glusterfs=9:@core.v1.GlusterfsVolumeSource persistentVolumeClaim=10:@core.v1.PersistentVolumeClaimVolumeSource rbd=11:@core.v1.RbdVolumeSource flexVolume=12:@core.v1.FlexVolumeSource cinder=13:@core.v1.CinderVolumeSource cephfs=14:@core.v1.CephFsVolumeSource flocker=15:@core.v1.FlockerVolumeSource downwardAPI=16:@core.v1.DownwardAPIVolumeSource fc=17:@core.v1.FcVolumeSource azureFile=18:@core.v1.AzureFileVolumeSource configMap=19:@core.v1.ConfigMapVolumeSource vsphereVolume=20:@core.v1.VsphereVirtualDiskVolumeSource quobyte=21:@core.v1.QuobyteVolumeSource azureDisk=22:@core.v1.AzureDiskVolumeSource photonPersistentDisk=23:@core.v1.PhotonPersistentDiskVolumeSource portworxVolume=24:@core.v1.PortworxVolumeSource scaleIO=25:@core.v1.ScaleIoVolumeSource projected=26:@core.v1.ProjectedVolumeSource storageos=27:@core.v1.StorageOsVolumeSource csi=28:@core.v1.CSIVolumeSource ephemeral=29:@core.v1.EphemeralVolumeSource image=30:@core.v1.ImageVolumeSource
+core.v1.VsphereVirtualDiskVolumeSource volumePath=1:s fsType=2:s storagePolicyName=3:s storagePolicyID=4:s
+core.v1.WeightedPodAffinityTerm weight=1:i32 podAffinityTerm=2:@core.v1.PodAffinityTerm
+core.v1.WindowsSecurityContextOptions gmsaCredentialSpecName=1:s gmsaCredentialSpec=2:s runAsUserName=3:s hostProcess=4:b
+core.v1.WorkloadReference name=1:s podGroup=2:s podGroupReplicaKey=3:s
+discovery.v1.Endpoint addresses=1:*s conditions=2:@discovery.v1.EndpointConditions hostname=3:s targetRef=4:@core.v1.ObjectReference deprecatedTopology=5:{s,s} nodeName=6:s zone=7:s hints=8:@discovery.v1.EndpointHints
+discovery.v1.EndpointConditions ready=1:b serving=2:b terminating=3:b
+discovery.v1.EndpointHints forZones=1:*@discovery.v1.ForZone forNodes=2:*@discovery.v1.ForNode
+discovery.v1.EndpointPort name=1:s protocol=2:s port=3:i32 appProtocol=4:s
+discovery.v1.EndpointSlice metadata=1:@meta.v1.ObjectMeta endpoints=2:*@discovery.v1.Endpoint ports=3:*@discovery.v1.EndpointPort addressType=4:s
+discovery.v1.ForNode name=1:s
+discovery.v1.ForZone name=1:s
+events.v1.Event metadata=1:@meta.v1.ObjectMeta eventTime=2:@meta.v1.MicroTime series=3:@events.v1.EventSeries reportingController=4:s reportingInstance=5:s action=6:s reason=7:s regarding=8:@core.v1.ObjectReference related=9:@core.v1.ObjectReference note=10:s type=11:s deprecatedSource=12:@core.v1.EventSource deprecatedFirstTimestamp=13:@meta.v1.Time deprecatedLastTimestamp=14:@meta.v1.Time deprecatedCount=15:i32
+events.v1.EventSeries count=1:i32 lastObservedTime=2:@meta.v1.MicroTime
+meta.v1.Condition type=1:s status=2:s observedGeneration=3:i64 lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
+meta.v1.DeleteOptions gracePeriodSeconds=1:i64 preconditions=2:@meta.v1.Preconditions orphanDependents=3:b propagationPolicy=4:s dryRun=5:*s ignoreStoreReadErrorWithClusterBreakingPotential=6:b
+meta.v1.FieldSelectorRequirement key=1:s operator=2:s values=3:*s
+meta.v1.LabelSelector matchLabels=1:{s,s} matchExpressions=2:*@meta.v1.LabelSelectorRequirement
+meta.v1.LabelSelectorRequirement key=1:s operator=2:s values=3:*s
+meta.v1.ManagedFieldsEntry manager=1:s operation=2:s apiVersion=3:s time=4:@meta.v1.Time fieldsType=6:s fieldsV1=7:@meta.v1.FieldsV1 subresource=8:s
+meta.v1.ObjectMeta name=1:s generateName=2:s namespace=3:s selfLink=4:s uid=5:s resourceVersion=6:s generation=7:i64 creationTimestamp=8:@meta.v1.Time deletionTimestamp=9:@meta.v1.Time deletionGracePeriodSeconds=10:i64 labels=11:{s,s} annotations=12:{s,s} ownerReferences=13:*@meta.v1.OwnerReference finalizers=14:*s managedFields=17:*@meta.v1.ManagedFieldsEntry
+meta.v1.OwnerReference kind=1:s name=3:s uid=4:s apiVersion=5:s controller=6:b blockOwnerDeletion=7:b
+meta.v1.Preconditions uid=1:s resourceVersion=2:s
+networking.v1.HttpIngressPath path=1:s backend=2:@networking.v1.IngressBackend pathType=3:s
+networking.v1.HttpIngressRuleValue paths=1:*@networking.v1.HttpIngressPath
+networking.v1.Ingress metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.IngressSpec status=3:@networking.v1.IngressStatus
+networking.v1.IngressBackend resource=3:@core.v1.TypedLocalObjectReference service=4:@networking.v1.IngressServiceBackend
+networking.v1.IngressClass metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.IngressClassSpec
+networking.v1.IngressClassParametersReference apiGroup=1:s kind=2:s name=3:s scope=4:s namespace=5:s
+networking.v1.IngressClassSpec controller=1:s parameters=2:@networking.v1.IngressClassParametersReference
+networking.v1.IngressLoadBalancerIngress ip=1:s hostname=2:s ports=4:*@networking.v1.IngressPortStatus
+networking.v1.IngressLoadBalancerStatus ingress=1:*@networking.v1.IngressLoadBalancerIngress
+networking.v1.IngressPortStatus port=1:i32 protocol=2:s error=3:s
+networking.v1.IngressRule host=1:s ingress_rule_value=2:^@networking.v1.IngressRuleValue
+networking.v1.IngressRuleValue http=1:@networking.v1.HttpIngressRuleValue
+networking.v1.IngressServiceBackend name=1:s port=2:@networking.v1.ServiceBackendPort
+networking.v1.IngressSpec defaultBackend=1:@networking.v1.IngressBackend tls=2:*@networking.v1.IngressTls rules=3:*@networking.v1.IngressRule ingressClassName=4:s
+networking.v1.IngressStatus loadBalancer=1:@networking.v1.IngressLoadBalancerStatus
+networking.v1.IngressTls hosts=1:*s secretName=2:s
+networking.v1.IpBlock cidr=1:s except=2:*s
+networking.v1.NetworkPolicy metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.NetworkPolicySpec
+networking.v1.NetworkPolicyEgressRule ports=1:*@networking.v1.NetworkPolicyPort to=2:*@networking.v1.NetworkPolicyPeer
+networking.v1.NetworkPolicyIngressRule ports=1:*@networking.v1.NetworkPolicyPort from=2:*@networking.v1.NetworkPolicyPeer
+networking.v1.NetworkPolicyPeer podSelector=1:@meta.v1.LabelSelector namespaceSelector=2:@meta.v1.LabelSelector ipBlock=3:@networking.v1.IpBlock
+networking.v1.NetworkPolicyPort protocol=1:s port=2:@intstr.IntOrString endPort=3:i32
+networking.v1.NetworkPolicySpec podSelector=1:@meta.v1.LabelSelector ingress=2:*@networking.v1.NetworkPolicyIngressRule egress=3:*@networking.v1.NetworkPolicyEgressRule policyTypes=4:*s
+networking.v1.ServiceBackendPort name=1:s number=2:i32
+policy.v1.Eviction metadata=1:@meta.v1.ObjectMeta deleteOptions=2:@meta.v1.DeleteOptions
+policy.v1.PodDisruptionBudget metadata=1:@meta.v1.ObjectMeta spec=2:@policy.v1.PodDisruptionBudgetSpec status=3:@policy.v1.PodDisruptionBudgetStatus
+policy.v1.PodDisruptionBudgetSpec minAvailable=1:@intstr.IntOrString selector=2:@meta.v1.LabelSelector maxUnavailable=3:@intstr.IntOrString unhealthyPodEvictionPolicy=4:s
+policy.v1.PodDisruptionBudgetStatus observedGeneration=1:i64 disruptedPods=2:{s,@meta.v1.Time} disruptionsAllowed=3:i32 currentHealthy=4:i32 desiredHealthy=5:i32 expectedPods=6:i32 conditions=7:*@meta.v1.Condition
+rbac.v1.AggregationRule clusterRoleSelectors=1:*@meta.v1.LabelSelector
+rbac.v1.ClusterRole metadata=1:@meta.v1.ObjectMeta rules=2:*@rbac.v1.PolicyRule aggregationRule=3:@rbac.v1.AggregationRule
+rbac.v1.ClusterRoleBinding metadata=1:@meta.v1.ObjectMeta subjects=2:*@rbac.v1.Subject roleRef=3:@rbac.v1.RoleRef
+rbac.v1.PolicyRule verbs=1:*s apiGroups=2:*s resources=3:*s resourceNames=4:*s nonResourceURLs=5:*s
+rbac.v1.Role metadata=1:@meta.v1.ObjectMeta rules=2:*@rbac.v1.PolicyRule
+rbac.v1.RoleBinding metadata=1:@meta.v1.ObjectMeta subjects=2:*@rbac.v1.Subject roleRef=3:@rbac.v1.RoleRef
+rbac.v1.RoleRef apiGroup=1:s kind=2:s name=3:s
+rbac.v1.Subject kind=1:s apiGroup=2:s name=3:s namespace=4:s
+"#;
+
+#[cfg(test)]
+mod tests {
+    // Tests fail by panicking: unwrap is the assertion.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use k8s_pb::api::apps::v1 as apps;
+    use k8s_pb::api::authentication::v1 as authn;
+    use k8s_pb::api::authorization::v1 as authz;
+    use k8s_pb::api::core::v1 as core;
+    use k8s_pb::apimachinery::pkg::api::resource::Quantity;
+    use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+    use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+    use k8s_pb::apimachinery::pkg::util::intstr::IntOrString;
+    use prost::Message as _;
+    use std::collections::BTreeMap;
+
+    fn body<M: prost::Message>(api_version: &str, kind: &str, msg: &M) -> Vec<u8> {
+        let unknown = Unknown {
+            type_meta: Some(TypeMeta {
+                api_version: Some(api_version.into()),
+                kind: Some(kind.into()),
+            }),
+            raw: Some(msg.encode_to_vec()),
+            content_encoding: Some(String::new()),
+            content_type: Some(String::new()),
+        };
+        let mut b = MAGIC.to_vec();
+        b.extend(unknown.encode_to_vec());
+        b
+    }
+
+    fn meta(name: &str) -> Option<meta::ObjectMeta> {
+        Some(meta::ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        })
+    }
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_schema_parses_and_every_referenced_message_exists() {
+        let s = &*SCHEMA;
+        assert!(s.bad_lines.is_empty(), "{:?}", s.bad_lines);
+        let special = [
+            "meta.v1.Time",
+            "meta.v1.MicroTime",
+            "meta.v1.Duration",
+            "meta.v1.FieldsV1",
+            "resource.Quantity",
+            "intstr.IntOrString",
+            "runtime.RawExtension",
+        ];
+        let known = |m: &str| s.messages.contains_key(m) || special.contains(&m);
+        for (name, msg) in &s.messages {
+            for f in &msg.fields {
+                let refs: Vec<&String> = match &f.ty {
+                    FieldType::One(Scalar::Msg(m)) | FieldType::Repeated(Scalar::Msg(m)) => {
+                        vec![m]
+                    }
+                    FieldType::Map(_, Scalar::Msg(m)) | FieldType::Inline(m) => vec![m],
+                    _ => vec![],
+                };
+                for r in refs {
+                    assert!(known(r), "{name}.{} refers to unknown {r}", f.json);
+                }
+            }
+        }
+        for m in s.kinds.values() {
+            assert!(s.messages.contains_key(m), "{m}");
+        }
+        assert!(s.kinds.len() >= 40);
+    }
+
+    #[test]
+    fn configmap_decodes_to_the_json_the_json_api_takes() {
+        let cm = core::ConfigMap {
+            metadata: Some(meta::ObjectMeta {
+                name: Some("app-config".into()),
+                namespace: Some("default".into()),
+                labels: map(&[("app", "web")]),
+                creation_timestamp: Some(meta::Time {
+                    seconds: Some(1_700_000_000),
+                    nanos: Some(0),
+                }),
+                ..Default::default()
+            }),
+            data: map(&[("APP_COLOR", "blue"), ("MODE", "prod")]),
+            binary_data: [("bin".to_string(), vec![0u8, 1, 2, 255])].into(),
+            immutable: None,
+        };
+        let v = decode(&body("v1", "ConfigMap", &cm)).unwrap();
+        assert_eq!(
+            v,
+            json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": "app-config",
+                    "namespace": "default",
+                    "creationTimestamp": "2023-11-14T22:13:20Z",
+                    "labels": {"app": "web"}
+                },
+                "data": {"APP_COLOR": "blue", "MODE": "prod"},
+                "binaryData": {"bin": "AAEC/w=="}
+            })
+        );
+    }
+
+    #[test]
+    fn secret_bytes_become_base64_and_namespace_decodes() {
+        let s = core::Secret {
+            metadata: meta("creds"),
+            data: [("password".to_string(), b"s3cr3t".to_vec())].into(),
+            r#type: Some("Opaque".into()),
+            ..Default::default()
+        };
+        let v = decode(&body("v1", "Secret", &s)).unwrap();
+        assert_eq!(v["data"]["password"], "czNjcjN0");
+        assert_eq!(v["type"], "Opaque");
+
+        let ns = core::Namespace {
+            metadata: meta("team-a"),
+            ..Default::default()
+        };
+        let v = decode(&body("v1", "Namespace", &ns)).unwrap();
+        assert_eq!(
+            v,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
+        );
+    }
+
+    #[test]
+    fn self_subject_access_review_decodes_for_auth_can_i() {
+        let ssar = authz::SelfSubjectAccessReview {
+            metadata: Some(meta::ObjectMeta::default()),
+            spec: Some(authz::SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(authz::ResourceAttributes {
+                    namespace: Some("default".into()),
+                    verb: Some("create".into()),
+                    group: Some("apps".into()),
+                    resource: Some("deployments".into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            status: None,
+        };
+        let v = decode(&body(
+            "authorization.k8s.io/v1",
+            "SelfSubjectAccessReview",
+            &ssar,
+        ))
+        .unwrap();
+        assert_eq!(
+            v["spec"],
+            json!({"resourceAttributes": {"namespace": "default", "verb": "create", "group": "apps", "resource": "deployments"}})
+        );
+        assert_eq!(v["metadata"], json!({}));
+    }
+
+    #[test]
+    fn list_wrapper_extra_values_become_arrays() {
+        let sar = authz::SubjectAccessReview {
+            metadata: meta(""),
+            spec: Some(authz::SubjectAccessReviewSpec {
+                user: Some("alice".into()),
+                groups: vec!["devs".into(), "ops".into()],
+                extra: [(
+                    "scopes".to_string(),
+                    authz::ExtraValue {
+                        items: vec!["a".into(), "b".into()],
+                    },
+                )]
+                .into(),
+                non_resource_attributes: Some(authz::NonResourceAttributes {
+                    path: Some("/healthz".into()),
+                    verb: Some("get".into()),
+                }),
+                ..Default::default()
+            }),
+            status: None,
+        };
+        let v = decode(&body(
+            "authorization.k8s.io/v1",
+            "SubjectAccessReview",
+            &sar,
+        ))
+        .unwrap();
+        assert_eq!(v["spec"]["extra"], json!({"scopes": ["a", "b"]}));
+        assert_eq!(v["spec"]["groups"], json!(["devs", "ops"]));
+        assert_eq!(v["spec"]["nonResourceAttributes"]["path"], "/healthz");
+    }
+
+    #[test]
+    fn deployment_decodes_int_or_string_quantities_and_inlined_structs() {
+        let container = core::Container {
+            name: Some("nginx".into()),
+            image: Some("nginx:1.27".into()),
+            ports: vec![core::ContainerPort {
+                container_port: Some(80),
+                protocol: Some("TCP".into()),
+                ..Default::default()
+            }],
+            resources: Some(core::ResourceRequirements {
+                limits: [(
+                    "memory".to_string(),
+                    Quantity {
+                        string: Some("128Mi".into()),
+                    },
+                )]
+                .into(),
+                ..Default::default()
+            }),
+            readiness_probe: Some(core::Probe {
+                handler: Some(core::ProbeHandler {
+                    http_get: Some(core::HttpGetAction {
+                        path: Some("/healthz".into()),
+                        port: Some(IntOrString {
+                            r#type: Some(0),
+                            int_val: Some(8080),
+                            str_val: None,
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                period_seconds: Some(5),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let d = apps::Deployment {
+            metadata: meta("web"),
+            spec: Some(apps::DeploymentSpec {
+                replicas: Some(3),
+                selector: Some(meta::LabelSelector {
+                    match_labels: map(&[("app", "web")]),
+                    match_expressions: vec![],
+                }),
+                template: Some(core::PodTemplateSpec {
+                    metadata: Some(meta::ObjectMeta {
+                        labels: map(&[("app", "web")]),
+                        ..Default::default()
+                    }),
+                    spec: Some(core::PodSpec {
+                        containers: vec![container],
+                        volumes: vec![core::Volume {
+                            name: Some("cfg".into()),
+                            volume_source: Some(core::VolumeSource {
+                                config_map: Some(core::ConfigMapVolumeSource {
+                                    local_object_reference: Some(core::LocalObjectReference {
+                                        name: Some("app-config".into()),
+                                    }),
+                                    ..Default::default()
+                                }),
+                                ..Default::default()
+                            }),
+                        }],
+                        ..Default::default()
+                    }),
+                }),
+                strategy: Some(apps::DeploymentStrategy {
+                    r#type: Some("RollingUpdate".into()),
+                    rolling_update: Some(apps::RollingUpdateDeployment {
+                        max_surge: Some(IntOrString {
+                            r#type: Some(1),
+                            int_val: None,
+                            str_val: Some("25%".into()),
+                        }),
+                        max_unavailable: Some(IntOrString {
+                            r#type: Some(0),
+                            int_val: Some(0),
+                            str_val: None,
+                        }),
+                    }),
+                }),
+                ..Default::default()
+            }),
+            status: None,
+        };
+        let v = decode(&body("apps/v1", "Deployment", &d)).unwrap();
+        let spec = &v["spec"];
+        assert_eq!(spec["replicas"], 3);
+        assert_eq!(spec["selector"], json!({"matchLabels": {"app": "web"}}));
+        assert_eq!(
+            spec["strategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": "25%"}})
+        );
+        let pod = &spec["template"]["spec"];
+        assert_eq!(
+            pod["volumes"],
+            json!([{"name": "cfg", "configMap": {"name": "app-config"}}])
+        );
+        let c = &pod["containers"][0];
+        assert_eq!(c["name"], "nginx");
+        assert_eq!(
+            c["ports"],
+            json!([{"containerPort": 80, "protocol": "TCP"}])
+        );
+        assert_eq!(c["resources"], json!({"limits": {"memory": "128Mi"}}));
+        assert_eq!(
+            c["readinessProbe"],
+            json!({"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 5})
+        );
+    }
+
+    #[test]
+    fn service_target_port_and_token_request_decode() {
+        let svc = core::Service {
+            metadata: meta("web"),
+            spec: Some(core::ServiceSpec {
+                r#type: Some("NodePort".into()),
+                selector: map(&[("app", "web")]),
+                ports: vec![core::ServicePort {
+                    port: Some(80),
+                    target_port: Some(IntOrString {
+                        r#type: Some(1),
+                        int_val: None,
+                        str_val: Some("http".into()),
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            status: None,
+        };
+        let v = decode(&body("v1", "Service", &svc)).unwrap();
+        assert_eq!(
+            v["spec"]["ports"],
+            json!([{"port": 80, "targetPort": "http"}])
+        );
+        assert_eq!(v["spec"]["type"], "NodePort");
+
+        let tr = authn::TokenRequest {
+            metadata: meta("default"),
+            spec: Some(authn::TokenRequestSpec {
+                audiences: vec!["https://kubernetes.default.svc".into()],
+                expiration_seconds: Some(3600),
+                bound_object_ref: None,
+            }),
+            status: None,
+        };
+        let v = decode(&body("authentication.k8s.io/v1", "TokenRequest", &tr)).unwrap();
+        assert_eq!(
+            v["spec"],
+            json!({"audiences": ["https://kubernetes.default.svc"], "expirationSeconds": 3600})
+        );
+    }
+
+    #[test]
+    fn delete_options_decode_under_any_group_version() {
+        let opts = meta::DeleteOptions {
+            propagation_policy: Some("Foreground".into()),
+            preconditions: Some(meta::Preconditions {
+                uid: Some("u-1".into()),
+                resource_version: None,
+            }),
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        };
+        for av in ["v1", "apps/v1", "meta.k8s.io/v1"] {
+            let v = decode(&body(av, "DeleteOptions", &opts)).unwrap();
+            assert_eq!(v["propagationPolicy"], "Foreground");
+            assert_eq!(v["preconditions"], json!({"uid": "u-1"}));
+            assert_eq!(v["gracePeriodSeconds"], 0);
+        }
+    }
+
+    #[test]
+    fn micro_time_keeps_microseconds() {
+        let ev = k8s_pb::api::events::v1::Event {
+            metadata: meta("e"),
+            event_time: Some(meta::MicroTime {
+                seconds: Some(1_700_000_000),
+                nanos: Some(123_456_000),
+            }),
+            ..Default::default()
+        };
+        let v = decode(&body("events.k8s.io/v1", "Event", &ev)).unwrap();
+        assert_eq!(v["eventTime"], "2023-11-14T22:13:20.123456Z");
+    }
+
+    #[test]
+    fn a_body_without_the_magic_is_a_bad_request() {
+        let e = decode(b"{\"kind\":\"ConfigMap\"}").unwrap_err();
+        assert_eq!(e.code, 400);
+        assert_eq!(e.reason, "BadRequest");
+        assert_eq!(
+            e.message,
+            "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]"
+        );
+        let e = decode_as(b"", "ConfigMap").unwrap_err();
+        assert_eq!(
+            e.message,
+            "the object provided is unrecognized (must be of type ConfigMap): provided data does not appear to be a protobuf message, expected prefix [107 56 115 0] (<empty>)"
+        );
+    }
+
+    #[test]
+    fn every_truncation_of_a_valid_body_fails_cleanly() {
+        let cm = core::ConfigMap {
+            metadata: meta("c"),
+            data: map(&[("k", "v")]),
+            ..Default::default()
+        };
+        let full = body("v1", "ConfigMap", &cm);
+        assert!(decode(&full).is_ok());
+        for n in 0..full.len() {
+            match decode(&full[..n]) {
+                Ok(v) => assert_eq!(v["kind"].as_str().map(|_| ()), Some(())),
+                Err(e) => assert_eq!(e.code, 400),
+            }
+        }
+        let e = decode(&full[..full.len() - 1]).unwrap_err();
+        assert_eq!(e.message, "unexpected EOF");
+    }
+
+    #[test]
+    fn garbage_after_the_magic_never_panics() {
+        // A fixed xorshift stream: reproducible pseudo-random bodies.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let valid = body(
+            "v1",
+            "ConfigMap",
+            &core::ConfigMap {
+                metadata: meta("c"),
+                ..Default::default()
+            },
+        );
+        for round in 0..3000 {
+            let len = (next() % 64) as usize;
+            let mut b = if round % 2 == 0 {
+                MAGIC.to_vec()
+            } else {
+                valid.clone()
+            };
+            for _ in 0..len {
+                let byte = (next() & 0xff) as u8;
+                if round % 2 == 0 || b.len() < 8 {
+                    b.push(byte);
+                } else {
+                    let at = (next() as usize) % b.len();
+                    b[at] = byte;
+                }
+            }
+            if let Err(e) = decode(&b) {
+                assert_eq!(e.code, 400);
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_and_missing_kinds_are_bad_requests_worded_as_kube() {
+        let cm = core::ConfigMap::default();
+        let e = decode(&body("v1", "Widget", &cm)).unwrap_err();
+        assert_eq!(e.code, 400);
+        assert_eq!(
+            e.message,
+            "no kind \"Widget\" is registered for version \"v1\" in scheme \"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30\""
+        );
+        let e = decode_as(&body("v1", "Widget", &cm), "ConfigMap").unwrap_err();
+        assert!(
+            e.message
+                .starts_with("Widget in version \"v1\" cannot be handled as a ConfigMap: no kind")
+        );
+        let e = decode(&body("v1", "", &cm)).unwrap_err();
+        assert_eq!(
+            e.message,
+            "Object 'Kind' is missing in 'runtime.TypeMeta{APIVersion:\"v1\", Kind:\"\"}'"
+        );
+    }
+
+    #[test]
+    fn a_wrong_wire_type_names_the_field() {
+        // ConfigMap field 2 (data) sent as a varint.
+        let mut raw = Vec::new();
+        raw.extend([0x10, 0x01]);
+        let unknown = Unknown {
+            type_meta: Some(TypeMeta {
+                api_version: Some("v1".into()),
+                kind: Some("ConfigMap".into()),
+            }),
+            raw: Some(raw),
+            ..Default::default()
+        };
+        let mut b = MAGIC.to_vec();
+        b.extend(unknown.encode_to_vec());
+        let e = decode(&b).unwrap_err();
+        assert_eq!(e.message, "proto: wrong wireType = 0 for field Data");
+    }
+
+    #[test]
+    fn unknown_fields_are_skipped() {
+        let mut raw = core::Namespace {
+            metadata: meta("n"),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        // Field 99, varint 7.
+        raw.extend([0x98, 0x06, 0x07]);
+        let unknown = Unknown {
+            type_meta: Some(TypeMeta {
+                api_version: Some("v1".into()),
+                kind: Some("Namespace".into()),
+            }),
+            raw: Some(raw),
+            ..Default::default()
+        };
+        let mut b = MAGIC.to_vec();
+        b.extend(unknown.encode_to_vec());
+        assert_eq!(decode(&b).unwrap()["metadata"]["name"], "n");
+    }
+
+    #[test]
+    fn protobuf_content_types_are_recognised() {
+        assert!(is_protobuf("application/vnd.kubernetes.protobuf"));
+        assert!(is_protobuf(
+            "Application/VND.kubernetes.protobuf; charset=binary"
+        ));
+        assert!(!is_protobuf("application/json"));
+        assert!(!is_protobuf(""));
+    }
+
+    #[test]
+    fn go_durations_print_like_time_duration() {
+        assert_eq!(go_duration(0), "0s");
+        assert_eq!(go_duration(1_500), "1.5µs");
+        assert_eq!(go_duration(2_000_000), "2ms");
+        assert_eq!(go_duration(1_500_000_000), "1.5s");
+        assert_eq!(go_duration(3_600_000_000_000), "1h0m0s");
+        assert_eq!(go_duration(90_000_000_000), "1m30s");
+        assert_eq!(go_duration(-5_000_000_000), "-5s");
+    }
+}

@@ -1,0 +1,718 @@
+//! The controllers this server runs for itself, since there is no
+//! kube-controller-manager beside it:
+//!
+//! - the **garbage collector** over `ownerReferences` (Background deletion of
+//!   dependents whose owners are gone, Foreground via the `foregroundDeletion`
+//!   finalizer, Orphan via the `orphan` finalizer);
+//! - the **namespace lifecycle** controller (a terminating namespace has its
+//!   contents deleted, then its `kubernetes` finalizer removed, then goes);
+//! - the **service-account** controller (every active namespace gets a
+//!   `default` ServiceAccount);
+//! - [`bootstrap`]: the namespaces and the `default/kubernetes` Service every
+//!   cluster has.
+//!
+//! They act on the [`Registry`] directly rather than through HTTP: they are
+//! part of the API server's own housekeeping (kube-apiserver also runs its
+//! bootstrap controllers in-process). The federation controllers, which are
+//! API clients, use an in-process `kube::Client` instead.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use ubernetes_apimachinery::ApiError;
+use ubernetes_storage::EventType;
+
+use crate::registry::Registry;
+use crate::store::{DeleteOptions, ReadAt, Store, WriteOptions, finalizers};
+
+/// Where an object lives.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjRef {
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjRef {
+    fn of(store: &Store, obj: &Value) -> Option<Self> {
+        let info = store.info();
+        Some(Self {
+            group: info.group.clone(),
+            version: info.version.clone(),
+            resource: info.resource.clone(),
+            namespace: obj
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+            name: obj.pointer("/metadata/name")?.as_str()?.to_string(),
+        })
+    }
+
+    fn store(&self, registry: &Registry) -> Option<Arc<Store>> {
+        registry.get(&self.group, &self.version, &self.resource)
+    }
+}
+
+fn uid(obj: &Value) -> Option<String> {
+    obj.pointer("/metadata/uid")?.as_str().map(str::to_string)
+}
+
+fn owner_uids(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|refs| {
+            refs.iter()
+                .filter_map(|r| r.get("uid")?.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Follow every change of `store` from its current state: `handle` gets each
+/// object (initially as `Added`), forever; the watch is re-established after
+/// errors (e.g. a 410 after falling behind) with a fresh list.
+fn follow<H>(store: Arc<Store>, handle: H)
+where
+    H: Fn(&Arc<Store>, EventType, Value) + Send + Sync + 'static,
+{
+    tokio::spawn(async move {
+        loop {
+            let list = match store.list(None, None, 0, None, ReadAt::Latest).await {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::warn!(resource = %store.info().resource, error = %e, "controller list failed; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            };
+            for item in &list.items {
+                if let Ok(v) = serde_json::from_slice::<Value>(item) {
+                    handle(&store, EventType::Added, v);
+                }
+            }
+            let mut rx = match store.watch(None, list.resource_version, None).await {
+                Ok(rx) => rx,
+                Err(e) => {
+                    tracing::warn!(resource = %store.info().resource, error = %e, "controller watch failed; relisting");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            };
+            while let Some(ev) = rx.recv().await {
+                match ev {
+                    Ok(ev) => {
+                        if let Ok(v) = serde_json::from_slice::<Value>(&ev.object.json) {
+                            handle(&store, ev.kind, v);
+                        }
+                    }
+                    Err(e) => {
+                        tracing::debug!(resource = %store.info().resource, error = %e, "controller watch ended; relisting");
+                        break;
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// A deduplicating work queue with delayed retries.
+struct Queue<T> {
+    items: Mutex<(VecDeque<T>, HashSet<T>)>,
+    notify: Notify,
+}
+
+impl<T: Clone + Eq + std::hash::Hash + Send + 'static> Queue<T> {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            items: Mutex::new((VecDeque::new(), HashSet::new())),
+            notify: Notify::new(),
+        })
+    }
+
+    fn add(&self, item: T) {
+        let mut g = self.items.lock();
+        if g.1.insert(item.clone()) {
+            g.0.push_back(item);
+            drop(g);
+            self.notify.notify_one();
+        }
+    }
+
+    fn add_after(self: &Arc<Self>, item: T, delay: Duration) {
+        let q = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            q.add(item);
+        });
+    }
+
+    async fn next(&self) -> T {
+        loop {
+            {
+                let mut g = self.items.lock();
+                if let Some(item) = g.0.pop_front() {
+                    g.1.remove(&item);
+                    return item;
+                }
+            }
+            self.notify.notified().await;
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum GcWork {
+    /// Check whether a dependent's owners still exist.
+    Dependent(ObjRef),
+    /// An owner is being deleted with the orphan or foregroundDeletion finalizer.
+    Owner(ObjRef, String),
+}
+
+#[derive(Default)]
+struct GcIndex {
+    /// owner uid → dependents.
+    dependents: HashMap<String, HashSet<ObjRef>>,
+    /// object → its owners' uids (to update the index on change).
+    owners: HashMap<ObjRef, Vec<String>>,
+    /// uid → object, for every object seen (owners are found by uid).
+    by_uid: HashMap<String, ObjRef>,
+}
+
+/// The garbage collector.
+pub struct GarbageCollector {
+    registry: Arc<Registry>,
+    index: Mutex<GcIndex>,
+    queue: Arc<Queue<GcWork>>,
+}
+
+impl GarbageCollector {
+    /// Start following every store and processing work.
+    pub fn start(registry: Arc<Registry>) -> Arc<Self> {
+        let gc = Arc::new(Self {
+            registry: registry.clone(),
+            index: Mutex::new(GcIndex::default()),
+            queue: Queue::new(),
+        });
+        for store in registry.stores() {
+            gc.follow_store(store);
+        }
+        let worker = gc.clone();
+        tokio::spawn(async move {
+            loop {
+                let work = worker.queue.next().await;
+                if let Err(e) = worker.process(&work).await {
+                    tracing::debug!(?work, error = %e, "garbage collection step failed; retrying");
+                    worker.queue.add_after(work, Duration::from_millis(500));
+                }
+            }
+        });
+        gc
+    }
+
+    /// Also follow a store added later (CRDs).
+    pub fn follow_store(self: &Arc<Self>, store: Arc<Store>) {
+        let gc = self.clone();
+        follow(store, move |store, kind, obj| gc.observe(store, kind, &obj));
+    }
+
+    fn observe(&self, store: &Store, kind: EventType, obj: &Value) {
+        let Some(r) = ObjRef::of(store, obj) else {
+            return;
+        };
+        let my_uid = uid(obj).unwrap_or_default();
+        let new_owners = if kind == EventType::Deleted {
+            Vec::new()
+        } else {
+            owner_uids(obj)
+        };
+        let mut to_check_owners = Vec::new();
+        let mut dependents_of_deleted = Vec::new();
+        {
+            let mut idx = self.index.lock();
+            let old = idx.owners.remove(&r).unwrap_or_default();
+            for o in &old {
+                if let Some(set) = idx.dependents.get_mut(o) {
+                    set.remove(&r);
+                    if set.is_empty() {
+                        idx.dependents.remove(o);
+                    }
+                }
+            }
+            if kind == EventType::Deleted {
+                idx.by_uid.remove(&my_uid);
+            } else if !my_uid.is_empty() {
+                idx.by_uid.insert(my_uid.clone(), r.clone());
+            }
+            if kind == EventType::Deleted {
+                // Owners waiting in foreground deletion may now finish.
+                to_check_owners.extend(old);
+                if let Some(deps) = idx.dependents.get(&my_uid) {
+                    dependents_of_deleted.extend(deps.iter().cloned());
+                }
+            } else if !new_owners.is_empty() {
+                for o in &new_owners {
+                    idx.dependents
+                        .entry(o.clone())
+                        .or_default()
+                        .insert(r.clone());
+                }
+                idx.owners.insert(r.clone(), new_owners.clone());
+            }
+        }
+        if kind == EventType::Added && !new_owners.is_empty() {
+            self.queue.add(GcWork::Dependent(r.clone()));
+        }
+        for d in dependents_of_deleted {
+            self.queue.add(GcWork::Dependent(d));
+        }
+        if kind != EventType::Deleted && obj.pointer("/metadata/deletionTimestamp").is_some() {
+            let f = finalizers(obj);
+            if f.iter().any(|f| f == "orphan" || f == "foregroundDeletion") {
+                self.queue.add(GcWork::Owner(r.clone(), my_uid.clone()));
+            }
+        }
+        // A dependent that went away: its foreground-deleting owners re-check.
+        if kind == EventType::Deleted && !to_check_owners.is_empty() {
+            for owner_uid in to_check_owners {
+                if let Some(owner) = self.find_by_uid(&owner_uid) {
+                    self.queue.add(GcWork::Owner(owner, owner_uid));
+                }
+            }
+        }
+    }
+
+    /// Find an object by uid.
+    fn find_by_uid(&self, owner_uid: &str) -> Option<ObjRef> {
+        self.index.lock().by_uid.get(owner_uid).cloned()
+    }
+
+    async fn owner_exists(&self, dependent: &ObjRef, owner_ref: &Value) -> Result<bool, ApiError> {
+        let api_version = owner_ref
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let kind = owner_ref
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let name = owner_ref
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let want_uid = owner_ref
+            .get("uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+        let Some(store) = self.registry.by_kind(group, kind) else {
+            // An owner of a kind this server does not serve cannot exist here.
+            return Ok(false);
+        };
+        let ns = if store.info().namespaced {
+            dependent.namespace.as_deref()
+        } else {
+            None
+        };
+        match store.get_value(ns, name).await {
+            Ok(owner) => Ok(uid(&owner).as_deref() == Some(want_uid)),
+            Err(e) if e.code == 404 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn process(&self, work: &GcWork) -> Result<(), ApiError> {
+        match work {
+            GcWork::Dependent(r) => self.process_dependent(r).await,
+            GcWork::Owner(r, owner_uid) => self.process_owner(r, owner_uid).await,
+        }
+    }
+
+    async fn process_dependent(&self, r: &ObjRef) -> Result<(), ApiError> {
+        let Some(store) = r.store(&self.registry) else {
+            return Ok(());
+        };
+        let obj = match store.get_value(r.namespace.as_deref(), &r.name).await {
+            Ok(o) => o,
+            Err(e) if e.code == 404 => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let refs: Vec<Value> = obj
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if refs.is_empty() {
+            return Ok(());
+        }
+        let mut dangling = Vec::new();
+        for owner in &refs {
+            if !self.owner_exists(r, owner).await? {
+                if let Some(u) = owner.get("uid").and_then(Value::as_str) {
+                    dangling.push(u.to_string());
+                }
+            }
+        }
+        if dangling.is_empty() {
+            return Ok(());
+        }
+        if dangling.len() == refs.len() {
+            if obj.pointer("/metadata/deletionTimestamp").is_some() {
+                return Ok(());
+            }
+            tracing::info!(resource = %r.resource, namespace = ?r.namespace, name = %r.name, "garbage collecting: every owner is gone");
+            let opts = DeleteOptions {
+                propagation_policy: Some("Background".into()),
+                precondition_uid: uid(&obj),
+                ..Default::default()
+            };
+            return match store.delete(r.namespace.as_deref(), &r.name, &opts).await {
+                Ok(_) => Ok(()),
+                Err(e) if e.code == 404 || e.code == 409 => Ok(()),
+                Err(e) => Err(e),
+            };
+        }
+        // Some owners remain: drop the references to the ones that are gone.
+        store
+            .system_update(r.namespace.as_deref(), &r.name, |mut cur| {
+                if let Some(list) = cur
+                    .pointer_mut("/metadata/ownerReferences")
+                    .and_then(Value::as_array_mut)
+                {
+                    list.retain(|o| {
+                        o.get("uid")
+                            .and_then(Value::as_str)
+                            .is_none_or(|u| !dangling.iter().any(|d| d == u))
+                    });
+                }
+                Ok(Some(cur))
+            })
+            .await
+            .map(|_| ())
+    }
+
+    async fn process_owner(&self, r: &ObjRef, owner_uid: &str) -> Result<(), ApiError> {
+        let Some(store) = r.store(&self.registry) else {
+            return Ok(());
+        };
+        let obj = match store.get_value(r.namespace.as_deref(), &r.name).await {
+            Ok(o) => o,
+            Err(e) if e.code == 404 => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if uid(&obj).as_deref() != Some(owner_uid)
+            || obj.pointer("/metadata/deletionTimestamp").is_none()
+        {
+            return Ok(());
+        }
+        let fins = finalizers(&obj);
+        let dependents: Vec<ObjRef> = self
+            .index
+            .lock()
+            .dependents
+            .get(owner_uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
+        if fins.iter().any(|f| f == "orphan") {
+            for d in &dependents {
+                let Some(dstore) = d.store(&self.registry) else {
+                    continue;
+                };
+                let res = dstore
+                    .system_update(d.namespace.as_deref(), &d.name, |mut cur| {
+                        let Some(list) = cur
+                            .pointer_mut("/metadata/ownerReferences")
+                            .and_then(Value::as_array_mut)
+                        else {
+                            return Ok(None);
+                        };
+                        let before = list.len();
+                        list.retain(|o| o.get("uid").and_then(Value::as_str) != Some(owner_uid));
+                        if list.len() == before {
+                            return Ok(None);
+                        }
+                        if list.is_empty()
+                            && let Some(m) = cur.get_mut("metadata").and_then(Value::as_object_mut)
+                        {
+                            m.remove("ownerReferences");
+                        }
+                        Ok(Some(cur))
+                    })
+                    .await;
+                match res {
+                    Ok(_) => {}
+                    Err(e) if e.code == 404 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            tracing::info!(resource = %r.resource, name = %r.name, dependents = dependents.len(), "orphaned dependents");
+            return remove_finalizer(&store, r, "orphan").await;
+        }
+        if fins.iter().any(|f| f == "foregroundDeletion") {
+            if dependents.is_empty() {
+                tracing::info!(resource = %r.resource, name = %r.name, "foreground deletion: every dependent is gone");
+                return remove_finalizer(&store, r, "foregroundDeletion").await;
+            }
+            for d in &dependents {
+                let Some(dstore) = d.store(&self.registry) else {
+                    continue;
+                };
+                let opts = DeleteOptions {
+                    propagation_policy: Some("Foreground".into()),
+                    ..Default::default()
+                };
+                match dstore.delete(d.namespace.as_deref(), &d.name, &opts).await {
+                    Ok(_) => {}
+                    Err(e) if e.code == 404 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            // Dependents' DELETED events re-queue this owner; also poll.
+            self.queue.add_after(
+                GcWork::Owner(r.clone(), owner_uid.to_string()),
+                Duration::from_secs(2),
+            );
+        }
+        Ok(())
+    }
+}
+
+async fn remove_finalizer(store: &Store, r: &ObjRef, finalizer: &str) -> Result<(), ApiError> {
+    let res = store
+        .system_update(r.namespace.as_deref(), &r.name, |mut cur| {
+            let mut f = finalizers(&cur);
+            let before = f.len();
+            f.retain(|x| x != finalizer);
+            if f.len() == before {
+                return Ok(None);
+            }
+            if let Some(m) = cur.get_mut("metadata").and_then(Value::as_object_mut) {
+                if f.is_empty() {
+                    m.remove("finalizers");
+                } else {
+                    m.insert("finalizers".into(), json!(f));
+                }
+            }
+            Ok(Some(cur))
+        })
+        .await;
+    match res {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The namespace lifecycle and default-ServiceAccount controllers.
+pub struct NamespaceController {
+    registry: Arc<Registry>,
+    queue: Arc<Queue<String>>,
+}
+
+impl NamespaceController {
+    pub fn start(registry: Arc<Registry>) -> Option<Arc<Self>> {
+        let namespaces = registry.namespaces()?;
+        let c = Arc::new(Self {
+            registry,
+            queue: Queue::new(),
+        });
+        let observer = c.clone();
+        follow(namespaces, move |_, kind, obj| {
+            if kind == EventType::Deleted {
+                return;
+            }
+            if let Some(name) = obj.pointer("/metadata/name").and_then(Value::as_str) {
+                observer.queue.add(name.to_string());
+            }
+        });
+        let worker = c.clone();
+        tokio::spawn(async move {
+            loop {
+                let ns = worker.queue.next().await;
+                match worker.sync(&ns).await {
+                    Ok(true) => {}
+                    Ok(false) => worker.queue.add_after(ns, Duration::from_millis(300)),
+                    Err(e) => {
+                        tracing::debug!(namespace = %ns, error = %e, "namespace sync failed; retrying");
+                        worker.queue.add_after(ns, Duration::from_secs(1));
+                    }
+                }
+            }
+        });
+        Some(c)
+    }
+
+    /// Returns Ok(true) when done with this namespace for now.
+    async fn sync(&self, ns: &str) -> Result<bool, ApiError> {
+        let Some(namespaces) = self.registry.namespaces() else {
+            return Ok(true);
+        };
+        let obj = match namespaces.get_value(None, ns).await {
+            Ok(o) => o,
+            Err(e) if e.code == 404 => return Ok(true),
+            Err(e) => return Err(e),
+        };
+        if obj.pointer("/metadata/deletionTimestamp").is_none() {
+            self.ensure_default_service_account(ns).await?;
+            return Ok(true);
+        }
+        // Terminating: delete everything in it.
+        let mut remaining = 0usize;
+        for store in self.registry.stores() {
+            if !store.info().namespaced {
+                continue;
+            }
+            let list = store.list(Some(ns), None, 0, None, ReadAt::Latest).await?;
+            for item in list.items {
+                remaining += 1;
+                let Ok(v) = serde_json::from_slice::<Value>(&item) else {
+                    continue;
+                };
+                if v.pointer("/metadata/deletionTimestamp").is_some() {
+                    continue;
+                }
+                let Some(name) = v.pointer("/metadata/name").and_then(Value::as_str) else {
+                    continue;
+                };
+                let opts = DeleteOptions {
+                    propagation_policy: Some("Background".into()),
+                    ..Default::default()
+                };
+                match store.delete(Some(ns), name, &opts).await {
+                    Ok(_) => {}
+                    Err(e) if e.code == 404 || e.code == 409 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        if remaining > 0 {
+            return Ok(false);
+        }
+        tracing::info!(namespace = %ns, "namespace is empty; removing its kubernetes finalizer");
+        let res = namespaces
+            .system_update(None, ns, |mut cur| {
+                let Some(list) = cur
+                    .pointer_mut("/spec/finalizers")
+                    .and_then(Value::as_array_mut)
+                else {
+                    return Ok(None);
+                };
+                let before = list.len();
+                list.retain(|f| f.as_str() != Some("kubernetes"));
+                if list.len() == before {
+                    return Ok(None);
+                }
+                Ok(Some(cur))
+            })
+            .await;
+        match res {
+            Ok(_) => Ok(true),
+            Err(e) if e.code == 404 => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn ensure_default_service_account(&self, ns: &str) -> Result<(), ApiError> {
+        let Some(sas) = self.registry.get("", "v1", "serviceaccounts") else {
+            return Ok(());
+        };
+        match sas.get(Some(ns), "default").await {
+            Ok(_) => return Ok(()),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}});
+        let namespaces = self.registry.namespaces();
+        match sas
+            .create(
+                namespaces.as_deref(),
+                Some(ns),
+                sa,
+                &WriteOptions::default(),
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            // 409: raced with another writer; 403: the namespace started terminating.
+            Err(e) if e.code == 409 || e.code == 403 || e.code == 404 => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Settings for [`bootstrap`].
+#[derive(Debug, Clone)]
+pub struct BootstrapOptions {
+    /// The address clients reach this server at (the `kubernetes` Endpoints).
+    pub advertise_address: String,
+    pub secure_port: u16,
+}
+
+/// Create what every cluster has: namespaces `default`, `kube-system`,
+/// `kube-public`, `kube-node-lease`, and the `default/kubernetes` Service and
+/// Endpoints. Idempotent.
+pub async fn bootstrap(registry: &Registry, opts: &BootstrapOptions) -> Result<(), ApiError> {
+    let Some(namespaces) = registry.namespaces() else {
+        return Ok(());
+    };
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        match namespaces
+            .create(None, None, obj, &WriteOptions::default())
+            .await
+        {
+            Ok(_) => tracing::info!(namespace = ns, "created bootstrap namespace"),
+            Err(e) if e.code == 409 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if let Some(services) = registry.get("", "v1", "services") {
+        let svc = json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kubernetes", "namespace": "default",
+                          "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"type": "ClusterIP", "sessionAffinity": "None",
+                     "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": opts.secure_port}]}
+        });
+        match services
+            .create(
+                Some(&namespaces),
+                Some("default"),
+                svc,
+                &WriteOptions::default(),
+            )
+            .await
+        {
+            Ok(_) | Err(ApiError { code: 409, .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if let Some(endpoints) = registry.get("", "v1", "endpoints") {
+        let ep = json!({
+            "apiVersion": "v1", "kind": "Endpoints",
+            "metadata": {"name": "kubernetes", "namespace": "default",
+                          "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+            "subsets": [{"addresses": [{"ip": opts.advertise_address}],
+                         "ports": [{"name": "https", "port": opts.secure_port, "protocol": "TCP"}]}]
+        });
+        match endpoints
+            .create(
+                Some(&namespaces),
+                Some("default"),
+                ep,
+                &WriteOptions::default(),
+            )
+            .await
+        {
+            Ok(_) | Err(ApiError { code: 409, .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

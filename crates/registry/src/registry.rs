@@ -1,0 +1,144 @@
+//! [`Registry`]: every served resource's [`Store`], looked up by
+//! group/version/resource (HTTP routing) or group/kind (owner references).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use ubernetes_apimachinery::{ApiError, ResourceInfo};
+use ubernetes_storage::Storage;
+
+use crate::admission::Admission;
+use crate::store::Store;
+use crate::strategy::Strategy;
+
+/// Registry settings (from the server's flags).
+#[derive(Clone)]
+pub struct RegistryOptions {
+    /// `--service-cluster-ip-range`, kube-apiserver's default `10.0.0.0/24`;
+    /// we default to kubeadm's `10.96.0.0/12` in the CLI.
+    pub service_cluster_ip_range: String,
+    /// Schema check for `fieldValidation` (none: every field is accepted).
+    pub unknown_fields: Option<crate::validation::UnknownFieldsFn>,
+}
+
+impl Default for RegistryOptions {
+    fn default() -> Self {
+        Self {
+            service_cluster_ip_range: "10.96.0.0/12".into(),
+            unknown_fields: None,
+        }
+    }
+}
+
+type Gvr = (String, String, String);
+
+/// All stores.
+pub struct Registry {
+    storage: Arc<dyn Storage>,
+    stores: RwLock<Vec<Arc<Store>>>,
+    by_gvr: RwLock<HashMap<Gvr, Arc<Store>>>,
+    options: RegistryOptions,
+}
+
+impl Registry {
+    /// Build a store (and its watch cache) for every strategy. The first
+    /// strategy of a group/resource owns its storage prefix; further versions
+    /// of the same resource get their own prefix (no conversion yet; see
+    /// docs/api-compatibility.md).
+    pub async fn new(
+        storage: Arc<dyn Storage>,
+        strategies: Vec<Arc<dyn Strategy>>,
+        options: RegistryOptions,
+    ) -> Result<Arc<Self>, ApiError> {
+        let registry = Arc::new(Self {
+            storage: storage.clone(),
+            stores: RwLock::new(Vec::new()),
+            by_gvr: RwLock::new(HashMap::new()),
+            options,
+        });
+        for strategy in strategies {
+            registry.add(strategy).await?;
+        }
+        Ok(registry)
+    }
+
+    /// Serve one more resource (used at start and for CRDs).
+    pub async fn add(&self, strategy: Arc<dyn Strategy>) -> Result<Arc<Store>, ApiError> {
+        let info = strategy.info().clone();
+        let mut admission: Vec<Arc<dyn Admission>> = Vec::new();
+        if info.group.is_empty() && info.resource == "services" {
+            admission.push(Arc::new(crate::ipalloc::ClusterIpAllocator::new(
+                &self.options.service_cluster_ip_range,
+                self,
+            )?));
+        }
+        let shared = self
+            .stores
+            .read()
+            .iter()
+            .any(|s| s.info().group == info.group && s.info().resource == info.resource);
+        let store = Arc::new(
+            Store::new_with_prefix(
+                strategy,
+                self.storage.clone(),
+                admission,
+                shared.then(|| info.version.clone()),
+                self.options.unknown_fields.clone(),
+            )
+            .await?,
+        );
+        self.stores.write().push(store.clone());
+        self.by_gvr.write().insert(
+            (
+                info.group.clone(),
+                info.version.clone(),
+                info.resource.clone(),
+            ),
+            store.clone(),
+        );
+        Ok(store)
+    }
+
+    /// The store of `group/version/resource`.
+    pub fn get(&self, group: &str, version: &str, resource: &str) -> Option<Arc<Store>> {
+        self.by_gvr
+            .read()
+            .get(&(group.to_string(), version.to_string(), resource.to_string()))
+            .cloned()
+    }
+
+    /// The store serving `kind` in `group` (first registered version; used
+    /// to resolve ownerReferences, whose apiVersion may be any served version).
+    pub fn by_kind(&self, group: &str, kind: &str) -> Option<Arc<Store>> {
+        self.stores
+            .read()
+            .iter()
+            .find(|s| s.info().group == group && s.info().kind == kind)
+            .cloned()
+    }
+
+    /// Every store.
+    pub fn stores(&self) -> Vec<Arc<Store>> {
+        self.stores.read().clone()
+    }
+
+    /// Every served resource.
+    pub fn resources(&self) -> Vec<ResourceInfo> {
+        self.stores
+            .read()
+            .iter()
+            .map(|s| s.info().clone())
+            .collect()
+    }
+
+    /// The namespaces store (core v1).
+    pub fn namespaces(&self) -> Option<Arc<Store>> {
+        self.get("", "v1", "namespaces")
+    }
+
+    /// The storage engine (for the server's own housekeeping).
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+}

@@ -1,0 +1,491 @@
+//! The generic store over a real sled engine and watch cache, with the real
+//! built-in kinds: metadata rules, optimistic concurrency, status split,
+//! finalizers, namespaces and garbage collection.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use ubernetes_registry::controllers::{
+    self, BootstrapOptions, GarbageCollector, NamespaceController,
+};
+use ubernetes_registry::store::{DeleteOptions, DeleteResult, ReadAt, WriteOptions};
+use ubernetes_registry::{Registry, RegistryOptions, Store};
+use ubernetes_storage::Storage;
+use ubernetes_storage::sled_engine::SledStorage;
+
+struct Env {
+    registry: Arc<Registry>,
+    _dir: tempfile::TempDir,
+}
+
+async fn env() -> Env {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storage: Arc<dyn Storage> = Arc::new(SledStorage::open(dir.path()).expect("open sled"));
+    let registry = Registry::new(
+        storage,
+        ubernetes_registry::kinds::builtin(),
+        RegistryOptions::default(),
+    )
+    .await
+    .expect("registry");
+    controllers::bootstrap(
+        &registry,
+        &BootstrapOptions {
+            advertise_address: "127.0.0.1".into(),
+            secure_port: 6443,
+        },
+    )
+    .await
+    .expect("bootstrap");
+    Env {
+        registry,
+        _dir: dir,
+    }
+}
+
+impl Env {
+    fn store(&self, group: &str, version: &str, resource: &str) -> Arc<Store> {
+        self.registry
+            .get(group, version, resource)
+            .unwrap_or_else(|| panic!("{resource} is served"))
+    }
+
+    async fn create(&self, store: &Store, ns: Option<&str>, obj: Value) -> Value {
+        let namespaces = self.registry.namespaces();
+        store
+            .create(namespaces.as_deref(), ns, obj, &WriteOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("create failed: {}", e.message))
+            .object
+    }
+}
+
+fn cm(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "1"}})
+}
+
+async fn eventually<F, Fut>(what: &str, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..100 {
+        if f().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what}: not true within 5 s");
+}
+
+#[tokio::test]
+async fn create_assigns_uid_timestamp_and_a_global_resource_version() {
+    let env = env().await;
+    let cms = env.store("", "v1", "configmaps");
+    let a = env.create(&cms, Some("default"), cm("a")).await;
+    let b = env.create(&cms, Some("default"), cm("b")).await;
+    let rv = |v: &Value| {
+        v["metadata"]["resourceVersion"]
+            .as_str()
+            .and_then(|s| s.parse::<u64>().ok())
+            .expect("rv")
+    };
+    assert!(rv(&b) > rv(&a));
+    assert_eq!(a["metadata"]["uid"].as_str().map(str::len), Some(36));
+    assert!(a["metadata"]["creationTimestamp"].is_string());
+    // ConfigMaps do not track generation (kube-apiserver leaves it unset).
+    assert!(a["metadata"].get("generation").is_none());
+    // A read sees the write at once.
+    let got = cms.get_value(Some("default"), "a").await.expect("get");
+    assert_eq!(got["metadata"]["uid"], a["metadata"]["uid"]);
+    assert_eq!(
+        got["metadata"]["resourceVersion"],
+        a["metadata"]["resourceVersion"]
+    );
+}
+
+#[tokio::test]
+async fn create_of_an_existing_name_is_already_exists() {
+    let env = env().await;
+    let cms = env.store("", "v1", "configmaps");
+    env.create(&cms, Some("default"), cm("dup")).await;
+    let err = cms
+        .create(
+            env.registry.namespaces().as_deref(),
+            Some("default"),
+            cm("dup"),
+            &WriteOptions::default(),
+        )
+        .await
+        .expect_err("second create fails");
+    assert_eq!(err.code, 409);
+    assert_eq!(err.reason, "AlreadyExists");
+    assert_eq!(err.message, "configmaps \"dup\" already exists");
+}
+
+#[tokio::test]
+async fn invalid_names_are_refused_with_a_cause_on_metadata_name() {
+    let env = env().await;
+    let cms = env.store("", "v1", "configmaps");
+    let err = cms
+        .create(
+            env.registry.namespaces().as_deref(),
+            Some("default"),
+            cm("Bad_Name"),
+            &WriteOptions::default(),
+        )
+        .await
+        .expect_err("invalid");
+    assert_eq!(err.code, 422);
+    assert_eq!(err.causes[0].field, "metadata.name");
+    assert!(err.message.starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"), "{}", err.message);
+}
+
+#[tokio::test]
+async fn a_stale_resource_version_on_update_is_a_conflict() {
+    let env = env().await;
+    let cms = env.store("", "v1", "configmaps");
+    let created = env.create(&cms, Some("default"), cm("c")).await;
+    let mut first = created.clone();
+    first["data"]["a"] = json!("2");
+    cms.update(Some("default"), "c", first, None, &WriteOptions::default())
+        .await
+        .expect("first update");
+    let mut stale = created.clone();
+    stale["data"]["a"] = json!("3");
+    let err = cms
+        .update(Some("default"), "c", stale, None, &WriteOptions::default())
+        .await
+        .expect_err("stale update");
+    assert_eq!(err.code, 409);
+    assert_eq!(err.reason, "Conflict");
+    let now = cms.get_value(Some("default"), "c").await.expect("get");
+    assert_eq!(now["data"]["a"], "2");
+}
+
+#[tokio::test]
+async fn an_unchanged_update_writes_nothing() {
+    let env = env().await;
+    let cms = env.store("", "v1", "configmaps");
+    let created = env.create(&cms, Some("default"), cm("same")).await;
+    let res = cms
+        .update(
+            Some("default"),
+            "same",
+            created.clone(),
+            None,
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("update");
+    assert_eq!(
+        res.object["metadata"]["resourceVersion"],
+        created["metadata"]["resourceVersion"]
+    );
+}
+
+#[tokio::test]
+async fn generation_moves_with_the_spec_not_with_status_or_metadata() {
+    let env = env().await;
+    let deploys = env.store("apps", "v1", "deployments");
+    let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}});
+    let created = env.create(&deploys, Some("default"), d).await;
+    assert_eq!(created["metadata"]["generation"], 1);
+    assert_eq!(created["spec"]["replicas"], 1, "defaulted");
+    let mut labelled = created.clone();
+    labelled["metadata"]["labels"] = json!({"x": "y"});
+    let r = deploys
+        .update(
+            Some("default"),
+            "web",
+            labelled,
+            None,
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("label update");
+    assert_eq!(r.object["metadata"]["generation"], 1);
+    let mut scaled = r.object.clone();
+    scaled["spec"]["replicas"] = json!(3);
+    let r = deploys
+        .update(
+            Some("default"),
+            "web",
+            scaled,
+            None,
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("spec update");
+    assert_eq!(r.object["metadata"]["generation"], 2);
+    // Status through the main resource is ignored; through /status it lands
+    // without touching the spec.
+    let mut with_status = r.object.clone();
+    with_status["status"] = json!({"replicas": 3});
+    with_status["spec"]["replicas"] = json!(5);
+    let main = deploys
+        .update(
+            Some("default"),
+            "web",
+            with_status.clone(),
+            None,
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("main update");
+    assert!(
+        main.object
+            .get("status")
+            .is_none_or(|s| s.get("replicas").is_none())
+    );
+    assert_eq!(main.object["spec"]["replicas"], 5);
+    let mut status_write = main.object.clone();
+    status_write["status"] = json!({"replicas": 3});
+    status_write["spec"]["replicas"] = json!(9);
+    let st = deploys
+        .update(
+            Some("default"),
+            "web",
+            status_write,
+            Some("status"),
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("status update");
+    assert_eq!(st.object["status"]["replicas"], 3);
+    assert_eq!(st.object["spec"]["replicas"], 5);
+}
+
+#[tokio::test]
+async fn a_finalizer_holds_deletion_until_it_is_removed() {
+    let env = env().await;
+    let cms = env.store("", "v1", "configmaps");
+    let mut obj = cm("held");
+    obj["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    env.create(&cms, Some("default"), obj).await;
+    let res = cms
+        .delete(Some("default"), "held", &DeleteOptions::default())
+        .await
+        .expect("delete");
+    let DeleteResult::Pending(marked) = res else {
+        panic!("deletion should wait for the finalizer");
+    };
+    assert!(marked["metadata"]["deletionTimestamp"].is_string());
+    cms.patch(
+        Some("default"),
+        "held",
+        None,
+        &WriteOptions::default(),
+        |cur| {
+            let mut next = cur.clone();
+            next["metadata"]["finalizers"] = json!([]);
+            Ok(next)
+        },
+    )
+    .await
+    .expect("remove finalizer");
+    let err = cms.get(Some("default"), "held").await.expect_err("gone");
+    assert_eq!(err.code, 404);
+}
+
+#[tokio::test]
+async fn creating_in_a_missing_namespace_is_not_found() {
+    let env = env().await;
+    let cms = env.store("", "v1", "configmaps");
+    let err = cms
+        .create(
+            env.registry.namespaces().as_deref(),
+            Some("nope"),
+            cm("x"),
+            &WriteOptions::default(),
+        )
+        .await
+        .expect_err("no namespace");
+    assert_eq!(err.code, 404);
+    assert_eq!(err.message, "namespaces \"nope\" not found");
+}
+
+#[tokio::test]
+async fn lists_page_with_continue_tokens_at_one_revision() {
+    let env = env().await;
+    let cms = env.store("", "v1", "configmaps");
+    for i in 0..5 {
+        env.create(&cms, Some("default"), cm(&format!("p{i}")))
+            .await;
+    }
+    let first = cms
+        .list(Some("default"), None, 2, None, ReadAt::Latest)
+        .await
+        .expect("page 1");
+    assert_eq!(first.items.len(), 2);
+    assert_eq!(first.remaining_item_count, Some(3));
+    // A write between pages is not seen by the paged list.
+    env.create(&cms, Some("default"), cm("p9")).await;
+    let token = first.continue_token.clone().expect("continue");
+    let second = cms
+        .list(Some("default"), None, 10, Some(&token), ReadAt::Latest)
+        .await
+        .expect("page 2");
+    assert_eq!(second.items.len(), 3);
+    assert!(second.continue_token.is_none());
+    assert_eq!(second.resource_version, first.resource_version);
+}
+
+#[tokio::test]
+async fn cluster_ips_are_allocated_once_each() {
+    let env = env().await;
+    let svcs = env.store("", "v1", "services");
+    let mk = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+        "spec": {"ports": [{"port": 80}]}})
+    };
+    let a = env.create(&svcs, Some("default"), mk("a")).await;
+    let b = env.create(&svcs, Some("default"), mk("b")).await;
+    let kube = svcs
+        .get_value(Some("default"), "kubernetes")
+        .await
+        .expect("kubernetes service");
+    assert_eq!(kube["spec"]["clusterIP"], "10.96.0.1");
+    assert_ne!(a["spec"]["clusterIP"], b["spec"]["clusterIP"]);
+    assert_eq!(a["spec"]["type"], "ClusterIP");
+    assert_eq!(a["spec"]["ports"][0]["protocol"], "TCP");
+}
+
+#[tokio::test]
+async fn background_gc_deletes_dependents_of_a_deleted_owner() {
+    let env = env().await;
+    GarbageCollector::start(env.registry.clone());
+    let cms = env.store("", "v1", "configmaps");
+    let owner = env.create(&cms, Some("default"), cm("owner")).await;
+    let mut dep = cm("dependent");
+    dep["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
+        "name": "owner", "uid": owner["metadata"]["uid"]}]);
+    env.create(&cms, Some("default"), dep).await;
+    cms.delete(Some("default"), "owner", &DeleteOptions::default())
+        .await
+        .expect("delete owner");
+    eventually("dependent collected", || async {
+        cms.get(Some("default"), "dependent").await.is_err()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn orphan_deletion_keeps_dependents_and_strips_the_reference() {
+    let env = env().await;
+    GarbageCollector::start(env.registry.clone());
+    let cms = env.store("", "v1", "configmaps");
+    let owner = env.create(&cms, Some("default"), cm("o")).await;
+    let mut dep = cm("d");
+    dep["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
+        "name": "o", "uid": owner["metadata"]["uid"]}]);
+    env.create(&cms, Some("default"), dep).await;
+    let opts = DeleteOptions {
+        propagation_policy: Some("Orphan".into()),
+        ..Default::default()
+    };
+    cms.delete(Some("default"), "o", &opts)
+        .await
+        .expect("delete");
+    eventually("owner gone", || async {
+        cms.get(Some("default"), "o").await.is_err()
+    })
+    .await;
+    let d = cms
+        .get_value(Some("default"), "d")
+        .await
+        .expect("dependent stays");
+    assert!(d["metadata"].get("ownerReferences").is_none());
+}
+
+#[tokio::test]
+async fn foreground_deletion_removes_dependents_before_the_owner() {
+    let env = env().await;
+    GarbageCollector::start(env.registry.clone());
+    let cms = env.store("", "v1", "configmaps");
+    let owner = env.create(&cms, Some("default"), cm("fg")).await;
+    let mut dep = cm("fg-dep");
+    dep["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
+        "name": "fg", "uid": owner["metadata"]["uid"], "blockOwnerDeletion": true}]);
+    env.create(&cms, Some("default"), dep).await;
+    let opts = DeleteOptions {
+        propagation_policy: Some("Foreground".into()),
+        ..Default::default()
+    };
+    let res = cms
+        .delete(Some("default"), "fg", &opts)
+        .await
+        .expect("delete");
+    assert!(matches!(res, DeleteResult::Pending(_)));
+    eventually("both gone", || async {
+        cms.get(Some("default"), "fg").await.is_err()
+            && cms.get(Some("default"), "fg-dep").await.is_err()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn deleting_a_namespace_purges_it_and_refuses_new_content_meanwhile() {
+    let env = env().await;
+    NamespaceController::start(env.registry.clone());
+    let nss = env.store("", "v1", "namespaces");
+    let cms = env.store("", "v1", "configmaps");
+    env.create(
+        &nss,
+        None,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tmp"}}),
+    )
+    .await;
+    let sas = env.store("", "v1", "serviceaccounts");
+    eventually("default service account", || async {
+        sas.get(Some("tmp"), "default").await.is_ok()
+    })
+    .await;
+    let mut held = cm("held");
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    env.create(&cms, Some("tmp"), held).await;
+    env.create(&cms, Some("tmp"), cm("plain")).await;
+    nss.delete(None, "tmp", &DeleteOptions::default())
+        .await
+        .expect("delete ns");
+    let ns = nss.get_value(None, "tmp").await.expect("still there");
+    assert_eq!(ns["status"]["phase"], "Terminating");
+    let err = cms
+        .create(
+            env.registry.namespaces().as_deref(),
+            Some("tmp"),
+            cm("late"),
+            &WriteOptions::default(),
+        )
+        .await
+        .expect_err("terminating");
+    assert_eq!(err.code, 403);
+    assert!(
+        err.message.contains("because it is being terminated"),
+        "{}",
+        err.message
+    );
+    eventually("plain purged", || async {
+        cms.get(Some("tmp"), "plain").await.is_err()
+    })
+    .await;
+    assert!(
+        nss.get(None, "tmp").await.is_ok(),
+        "held by the finalized configmap"
+    );
+    cms.patch(Some("tmp"), "held", None, &WriteOptions::default(), |cur| {
+        let mut next = cur.clone();
+        next["metadata"]["finalizers"] = json!([]);
+        Ok(next)
+    })
+    .await
+    .expect("release");
+    eventually("namespace gone", || async {
+        nss.get(None, "tmp").await.is_err()
+    })
+    .await;
+}
