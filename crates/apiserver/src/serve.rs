@@ -62,6 +62,9 @@ use crate::state::{api_router, build_state};
 /// The name of the kubeconfig context, cluster and user written on start.
 pub const CONTEXT_NAME: &str = "federation";
 
+/// kube-apiserver's `--http2-max-streams-per-connection` default.
+const HTTP2_MAX_STREAMS_PER_CONNECTION: u32 = 1000;
+
 /// How long a TLS handshake may take before the connection is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -615,7 +618,12 @@ async fn serve_connection(
             }
             app.clone().oneshot(request.map(Body::new))
         });
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // client-go multiplexes every watch of a client over one HTTP/2
+    // connection: allow as many streams as kube-apiserver does.
+    builder
+        .http2()
+        .max_concurrent_streams(HTTP2_MAX_STREAMS_PER_CONNECTION);
     let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
     if let Err(err) = watcher.watch(connection.into_owned()).await {
         tracing::debug!(%peer, error = %err, "connection ended with an error");
