@@ -533,3 +533,57 @@ async fn a_port_in_use_is_a_clear_error() {
     );
     assert!(message.contains("--secure-port"), "{message}");
 }
+
+#[tokio::test]
+async fn given_serving_and_client_ca_files_are_used_instead_of_the_dev_pki() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // An "external" PKI: its serving cert (with its CA appended, as
+    // --tls-cert-file allows) and its CA as --client-ca-file.
+    let external =
+        ubernetes_certs::ensure_dev_pki(&dir.path().join("external"), &[]).expect("external pki");
+    let cert_file = dir.path().join("tls.crt");
+    std::fs::write(
+        &cert_file,
+        format!("{}{}", external.serving.cert_pem, external.ca.cert_pem),
+    )
+    .expect("write cert");
+    let mut options = ServerOptions::for_test(dir.path().join("data"));
+    options.tls_cert_file = Some(cert_file);
+    options.tls_private_key_file = Some(external.serving_key_path());
+    options.client_ca_file = Some(external.ca_cert_path());
+    let server = TestServer::start(options).await;
+
+    // Clients trust the external CA, and the kubeconfig names it.
+    let client = Client::new(
+        server.addr(),
+        &external.ca.cert_pem,
+        Some((
+            external.admin.cert_pem.clone(),
+            external.admin.key_pem.clone(),
+        )),
+        HTTP1,
+    );
+    assert_authenticated(&client.get("/api").await);
+    let kubeconfig = std::fs::read_to_string(&server.server.kubeconfig).expect("kubeconfig");
+    let kc = kube::config::Kubeconfig::from_yaml(&kubeconfig).expect("parses");
+    let ca_data = kc.clusters[0]
+        .cluster
+        .as_ref()
+        .and_then(|c| c.certificate_authority_data.clone())
+        .expect("CA data");
+    use base64::Engine as _;
+    let ca_pem = base64::engine::general_purpose::STANDARD
+        .decode(ca_data)
+        .expect("base64");
+    assert_eq!(String::from_utf8_lossy(&ca_pem), external.ca.cert_pem);
+
+    // The dev CA's admin (the kubeconfig's user) is still trusted.
+    let dev_admin = Client::new(
+        server.addr(),
+        &external.ca.cert_pem,
+        Some(server.admin()),
+        HTTP1,
+    );
+    assert_authenticated(&dev_admin.get("/api").await);
+    server.shutdown().await;
+}
