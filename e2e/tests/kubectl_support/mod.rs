@@ -57,7 +57,8 @@ pub fn json(server: &Server, args: &[&str]) -> Result<Value> {
     let mut full = args.to_vec();
     full.extend(["-o", "json"]);
     let out = server.kubectl_ok(&full)?;
-    serde_json::from_str(&out).with_context(|| format!("kubectl {} printed no JSON: {out}", full.join(" ")))
+    serde_json::from_str(&out)
+        .with_context(|| format!("kubectl {} printed no JSON: {out}", full.join(" ")))
 }
 
 /// Run kubectl with extra environment variables, require success, return stdout.
@@ -143,7 +144,10 @@ impl Streaming {
                     if let Some(mut e) = self.child.stderr.take() {
                         let _ = std::io::Read::read_to_string(&mut e, &mut err);
                     }
-                    bail!("kubectl exited before a matching line; saw: {:?}; stderr: {err}", self.seen)
+                    bail!(
+                        "kubectl exited before a matching line; saw: {:?}; stderr: {err}",
+                        self.seen
+                    )
                 }
             }
         }
