@@ -22,7 +22,7 @@ use futures::StreamExt;
 
 use crate::{
     Event, EventType, KeyValue, ListOptions, ListResult, Revision, Storage, StorageError,
-    WatchStream,
+    WatchItem, WatchStream,
 };
 
 /// How long a case waits for a watch event before failing.
@@ -46,6 +46,7 @@ where
     watch_only_sees_its_prefix(make().await).await;
     compaction_makes_older_revisions_unavailable(make().await).await;
     concurrent_creates_get_distinct_revisions(make().await).await;
+    watch_progress_reports_writes_under_other_prefixes(make().await).await;
 }
 
 fn val(s: &str) -> Bytes {
@@ -537,4 +538,44 @@ pub async fn concurrent_creates_get_distinct_revisions(s: Arc<dyn Storage>) {
     assert_eq!(rev(&s).await, base + n);
     let r = list(&s, "/conformance/cc/", ListOptions::default()).await;
     assert_eq!(r.items.len() as u64, n);
+}
+
+/// `watch_progress` delivers the prefix's events in order and reports
+/// progress past writes under other prefixes (what lets a watch cache answer
+/// "wait until revision r" for any r).
+pub async fn watch_progress_reports_writes_under_other_prefixes(s: Arc<dyn Storage>) {
+    let base = rev(&s).await;
+    let mut w = s
+        .watch_progress("/conformance/pg/mine/", base)
+        .await
+        .expect("watch_progress");
+    let mine = create(&s, "/conformance/pg/mine/a", "a").await;
+    let other = create(&s, "/conformance/pg/other/b", "b").await;
+    let mut saw_event = false;
+    loop {
+        let item = match tokio::time::timeout(EVENT_TIMEOUT, w.next()).await {
+            Ok(Some(Ok(item))) => item,
+            Ok(Some(Err(e))) => panic!("watch_progress failed: {e}"),
+            Ok(None) => panic!("watch_progress ended"),
+            Err(_) => panic!(
+                "no progress past revision {} within {EVENT_TIMEOUT:?}",
+                other.mod_revision
+            ),
+        };
+        match item {
+            WatchItem::Event(ev) => {
+                assert!(!saw_event, "one event expected");
+                assert_eq!(ev.kv, mine);
+                saw_event = true;
+            }
+            WatchItem::Progress(r) => {
+                if r >= mine.mod_revision {
+                    assert!(saw_event, "progress past an event not yet delivered");
+                }
+                if r >= other.mod_revision {
+                    break;
+                }
+            }
+        }
+    }
 }
