@@ -48,7 +48,9 @@ pub struct ApiError {
     /// `metav1.StatusReason`, e.g. `NotFound`; empty for plain errors.
     pub reason: String,
     pub message: String,
-    pub subject: Option<Subject>,
+    /// Boxed: it is rarely read, and keeping `ApiError` small keeps every
+    /// `Result<_, ApiError>` small.
+    pub subject: Option<Box<Subject>>,
     pub causes: Vec<Cause>,
     /// Seconds a client should wait before retrying (`details.retryAfterSeconds`).
     pub retry_after: Option<u32>,
@@ -75,11 +77,11 @@ impl ApiError {
     }
 
     fn with_subject(mut self, group: &str, kind: &str, name: &str) -> Self {
-        self.subject = Some(Subject {
+        self.subject = Some(Box::new(Subject {
             group: group.to_string(),
             kind: kind.to_string(),
             name: name.to_string(),
-        });
+        }));
         self
     }
 
@@ -395,6 +397,11 @@ pub mod field {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn api_error_stays_small_enough_to_return_by_value() {
+        assert!(std::mem::size_of::<ApiError>() <= 128);
+    }
 
     #[test]
     fn not_found_names_the_qualified_resource() {

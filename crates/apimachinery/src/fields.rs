@@ -9,10 +9,6 @@
 //! [`unsupported_field_label`] (kinds with their own field-label conversion)
 //! or [`unknown_field_selector`] (kinds with only the metadata defaults).
 
-// Every failure here is an `ApiError` (a `metav1.Status`), as the crate's
-// error contract has it; errors are the cold path, so its size is not boxed away.
-#![allow(clippy::result_large_err)]
-
 use std::collections::BTreeMap;
 use std::fmt;
 

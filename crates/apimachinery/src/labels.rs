@@ -9,10 +9,6 @@
 //! Pure functions, no I/O: safe to feed any input (the parser is iterative,
 //! so there is no recursion to exhaust).
 
-// Every failure here is an `ApiError` (a `metav1.Status`), as the crate's
-// error contract has it; errors are the cold path, so its size is not boxed away.
-#![allow(clippy::result_large_err)]
-
 use std::collections::BTreeMap;
 use std::fmt;
 

@@ -32,10 +32,6 @@
 //! (`ConfigMap in version "v1" cannot be handled as a Secret: …`).
 //! Never panics on any input.
 
-// `ApiError` is the crate-wide error contract (a Status body); boxing it here
-// alone would only make callers unbox it.
-#![allow(clippy::result_large_err)]
-
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -526,6 +522,12 @@ fn decode_fields(
                     return Err(wrong_wire(wire, &field.json));
                 }
                 let v = read_value(schema, &mut r, ty, depth)?;
+                // Go's gogo-protobuf writes every non-pointer string, empty
+                // or not; JSON (`omitempty`) leaves empty ones out, and so do
+                // we, or they would be stored (`generateName: ""`).
+                if v.as_str() == Some("") {
+                    continue;
+                }
                 match (out.get_mut(&field.json), v) {
                     // A message seen twice merges, as protobuf does.
                     (Some(Value::Object(old)), Value::Object(new)) => old.extend(new),

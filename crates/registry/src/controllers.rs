@@ -353,10 +353,10 @@ impl GarbageCollector {
         }
         let mut dangling = Vec::new();
         for owner in &refs {
-            if !self.owner_exists(r, owner).await? {
-                if let Some(u) = owner.get("uid").and_then(Value::as_str) {
-                    dangling.push(u.to_string());
-                }
+            if !self.owner_exists(r, owner).await?
+                && let Some(u) = owner.get("uid").and_then(Value::as_str)
+            {
+                dangling.push(u.to_string());
             }
         }
         if dangling.is_empty() {

@@ -32,9 +32,6 @@ pub trait Strategy: Send + Sync {
     /// 400 BadRequest worded as kube-apiserver's decoder; unknown fields are
     /// dropped), then apply kube-apiserver's defaults for the kind. Called
     /// on every create/update/patch result before validation.
-    // ApiError (160 bytes) is the error contract of every layer; an error
-    // path is cold, so its size does not matter here.
-    #[allow(clippy::result_large_err)]
     fn normalize(&self, obj: Value) -> Result<Value, ApiError>;
 
     /// Validation of a new object (beyond the generic metadata checks the

@@ -9,10 +9,6 @@
 //! Go library would panic (nil dereferences, negative index reads), this one
 //! fails the operation instead.
 
-// Every failure here is an `ApiError` (a `metav1.Status`), as the crate's
-// error contract has it; errors are the cold path, so its size is not boxed away.
-#![allow(clippy::result_large_err)]
-
 use serde_json::Value;
 
 use super::{MAX_JSON_PATCH_OPERATIONS, parse_json, unprocessable};

@@ -5,10 +5,6 @@
 //! array is the result itself; `null` or a scalar patch is 400
 //! `Invalid JSON Patch`.
 
-// Every failure here is an `ApiError` (a `metav1.Status`), as the crate's
-// error contract has it; errors are the cold path, so its size is not boxed away.
-#![allow(clippy::result_large_err)]
-
 use serde_json::{Map, Value};
 
 use super::parse_json;

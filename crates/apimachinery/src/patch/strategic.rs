@@ -16,10 +16,6 @@
 //! Sorting and matching use hashed merge-key values, so large lists stay
 //! linear-ish where kube's code is quadratic; results are the same.
 
-// Every failure here is an `ApiError` (a `metav1.Status`), as the crate's
-// error contract has it; errors are the cold path, so its size is not boxed away.
-#![allow(clippy::result_large_err)]
-
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};

@@ -79,8 +79,10 @@ pub fn output(headers: &HeaderMap) -> Result<Output, ApiError> {
     )))
 }
 
-/// The request body as JSON, from JSON, YAML or Kubernetes protobuf.
-pub fn decode_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+/// The request body as JSON, from JSON, YAML or Kubernetes protobuf, for a
+/// request to a resource of `kind` (named in protobuf decode errors, as
+/// kube-apiserver does).
+pub fn decode_body(headers: &HeaderMap, body: &[u8], kind: &str) -> Result<Value, ApiError> {
     let ct = headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -94,7 +96,7 @@ pub fn decode_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> 
     match media.as_str() {
         "application/json" | "" => decode_json(body),
         "application/yaml" | "application/x-yaml" | "text/yaml" => decode_yaml(body),
-        "application/vnd.kubernetes.protobuf" => crate::protobuf::decode(body),
+        "application/vnd.kubernetes.protobuf" => crate::protobuf::decode_as(body, kind),
         _ => Err(ApiError::unsupported_media_type(ct)),
     }
 }

@@ -151,7 +151,7 @@ async fn dispatch(
             if info.namespaced && ns.is_none() {
                 return Err(ApiError::no_route().into());
             }
-            let obj = negotiate::decode_body(&headers, &body)?;
+            let obj = negotiate::decode_body(&headers, &body, &info.kind)?;
             let opts = write_options(&query, &headers)?;
             let namespaces = state.registry.namespaces();
             let res = target
@@ -172,7 +172,12 @@ async fn dispatch(
             )
         }
         (Method::PUT, Some(name), sub) => {
-            let obj = negotiate::decode_body(&headers, &body)?;
+            let kind = if sub == Some("scale") {
+                "Scale"
+            } else {
+                info.kind.as_str()
+            };
+            let obj = negotiate::decode_body(&headers, &body, kind)?;
             let opts = write_options(&query, &headers)?;
             let res = match sub {
                 Some("scale") => update_scale(&target.store, ns, name, obj, &opts).await?,

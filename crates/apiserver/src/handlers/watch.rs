@@ -65,10 +65,10 @@ impl Encoder {
         let rendered = match self.output {
             Output::Table if !is_meta => {
                 let mut t = crate::table::table(&self.info, std::slice::from_ref(obj), None, true);
-                if !self.first
-                    && let Some(m) = t.as_object_mut()
-                {
-                    m.insert("columnDefinitions".into(), json!([]));
+                // kube-apiserver sends the column definitions with the first
+                // event only.
+                if !self.first {
+                    ubernetes_registry::printers::strip_headers(&mut t);
                 }
                 self.first = false;
                 t

@@ -227,9 +227,6 @@ where
     }
 
     /// Decode as `T` with kube-apiserver's error wording.
-    // ApiError is the crate-wide error contract (see strategy.rs); boxing it
-    // here would only move the allocation.
-    #[allow(clippy::result_large_err)]
     pub fn decode(&self, mut obj: Value) -> Result<T, ApiError> {
         let Some(map) = obj.as_object_mut() else {
             return Err(self.decode_error(
@@ -272,7 +269,6 @@ where
         ))
     }
 
-    #[allow(clippy::result_large_err)] // see `decode`
     fn encode(&self, typed: &T) -> Result<Value, ApiError> {
         serde_json::to_value(typed).map_err(|e| ApiError::internal(e.to_string()))
     }
