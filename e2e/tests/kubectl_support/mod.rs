@@ -61,8 +61,13 @@ pub fn json(server: &Server, args: &[&str]) -> Result<Value> {
         .with_context(|| format!("kubectl {} printed no JSON: {out}", full.join(" ")))
 }
 
-/// Run kubectl with extra environment variables, require success, return stdout.
-pub fn kubectl_env_ok(server: &Server, args: &[&str], env: &[(&str, &str)]) -> Result<String> {
+/// Run kubectl with extra environment variables, require success, return
+/// stdout and stderr.
+pub fn kubectl_env_ok(
+    server: &Server,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<(String, String)> {
     let mut cmd = server.kubectl_cmd(args);
     for (k, v) in env {
         cmd.env(k, v);
@@ -77,7 +82,10 @@ pub fn kubectl_env_ok(server: &Server, args: &[&str], env: &[(&str, &str)]) -> R
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok((
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
 }
 
 /// Run kubectl and return its exit code, stdout and stderr (any status).
