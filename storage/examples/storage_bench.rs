@@ -1,7 +1,7 @@
 //! Storage micro-benchmark (prints numbers; not a test): durable creates with
 //! N concurrent clients, point gets, a full list, and watch-cache catch-up.
 //!
-//! Usage: `cargo run --release -p ubernetes-storage --example storage_bench [CLIENTS] [OBJECTS] [--fsync]`
+//! Usage: `cargo run --release -p ubernetes-storage --example storage_bench [CLIENTS] [OBJECTS] [--no-fsync]`
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,7 +14,7 @@ use ubernetes_storage::{ListOptions, Storage};
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let fsync = args.iter().any(|a| a == "--fsync");
+    let fsync = !args.iter().any(|a| a == "--no-fsync");
     let nums: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
     let clients = nums.first().copied().unwrap_or(32);
     let objects = nums.get(1).copied().unwrap_or(20_000);
@@ -64,7 +64,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "durable creates: {n} x {} B, {clients} clients{}: {:.0}/s",
         value.len(),
-        if fsync { " (fsync)" } else { "" },
+        if fsync { "" } else { " (no fsync)" },
         n as f64 / secs
     );
 
