@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use ubernetes_apimachinery::ApiError;
 use ubernetes_openapi::Served;
@@ -71,13 +71,37 @@ pub async fn v3_root(State(state): State<Arc<AppState>>, headers: HeaderMap) -> 
     serve(&doc, &headers, false)
 }
 
-/// `/openapi/v3/api/v1`, `/openapi/v3/apis/<g>/<v>`.
+/// `/openapi/v3/api/v1`, `/openapi/v3/apis/<g>/<v>`. As kube-openapi: a
+/// request naming the current `hash` may be cached forever; one naming an
+/// older hash is redirected (301) to the current one.
 pub async fn v3_doc(
     State(state): State<Arc<AppState>>,
     Path(path): Path<String>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> HandlerResult {
     let doc = ubernetes_openapi::v3_document_bytes(&state.registry.resources(), &path)
         .ok_or_else(ApiError::no_route)?;
-    serve(&doc, &headers, true)
+    let asked = query.as_deref().and_then(|q| {
+        form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k == "hash")
+            .map(|(_, v)| v.into_owned())
+    });
+    match asked {
+        Some(h) if h == doc.hash => serve(&doc, &headers, true),
+        Some(_) => {
+            let location = format!("/openapi/v3/{}?hash={}", path.trim_matches('/'), doc.hash);
+            let mut resp = bytes_response(
+                StatusCode::MOVED_PERMANENTLY,
+                "text/plain",
+                Body::empty(),
+                &[],
+            );
+            if let Ok(v) = HeaderValue::from_str(&location) {
+                resp.headers_mut().insert(http::header::LOCATION, v);
+            }
+            Ok(resp)
+        }
+        None => serve(&doc, &headers, false),
+    }
 }

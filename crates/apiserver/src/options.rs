@@ -93,6 +93,16 @@ pub struct ServerOptions {
     )]
     pub max_request_body_bytes: u64,
 
+    /// Events kept per resource for watch resume (kube-apiserver's
+    /// --default-watch-cache-size, there 100 and grown with the event rate).
+    /// A watch from an older resourceVersion gets 410 Expired and relists.
+    #[arg(
+        long = "default-watch-cache-size",
+        value_name = "EVENTS",
+        default_value_t = 10_000
+    )]
+    pub default_watch_cache_size: usize,
+
     /// On SIGTERM/SIGINT, how long /readyz reports failure while requests
     /// are still served, before the listener closes (lets load balancers
     /// notice). Go-style duration, e.g. 0s, 5s, 1m.
@@ -155,6 +165,7 @@ impl Default for ServerOptions {
                 authorization_mode: "RBAC".to_string(),
                 service_cluster_ip_range: "10.96.0.0/12".to_string(),
                 max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
+                default_watch_cache_size: 10_000,
                 shutdown_delay_duration: Duration::ZERO,
                 shutdown_grace: Duration::from_secs(10),
             },

@@ -86,6 +86,10 @@ pub async fn build_state_on(
         RegistryOptions {
             service_cluster_ip_range: options.service_cluster_ip_range.clone(),
             unknown_fields: Some(unknown),
+            cache: ubernetes_storage::cache::CacheConfig {
+                window: options.default_watch_cache_size.max(1),
+                ..Default::default()
+            },
         },
     )
     .await

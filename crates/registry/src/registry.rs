@@ -20,6 +20,8 @@ pub struct RegistryOptions {
     pub service_cluster_ip_range: String,
     /// Schema check for `fieldValidation` (none: every field is accepted).
     pub unknown_fields: Option<crate::validation::UnknownFieldsFn>,
+    /// Watch-cache settings of every resource.
+    pub cache: ubernetes_storage::cache::CacheConfig,
 }
 
 impl Default for RegistryOptions {
@@ -27,6 +29,7 @@ impl Default for RegistryOptions {
         Self {
             service_cluster_ip_range: "10.96.0.0/12".into(),
             unknown_fields: None,
+            cache: Default::default(),
         }
     }
 }
@@ -85,6 +88,7 @@ impl Registry {
                 admission,
                 shared.then(|| info.version.clone()),
                 self.options.unknown_fields.clone(),
+                self.options.cache.clone(),
             )
             .await?,
         );

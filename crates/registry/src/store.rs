@@ -274,6 +274,7 @@ impl Store {
         admission: Vec<Arc<dyn crate::admission::Admission>>,
         version_prefix: Option<String>,
         unknown_fields: Option<crate::validation::UnknownFieldsFn>,
+        cache_config: ubernetes_storage::cache::CacheConfig,
     ) -> Result<Self, ApiError> {
         let mut prefix = storage_prefix(strategy.info());
         if let Some(v) = version_prefix {
@@ -282,14 +283,11 @@ impl Store {
         let attrs_strategy = strategy.clone();
         let attrs: ubernetes_storage::cache::AttrsFn =
             Arc::new(move |v: &Value| attrs_strategy.attrs(v));
-        let cache = WatchCache::start(
-            storage.clone(),
-            prefix.clone(),
-            attrs,
-            ubernetes_storage::cache::CacheConfig::default(),
-        )
-        .await
-        .map_err(|e| ApiError::internal(format!("starting the watch cache of {prefix}: {e}")))?;
+        let cache = WatchCache::start(storage.clone(), prefix.clone(), attrs, cache_config)
+            .await
+            .map_err(|e| {
+                ApiError::internal(format!("starting the watch cache of {prefix}: {e}"))
+            })?;
         Ok(Self {
             strategy,
             storage,
