@@ -217,6 +217,19 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Namespaces also wait for their `spec.finalizers` (the `kubernetes`
+/// finalizer the namespace controller removes once the namespace is empty).
+fn has_spec_finalizers(obj: &Value) -> bool {
+    obj.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+}
+
+/// Whether anything still holds the object's deletion.
+fn has_pending_finalizers(obj: &Value) -> bool {
+    !finalizers(obj).is_empty() || has_spec_finalizers(obj)
+}
+
 fn set_finalizers(obj: &mut Value, list: Vec<String>) {
     let meta = meta_mut(obj);
     if list.is_empty() {
@@ -770,7 +783,7 @@ impl Store {
                 });
             }
             let finalizing = new_obj.pointer("/metadata/deletionTimestamp").is_some()
-                && finalizers(&new_obj).is_empty();
+                && !has_pending_finalizers(&new_obj);
             if dry_run {
                 set_resource_version(&mut new_obj, current.mod_revision);
                 return Ok(WriteResult {
@@ -1052,13 +1065,8 @@ impl Store {
                 }
                 _ => {}
             }
-            // Namespaces wait for their spec finalizers too.
-            let spec_finalizers = obj
-                .pointer("/spec/finalizers")
-                .and_then(Value::as_array)
-                .is_some_and(|a| !a.is_empty());
             let already_deleting = obj.pointer("/metadata/deletionTimestamp").is_some();
-            if fins.is_empty() && !spec_finalizers {
+            if fins.is_empty() && !has_spec_finalizers(&obj) {
                 if opts.dry_run {
                     return Ok(DeleteResult::Deleted(obj));
                 }

@@ -473,6 +473,18 @@ async fn deleting_a_namespace_purges_it_and_refuses_new_content_meanwhile() {
         cms.get(Some("tmp"), "plain").await.is_err()
     })
     .await;
+    // Touching a terminating namespace does not skip its spec finalizer.
+    nss.patch(None, "tmp", None, &WriteOptions::default(), |cur| {
+        let mut next = cur.clone();
+        next["metadata"]["labels"]["touched"] = json!("yes");
+        Ok(next)
+    })
+    .await
+    .expect("label a terminating namespace");
+    assert!(
+        nss.get(None, "tmp").await.is_ok(),
+        "still waiting for its contents"
+    );
     assert!(
         nss.get(None, "tmp").await.is_ok(),
         "held by the finalized configmap"
