@@ -271,8 +271,8 @@ impl SledStorage {
         }
     }
 
-    /// Apply one write (state change + log entry) under the write lock and
-    /// queue its event for publication. Returns the event's revision.
+    /// Apply one write (log entry, then state change); the caller holds the
+    /// write lock. Queues the event for publication after the next flush.
     fn apply(
         &self,
         kv_key: &[u8],
