@@ -978,6 +978,25 @@ fn create_get_list_and_delete_of_one_multi_document_yaml_cover_every_kind() -> R
     let names = server.kubectl_stdin_ok(&["get", "-f", "-", "-o", "name"], &doc)?;
     assert_eq!(lines(&names).len(), KINDS.len(), "{names}");
 
+    // The `all` category is kube-apiserver's: workloads, services, HPAs.
+    let all = server.kubectl_ok(&["get", "all", "-n", ns, "-o", "name"])?;
+    assert_eq!(
+        lines(&all),
+        [
+            "cronjob.batch/cj1",
+            "daemonset.apps/ds1",
+            "deployment.apps/deploy1",
+            "horizontalpodautoscaler.autoscaling/hpa1",
+            "job.batch/job1",
+            "pod/pod1",
+            "replicaset.apps/rs1",
+            "replicationcontroller/rc1",
+            "service/svc1",
+            "statefulset.apps/sts1",
+        ],
+        "{all}"
+    );
+
     // Creating again: every object already exists.
     let again = server.kubectl_stdin(&["create", "-f", "-"], &doc)?;
     assert!(!again.status.success(), "second create must fail");

@@ -253,7 +253,16 @@ fn table_headers_and_rows_are_kube_apiservers() -> Result<()> {
         "{ing}"
     );
 
-    let ev = server.kubectl_ok(&["get", "events", "-n", "out"])?;
+    // Only our event (any other would be filtered out by the involvedObject
+    // field selectors, which kube-apiserver supports on core events).
+    let ev = server.kubectl_ok(&[
+        "get",
+        "events",
+        "-n",
+        "out",
+        "--field-selector",
+        "involvedObject.kind=ConfigMap,involvedObject.name=cm1",
+    ])?;
     assert_eq!(header(&ev), "LAST SEEN TYPE REASON OBJECT MESSAGE", "{ev}");
     let row = only_row(&ev);
     assert_eq!(
