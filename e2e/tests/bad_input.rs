@@ -171,18 +171,24 @@ async fn undecodable_or_mismatched_create_bodies_are_400_and_write_nothing() -> 
         r.text
     );
 
+    // No GVK could be read, so kube-apiserver's transformDecodeError names
+    // the expected kind and appends summarizeData (hex, ≤ 30 bytes).
+    let garbage = b"this is not protobuf at all";
     let r = send(
         &client,
         "POST",
         CM_PATH,
         Some("application/vnd.kubernetes.protobuf"),
-        b"this is not protobuf at all".to_vec(),
+        garbage.to_vec(),
     )
     .await?;
     check_status("protobuf garbage", &r, 400, "BadRequest")?;
+    let hex: String = garbage.iter().map(|b| format!("{b:02x}")).collect();
     ensure!(
         message(&r)
-            == "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]",
+            == format!(
+                "the object provided is unrecognized (must be of type ConfigMap): provided data does not appear to be a protobuf message, expected prefix [107 56 115 0] ({hex})"
+            ),
         "protobuf garbage message: {}",
         r.text
     );

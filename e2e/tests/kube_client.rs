@@ -370,6 +370,100 @@ async fn raw_watch_from_a_resource_version_older_than_the_window_gets_an_expired
     Ok(())
 }
 
+/// With `--default-watch-cache-size=10`, twenty ConfigMap writes push a
+/// revision out of the window: a raw watch from it gets the ERROR event
+/// with 410 Expired, while one from inside the window replays what followed.
+/// A watcher that only sees objects labelled `watched=yes` (bookmarks off)
+/// keeps the resourceVersion of its last event; the server ends its watch
+/// after `timeoutSeconds=1`; by then twenty other writes moved the window
+/// past that resourceVersion, so the resumed watch is answered with 410 and
+/// the watcher relists (a second `Init`) and still follows changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_window_overflow_answers_410_and_the_watcher_relists() -> Result<()> {
+    let server = block_in_place(|| Server::start_with(&["--default-watch-cache-size=10"]))?;
+    let client = server.client().await?;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let first = api
+        .create(
+            &PostParams::default(),
+            &cm("first", "1", &[("watched", "yes")])?,
+        )
+        .await?;
+    let first_rv = first.resource_version().context("rv")?;
+    let mut rvs = Vec::new();
+    for i in 0..20 {
+        let o = api
+            .create(
+                &PostParams::default(),
+                &cm(&format!("filler-{i}"), "0", &[("watched", "no")])?,
+            )
+            .await?;
+        rvs.push(o.resource_version().context("rv")?);
+    }
+
+    let mut stream = api.watch(&WatchParams::default(), &first_rv).await?.boxed();
+    match tokio::time::timeout(WAIT, stream.try_next()).await {
+        Ok(Ok(Some(WatchEvent::Error(status)))) => {
+            ensure!(
+                status.code == 410 && status.reason == "Expired",
+                "{status:?}"
+            );
+        }
+        other => bail!("expected an ERROR event with 410 from an aged-out rv, got {other:?}"),
+    }
+    drop(stream);
+    let mut stream = api.watch(&WatchParams::default(), &rvs[14]).await?.boxed();
+    for i in 15..20 {
+        match tokio::time::timeout(WAIT, stream.try_next()).await {
+            Ok(Ok(Some(WatchEvent::Added(o)))) => {
+                ensure!(o.name_any() == format!("filler-{i}"), "replayed {o:?}")
+            }
+            other => bail!("expected ADDED filler-{i} replayed from the window, got {other:?}"),
+        }
+    }
+    drop(stream);
+
+    let mut r = Reflected::start(
+        api.clone(),
+        watcher::Config::default()
+            .labels("watched=yes")
+            .disable_bookmarks()
+            .timeout(1),
+    );
+    r.converge("the initial list", &[("first", "1")]).await?;
+    for i in 20..40 {
+        api.create(
+            &PostParams::default(),
+            &cm(&format!("filler-{i}"), "0", &[("watched", "no")])?,
+        )
+        .await?;
+    }
+    // The watch ends after its 1 s timeout; the resume from `first`'s rv fails.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while r.count(|e| *e == Seen::Init) < 2 {
+        match tokio::time::timeout_at(deadline, r.events.recv()).await {
+            Ok(Some(ev)) => r.seen.push(ev),
+            other => bail!("no relist: {other:?}; events: {:?}", r.seen),
+        }
+    }
+    api.create(
+        &PostParams::default(),
+        &cm("second", "2", &[("watched", "yes")])?,
+    )
+    .await?;
+    r.converge(
+        "a create after the relist",
+        &[("first", "1"), ("second", "2")],
+    )
+    .await?;
+    ensure!(
+        r.count(|e| matches!(e, Seen::Error(Some(410), _))) >= 1,
+        "the resumed watch was answered with 410: {:?}",
+        r.seen
+    );
+    Ok(())
+}
+
 /// `ListWatch` with a page size: the initial list is fetched in pages
 /// (limit/continue), delivered as InitApply events between Init and InitDone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
