@@ -1098,7 +1098,6 @@ fn apply_of_one_multi_document_yaml_creates_then_leaves_every_kind_unchanged() -
 }
 
 #[test]
-#[ignore = "server bug: RoleBinding subjects keep an empty apiGroup (\"apiGroup\": \"\") that kube-apiserver omits"]
 fn reapplying_an_unchanged_rolebinding_reports_unchanged() -> Result<()> {
     let server = Server::start()?;
     let doc = r#"

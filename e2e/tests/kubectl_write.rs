@@ -649,7 +649,6 @@ fn diff_exits_zero_without_changes_and_one_with_changes() -> Result<()> {
 }
 
 #[test]
-#[ignore = "server bug: a patch that adds an empty map (kubectl diff sends metadata.annotations: {}) keeps it; kube-apiserver omits empty maps, so diff exits 1"]
 fn diff_of_an_unchanged_imperatively_created_object_exits_zero() -> Result<()> {
     let server = Server::start()?;
     server.kubectl_ok(&["create", "configmap", "edme", "--from-literal=greeting=v"])?;

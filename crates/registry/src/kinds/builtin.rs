@@ -103,6 +103,8 @@ pub struct Builtin<T> {
     prepare_create: Option<fn(&mut Value)>,
     post_normalize: Option<fn(&mut Value)>,
     prepare_update: Option<fn(&mut Value, &Value)>,
+    /// The kind's schema, for Go's `omitempty` after encoding.
+    schema: std::sync::Arc<super::omitempty::SchemaTree>,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -131,6 +133,7 @@ where
             prepare_create: None,
             post_normalize: None,
             prepare_update: None,
+            schema: std::sync::Arc::new(super::omitempty::SchemaTree::of::<T>()),
             _type: PhantomData,
         }
     }
@@ -286,6 +289,7 @@ where
         let mut typed = self.decode(obj)?;
         (self.defaults)(&mut typed);
         let mut out = self.encode(&typed)?;
+        self.schema.omit_empty(&mut out);
         if let Some(f) = self.post_normalize {
             f(&mut out);
         }

@@ -21,6 +21,7 @@ pub mod defaults;
 pub mod federation;
 pub mod groups;
 pub mod names;
+pub mod omitempty;
 pub mod quantity;
 pub mod validation;
 
