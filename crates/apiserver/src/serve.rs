@@ -258,6 +258,10 @@ fn too_large(limit: usize) -> Response {
 /// 413 with a Status body for a body over the limit: at once from
 /// `Content-Length`, or while reading a body of unknown length (which is then
 /// handed on buffered).
+/// Oversized bodies up to this many times the limit are read and dropped
+/// before the 413 is sent, so the client receives it.
+const DRAIN_FACTOR: u64 = 4;
+
 async fn limit_body(State(limit): State<usize>, request: Request, next: Next) -> Response {
     let declared = request
         .headers()
@@ -265,7 +269,21 @@ async fn limit_body(State(limit): State<usize>, request: Request, next: Next) ->
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     match declared {
-        Some(len) if len > limit as u64 => return too_large(limit),
+        Some(len) if len > limit as u64 => {
+            // Read (and drop) the body before answering, as Go's server
+            // effectively does for kube-apiserver: a client still sending
+            // when the connection closes sees a reset instead of the 413.
+            // Bodies far beyond the limit are not worth reading.
+            if len <= (limit as u64).saturating_mul(DRAIN_FACTOR) {
+                let mut data = request.into_body().into_data_stream();
+                while let Some(chunk) = data.next().await {
+                    if chunk.is_err() {
+                        break;
+                    }
+                }
+            }
+            return too_large(limit);
+        }
         Some(_) => return next.run(request).await,
         None => {}
     }
@@ -621,9 +639,13 @@ async fn serve_connection(
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // client-go multiplexes every watch of a client over one HTTP/2
     // connection: allow as many streams as kube-apiserver does.
+    // Header lists up to 1 MiB, as Go's net/http (kube-apiserver) accepts:
+    // long label selectors travel in the URL.
     builder
         .http2()
-        .max_concurrent_streams(HTTP2_MAX_STREAMS_PER_CONNECTION);
+        .max_concurrent_streams(HTTP2_MAX_STREAMS_PER_CONNECTION)
+        .max_header_list_size(1 << 20);
+    builder.http1().max_buf_size(1 << 20);
     let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
     if let Err(err) = watcher.watch(connection.into_owned()).await {
         tracing::debug!(%peer, error = %err, "connection ended with an error");

@@ -977,8 +977,9 @@ impl Store {
         let mut result = self
             .guaranteed_update(namespace, name, opts.dry_run, |current| {
                 let patched = patch_fn(&current)?;
-                let (new_obj, w) =
-                    self.apply_update(&current, patched, namespace, subresource, opts)?;
+                let (new_obj, w) = self
+                    .apply_update(&current, patched.clone(), namespace, subresource, opts)
+                    .map_err(|e| patched_decode_error(e, &patched))?;
                 warnings = w;
                 Ok(Some(new_obj))
             })
@@ -1152,6 +1153,32 @@ impl Store {
         self.consistent().await?;
         Ok(self.cache.revision())
     }
+}
+
+/// A patch whose result does not decode as the kind is, in kube-apiserver,
+/// a 422 on the field `patch` carrying the patched JSON and the decoder's
+/// complaint (`patch.go`: `field.Invalid(field.NewPath("patch"), …)`).
+fn patched_decode_error(e: ApiError, patched: &Value) -> ApiError {
+    const MARK: &str = " cannot be handled as a ";
+    if e.code != 400 || !e.message.contains(MARK) {
+        return e;
+    }
+    let detail = e
+        .message
+        .split_once(MARK)
+        .and_then(|(_, rest)| rest.split_once(": "))
+        .map(|(_, d)| d.to_string())
+        .unwrap_or(e.message);
+    ApiError::invalid(
+        "",
+        "",
+        "",
+        vec![field::invalid(
+            "patch",
+            &Value::String(patched.to_string()),
+            &detail,
+        )],
+    )
 }
 
 /// Event type name on the wire.

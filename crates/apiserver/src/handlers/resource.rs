@@ -737,6 +737,13 @@ async fn patch(
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request("the body of the request was empty"));
     }
+    // kube-apiserver decodes JSON and merge patches (strictly, under the
+    // default fieldValidation) before applying them.
+    if matches!(kind, PatchKind::Json | PatchKind::Merge)
+        && let Err(e) = ubernetes_apimachinery::patch::parse_json(body)
+    {
+        return Err(ApiError::bad_request(format!("error decoding patch: {e}")));
+    }
     let patch_meta: Option<Box<dyn ubernetes_apimachinery::patch::PatchMeta>> =
         if kind == PatchKind::Strategic {
             Some(state.patch_meta(&info))
