@@ -934,3 +934,122 @@ async fn list_with_label_selectors_and_limit_continue_pages_through_every_match(
     ensure!(names(by_name) == vec!["a3"], "field selector");
     Ok(())
 }
+
+/// `Api::list_metadata` / `get_metadata` negotiate
+/// `as=PartialObjectMetadataList` / `as=PartialObjectMetadata`: only the
+/// metadata comes back, under meta.k8s.io/v1 kinds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_only_lists_and_gets_return_partial_object_metadata() -> Result<()> {
+    let (_server, client) = start().await?;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    api.create(&PostParams::default(), &cm("meta-a", "1", &[("k", "v")])?)
+        .await?;
+    let list = api
+        .list_metadata(&ListParams::default().labels("k=v"))
+        .await?;
+    let names: Vec<String> = list.items.iter().map(|m| m.name_any()).collect();
+    ensure!(names == ["meta-a"], "names: {names:?}");
+    ensure!(
+        list.items[0]
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("k"))
+            .map(String::as_str)
+            == Some("v"),
+        "labels kept"
+    );
+    let one = api.get_metadata("meta-a").await?;
+    ensure!(one.types.as_ref().map(|t| t.kind.as_str()) == Some("PartialObjectMetadata"));
+    ensure!(one.metadata.uid.is_some(), "uid present");
+    // The raw answer carries no data, only metadata.
+    let raw = client
+        .request_text(
+            http::Request::get("/api/v1/namespaces/default/configmaps/meta-a")
+                .header(
+                    "Accept",
+                    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+                )
+                .body(Vec::new())?,
+        )
+        .await?;
+    let v: serde_json::Value = serde_json::from_str(&raw)?;
+    ensure!(
+        v.get("data").is_none() && v["kind"] == "PartialObjectMetadata",
+        "raw: {raw}"
+    );
+    Ok(())
+}
+
+/// `Api::delete_collection` (DELETE on the collection) removes exactly the
+/// objects its selector matches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_collection_removes_only_the_selected_objects() -> Result<()> {
+    let (_server, client) = start().await?;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    for (name, group) in [("dc-1", "x"), ("dc-2", "x"), ("dc-3", "y")] {
+        api.create(&PostParams::default(), &cm(name, "1", &[("g", group)])?)
+            .await?;
+    }
+    api.delete_collection(
+        &DeleteParams::default(),
+        &ListParams::default().labels("g=x"),
+    )
+    .await?;
+    let left: BTreeSet<String> = api
+        .list(&ListParams::default().labels("g"))
+        .await?
+        .items
+        .iter()
+        .map(|c| c.name_any())
+        .collect();
+    ensure!(
+        left == BTreeSet::from(["dc-3".to_string()]),
+        "left: {left:?}"
+    );
+    Ok(())
+}
+
+/// A watch asking for Tables (what `kubectl get -w` does) gets one row per
+/// event, with the column definitions in the first event only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_watch_sends_column_definitions_once() -> Result<()> {
+    let (_server, client) = start().await?;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    create_cm(&api, "tw-1", "1").await?;
+    create_cm(&api, "tw-2", "1").await?;
+    let raw = client
+        .request_text(
+            http::Request::get("/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1")
+                .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+                .body(Vec::new())?,
+        )
+        .await?;
+    let events: Vec<serde_json::Value> = raw
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    ensure!(events.len() == 2, "two ADDED events: {raw}");
+    let headers = |e: &serde_json::Value| {
+        e["object"]["columnDefinitions"]
+            .as_array()
+            .map(|c| {
+                c.iter()
+                    .filter_map(|d| d["name"].as_str().map(str::to_string))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    ensure!(
+        headers(&events[0]) == ["Name", "Data", "Age"],
+        "first: {}",
+        events[0]
+    );
+    ensure!(headers(&events[1]).is_empty(), "second: {}", events[1]);
+    ensure!(
+        events[1]["object"]["rows"][0]["cells"][0] == "tw-2",
+        "row: {}",
+        events[1]
+    );
+    Ok(())
+}
