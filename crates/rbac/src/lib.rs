@@ -1,4 +1,42 @@
 //! # ubernetes-rbac
 //!
-//! RBAC authorization. TO BE WRITTEN (issue 3).
+//! RBAC authorization as kube-apiserver does it, as pure functions (no I/O):
+//! - [`RequestInfo`] from method, path and query, and the [`Attributes`]
+//!   authorized (`request_info`);
+//! - the [`Authorizer`] over an [`RbacSource`] of roles and bindings, with
+//!   kube's rule matching, subjects and reasons (`authorizer`, `rules`);
+//! - ClusterRole aggregation (`aggregation`) and the bootstrap policy
+//!   (`bootstrap`, with the federation controller's role);
+//! - the authorization reviews: SelfSubjectAccessReview, SubjectAccessReview,
+//!   LocalSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview
+//!   (`reviews`);
+//! - escalation prevention on writes of roles and bindings (`escalation`);
+//! - impersonation headers (`impersonation`);
+//! - the 403 Status (`forbidden`).
+//!
+//! Start with [`Authorizer::authorize`]; the HTTP layer calls
+//! [`RequestInfo::parse`], [`impersonation::impersonate`], then
+//! `authorize`, and answers [`forbidden_error`] when it is not allowed.
 #![forbid(unsafe_code)]
+
+pub mod aggregation;
+pub mod authorizer;
+pub mod bootstrap;
+pub mod escalation;
+pub mod forbidden;
+pub mod impersonation;
+pub mod request_info;
+pub mod reviews;
+pub mod rules;
+pub mod user;
+
+pub use aggregation::{aggregate_cluster_roles, aggregated_rules};
+pub use authorizer::{Authorizer, Decision, Mode, RbacSource, StaticRbac};
+pub use bootstrap::{
+    bootstrap_cluster_role_bindings, bootstrap_cluster_roles, bootstrap_role_bindings,
+    bootstrap_roles,
+};
+pub use escalation::{check_binding_write, check_role_write, confirm_no_escalation};
+pub use forbidden::{forbidden_error, forbidden_message};
+pub use request_info::{Attributes, RequestInfo};
+pub use user::UserInfo;

@@ -1,0 +1,1 @@
+//! impersonation (todo)
