@@ -135,6 +135,16 @@ pub async fn start(
     let state = build_state(&options).await?;
     let health = Health::new();
     let watch_shutdown = CancellationToken::new();
+    // When the listener closes, the in-server controllers stop too, so the
+    // store is released once the last request is done with it.
+    {
+        let closing = watch_shutdown.clone();
+        let registry = state.registry.clone();
+        tokio::spawn(async move {
+            closing.cancelled().await;
+            registry.shutdown();
+        });
+    }
     let app = build_router(
         api_router(state),
         health.clone(),

@@ -110,7 +110,7 @@ pub async fn build_state_on(
     .map_err(|e| anyhow::anyhow!("bootstrapping default objects: {e}"))?;
     GarbageCollector::start(registry.clone());
     NamespaceController::start(registry.clone());
-    spawn_compactor(storage);
+    spawn_compactor(storage, registry.stop_token());
     Ok(Arc::new(AppState {
         options: options.clone(),
         registry,
@@ -119,26 +119,33 @@ pub async fn build_state_on(
 
 /// Compact history older than five minutes, every five minutes (what
 /// kube-apiserver asks of etcd with `--etcd-compaction-interval=5m`).
-fn spawn_compactor(storage: Arc<dyn Storage>) {
+fn spawn_compactor(storage: Arc<dyn Storage>, stop: tokio_util::sync::CancellationToken) {
     tokio::spawn(async move {
-        let mut previous: Option<u64> = None;
-        let mut tick = tokio::time::interval(Duration::from_secs(300));
-        loop {
-            tick.tick().await;
-            let Ok(now) = storage.current_revision().await else {
-                continue;
-            };
-            if let Some(prev) = previous
-                && prev > 0
-            {
-                match storage.compact(prev).await {
-                    Ok(()) => tracing::debug!(revision = prev, "compacted store history"),
-                    Err(e) => tracing::warn!(error = %e, "compaction failed"),
-                }
-            }
-            previous = Some(now);
+        tokio::select! {
+            () = stop.cancelled() => {}
+            () = compact_forever(storage) => {}
         }
     });
+}
+
+async fn compact_forever(storage: Arc<dyn Storage>) {
+    let mut previous: Option<u64> = None;
+    let mut tick = tokio::time::interval(Duration::from_secs(300));
+    loop {
+        tick.tick().await;
+        let Ok(now) = storage.current_revision().await else {
+            continue;
+        };
+        if let Some(prev) = previous
+            && prev > 0
+        {
+            match storage.compact(prev).await {
+                Ok(()) => tracing::debug!(revision = prev, "compacted store history"),
+                Err(e) => tracing::warn!(error = %e, "compaction failed"),
+            }
+        }
+        previous = Some(now);
+    }
 }
 
 /// Every API route (`/api`, `/apis`, `/openapi`, resources). Health and

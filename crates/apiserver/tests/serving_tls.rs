@@ -587,3 +587,38 @@ async fn given_serving_and_client_ca_files_are_used_instead_of_the_dev_pki() {
     assert_authenticated(&dev_admin.get("/api").await);
     server.shutdown().await;
 }
+
+/// A graceful shutdown stops the in-server controllers and releases the
+/// store, so the same process can open the same data dir again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_releases_the_store_for_a_restart_in_the_same_process() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = TestServer::start_in(dir.path()).await;
+    first.shutdown().await;
+    // Background tasks let go of the store shortly after the drain.
+    let mut second = None;
+    for _ in 0..50 {
+        let (stop, stopped) = oneshot::channel::<()>();
+        match serve::start(ServerOptions::for_test(dir.path()), async {
+            let _ = stopped.await;
+        })
+        .await
+        {
+            Ok(server) => {
+                second = Some(TestServer { server, stop });
+                break;
+            }
+            Err(e) => {
+                assert!(
+                    format!("{e:#}").contains("store"),
+                    "unexpected error: {e:#}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    let second = second.expect("the store is released within 5 s of shutdown");
+    let client = second.client(Some(second.admin()), HTTP1);
+    assert_authenticated(&client.get("/api/v1/namespaces/default").await);
+    second.shutdown().await;
+}

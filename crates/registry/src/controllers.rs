@@ -23,6 +23,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 use ubernetes_apimachinery::ApiError;
 use ubernetes_storage::EventType;
 
@@ -78,11 +79,11 @@ fn owner_uids(obj: &Value) -> Vec<String> {
 /// Follow every change of `store` from its current state: `handle` gets each
 /// object (initially as `Added`), forever; the watch is re-established after
 /// errors (e.g. a 410 after falling behind) with a fresh list.
-fn follow<H>(store: Arc<Store>, handle: H)
+fn follow<H>(stop: CancellationToken, store: Arc<Store>, handle: H)
 where
     H: Fn(&Arc<Store>, EventType, Value) + Send + Sync + 'static,
 {
-    tokio::spawn(async move {
+    spawn_until(stop, async move {
         loop {
             let list = match store.list(None, None, 0, None, ReadAt::Latest).await {
                 Ok(l) => l,
@@ -118,6 +119,19 @@ where
                     }
                 }
             }
+        }
+    });
+}
+
+/// Run `work` until it ends or the server stops.
+fn spawn_until(
+    stop: CancellationToken,
+    work: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    tokio::spawn(async move {
+        tokio::select! {
+            () = stop.cancelled() => {}
+            () = work => {}
         }
     });
 }
@@ -204,7 +218,7 @@ impl GarbageCollector {
             gc.follow_store(store);
         }
         let worker = gc.clone();
-        tokio::spawn(async move {
+        spawn_until(registry.stop_token(), async move {
             loop {
                 let work = worker.queue.next().await;
                 if let Err(e) = worker.process(&work).await {
@@ -219,7 +233,11 @@ impl GarbageCollector {
     /// Also follow a store added later (CRDs).
     pub fn follow_store(self: &Arc<Self>, store: Arc<Store>) {
         let gc = self.clone();
-        follow(store, move |store, kind, obj| gc.observe(store, kind, &obj));
+        follow(
+            self.registry.stop_token(),
+            store,
+            move |store, kind, obj| gc.observe(store, kind, &obj),
+        );
     }
 
     fn observe(&self, store: &Store, kind: EventType, obj: &Value) {
@@ -523,7 +541,7 @@ impl NamespaceController {
             queue: Queue::new(),
         });
         let observer = c.clone();
-        follow(namespaces, move |_, kind, obj| {
+        follow(c.registry.stop_token(), namespaces, move |_, kind, obj| {
             if kind == EventType::Deleted {
                 return;
             }
@@ -532,7 +550,7 @@ impl NamespaceController {
             }
         });
         let worker = c.clone();
-        tokio::spawn(async move {
+        spawn_until(c.registry.stop_token(), async move {
             loop {
                 let ns = worker.queue.next().await;
                 match worker.sync(&ns).await {

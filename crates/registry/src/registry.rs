@@ -42,6 +42,8 @@ pub struct Registry {
     stores: RwLock<Vec<Arc<Store>>>,
     by_gvr: RwLock<HashMap<Gvr, Arc<Store>>>,
     options: RegistryOptions,
+    /// Cancelled when the server stops: the in-server controllers end.
+    stop: tokio_util::sync::CancellationToken,
 }
 
 impl Registry {
@@ -59,6 +61,7 @@ impl Registry {
             stores: RwLock::new(Vec::new()),
             by_gvr: RwLock::new(HashMap::new()),
             options,
+            stop: tokio_util::sync::CancellationToken::new(),
         });
         for strategy in strategies {
             registry.add(strategy).await?;
@@ -139,6 +142,18 @@ impl Registry {
     /// The namespaces store (core v1).
     pub fn namespaces(&self) -> Option<Arc<Store>> {
         self.get("", "v1", "namespaces")
+    }
+
+    /// Stop the in-server controllers (garbage collector, namespace
+    /// lifecycle, compaction), so the registry, its watch caches and the
+    /// store are released once the HTTP side lets go of them.
+    pub fn shutdown(&self) {
+        self.stop.cancel();
+    }
+
+    /// Cancelled by [`Registry::shutdown`]; background work selects on it.
+    pub fn stop_token(&self) -> tokio_util::sync::CancellationToken {
+        self.stop.clone()
     }
 
     /// The storage engine (for the server's own housekeeping).
