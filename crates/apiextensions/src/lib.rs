@@ -1,4 +1,35 @@
 //! # ubernetes-apiextensions
 //!
-//! CustomResourceDefinitions. TO BE WRITTEN (issue 3).
+//! CustomResourceDefinitions, as kube's `apiextensions-apiserver`:
+//!
+//! - [`crd`]: the [`Strategy`](ubernetes_registry::Strategy) of the
+//!   `apiextensions.k8s.io/v1` `customresourcedefinitions` resource itself
+//!   (decode, kube's defaults, kube's validation with its messages).
+//! - [`status`]: what kube's controllers derive from a CRD: the served
+//!   [`ResourceInfo`](ubernetes_apimachinery::ResourceInfo)s and the
+//!   `NamesAccepted` / `Established` conditions.
+//! - [`schema`]: structural schemas (`openAPIV3Schema` checked as kube's
+//!   `apiserver/schema` does), with [`values`] (value validation),
+//!   [`prune`] (unknown-field pruning) and [`defaults`] (structural
+//!   defaulting) over them.
+//! - [`custom`]: the strategy of one served version of a custom resource.
+//! - [`printer`]: `additionalPrinterColumns` and their Table cells.
+//!
+//! Everything is pure (JSON in, JSON or causes out); wiring into the server
+//! is the registry's and the apiserver's business.
 #![forbid(unsafe_code)]
+
+pub mod crd;
+pub mod custom;
+pub mod defaults;
+pub mod printer;
+pub mod prune;
+pub mod schema;
+pub mod status;
+pub mod values;
+
+pub use crd::{crd_info, crd_strategy};
+pub use custom::{CustomResource, custom_resource_strategy};
+pub use printer::{column_definitions, printer_columns, table_cells, table_cells_at};
+pub use schema::Structural;
+pub use status::{accepted_status, accepted_status_at, resource_infos};

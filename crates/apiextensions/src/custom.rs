@@ -1,0 +1,258 @@
+//! The [`Strategy`] of one version of a custom resource (kube's
+//! `registry/customresource/strategy.go` with the CRD handler's
+//! unstructured decoding): `normalize` checks `apiVersion`/`kind`, prunes
+//! unknown fields and applies structural defaults (no typed decode);
+//! validation is the schema's value validation (the store does ObjectMeta);
+//! generation is tracked; status and scale subresources, field selectors
+//! (`selectableFields`) and printer columns come from the CRD version.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::{Map, Value};
+use ubernetes_apimachinery::{ApiError, Cause, ResourceInfo};
+use ubernetes_registry::Strategy;
+use ubernetes_registry::strategy::ScalePaths;
+
+use crate::printer::printer_columns;
+use crate::schema::Structural;
+use crate::status::{resource_info, version};
+
+/// The policy of one CRD version's custom resources.
+#[derive(Debug, Clone)]
+pub struct CustomResource {
+    info: ResourceInfo,
+    schema: Structural,
+    scale: Option<ScalePaths>,
+    selectable: Vec<&'static str>,
+    columns: Vec<Value>,
+}
+
+/// `.spec.replicas` → `/spec/replicas`.
+fn json_path_to_pointer(p: &str) -> String {
+    p.split('.')
+        .filter(|s| !s.is_empty())
+        .map(|s| format!("/{}", s.replace('~', "~0").replace('/', "~1")))
+        .collect()
+}
+
+/// Field-selector keys live as long as the process: interned so that
+/// re-creating a CRD's strategy does not leak again.
+fn intern(s: &str) -> &'static str {
+    static SET: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let set = SET.get_or_init(|| Mutex::new(HashSet::new()));
+    let mut guard = set.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(x) = guard.get(s) {
+        return x;
+    }
+    let leaked: &'static str = Box::leak(s.to_string().into_boxed_str());
+    guard.insert(leaked);
+    leaked
+}
+
+impl CustomResource {
+    /// The strategy of `crd`'s version `version_name`.
+    pub fn new(crd: &Value, version_name: &str) -> Self {
+        let v = version(crd, version_name);
+        let schema = Structural::unchecked(
+            v.and_then(|v| v.pointer("/schema/openAPIV3Schema"))
+                .filter(|s| s.is_object()),
+        );
+        let scale = v.and_then(|v| v.pointer("/subresources/scale")).map(|s| {
+            let get = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("");
+            ScalePaths {
+                spec_replicas: json_path_to_pointer(get("specReplicasPath")),
+                status_replicas: json_path_to_pointer(get("statusReplicasPath")),
+                selector: Some(get("labelSelectorPath"))
+                    .filter(|p| !p.is_empty())
+                    .map(json_path_to_pointer),
+            }
+        });
+        let selectable = v
+            .and_then(|v| v.get("selectableFields"))
+            .and_then(Value::as_array)
+            .map(|fields| {
+                fields
+                    .iter()
+                    .filter_map(|f| f.get("jsonPath").and_then(Value::as_str))
+                    .map(|p| intern(p.trim_start_matches('.')))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self {
+            info: resource_info(crd, version_name),
+            schema,
+            scale,
+            selectable,
+            columns: printer_columns(crd, version_name),
+        }
+    }
+
+    /// The version's structural schema.
+    pub fn structural(&self) -> &Structural {
+        &self.schema
+    }
+
+    /// The printer columns (see [`crate::printer::printer_columns`]).
+    pub fn printer_columns(&self) -> &[Value] {
+        &self.columns
+    }
+
+    /// The paths [`Strategy::normalize`] would prune from `obj`
+    /// (`spec.foo`), for `fieldValidation=Warn/Strict`.
+    pub fn unknown_fields(&self, obj: &Value) -> Vec<String> {
+        let mut copy = obj.clone();
+        self.schema.prune(&mut copy)
+    }
+
+    /// Defaulting on read, as kube applies it to objects from storage.
+    pub fn default_on_read(&self, obj: &mut Value) {
+        self.schema.apply_defaults(obj);
+    }
+
+    fn check_type_meta(&self, map: &mut Map<String, Value>) -> Result<(), ApiError> {
+        let expected = self.info.api_version();
+        if let Some(v) = map.get("apiVersion").and_then(Value::as_str)
+            && !v.is_empty()
+            && v != expected
+        {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({expected})"
+            )));
+        }
+        if let Some(k) = map.get("kind").and_then(Value::as_str)
+            && !k.is_empty()
+            && k != self.info.kind
+        {
+            return Err(ApiError::bad_request(format!(
+                "{k} in version \"{}\" cannot be handled as a {}: no kind \"{k}\" is registered for version \"{expected}\"",
+                self.info.version, self.info.kind
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Strategy for CustomResource {
+    fn info(&self) -> &ResourceInfo {
+        &self.info
+    }
+
+    fn normalize(&self, obj: Value) -> Result<Value, ApiError> {
+        let Value::Object(mut map) = obj else {
+            return Err(ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: json: cannot unmarshal non-object into Go value of type map[string]interface {{}}",
+                self.info.kind, self.info.version, self.info.kind
+            )));
+        };
+        self.check_type_meta(&mut map)?;
+        map.remove("apiVersion");
+        map.remove("kind");
+        let mut out = Map::new();
+        out.insert("apiVersion".into(), Value::String(self.info.api_version()));
+        out.insert("kind".into(), Value::String(self.info.kind.clone()));
+        out.extend(map);
+        let mut obj = Value::Object(out);
+        self.schema.prune(&mut obj);
+        self.schema.apply_defaults(&mut obj);
+        Ok(obj)
+    }
+
+    fn validate_create(&self, obj: &Value) -> Vec<Cause> {
+        self.schema.validate(obj)
+    }
+
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn selectable_fields(&self) -> &[&'static str] {
+        &self.selectable
+    }
+
+    fn scale(&self) -> Option<ScalePaths> {
+        self.scale.clone()
+    }
+}
+
+/// The strategy of `crd`'s version `version_name` as a trait object.
+pub fn custom_resource_strategy(crd: &Value, version_name: &str) -> Arc<dyn Strategy> {
+    Arc::new(CustomResource::new(crd, version_name))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing test may panic
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn crd() -> Value {
+        json!({
+            "metadata": {"name": "things.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "things", "singular": "thing", "kind": "Thing", "listKind": "ThingList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "selectableFields": [{"jsonPath": ".spec.color"}],
+                    "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"}},
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": {
+                            "color": {"type": "string", "default": "blue"},
+                            "replicas": {"type": "integer"}}},
+                        "status": {"type": "object", "properties": {"replicas": {"type": "integer"}, "selector": {"type": "string"}}}}}}}]}
+        })
+    }
+
+    #[test]
+    fn normalize_sets_type_meta_prunes_and_defaults() {
+        let s = custom_resource_strategy(&crd(), "v1");
+        let n = s
+            .normalize(json!({"metadata": {"name": "a"}, "spec": {"x": 1}, "junk": 2}))
+            .unwrap();
+        assert_eq!(
+            n,
+            json!({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "a"}, "spec": {"color": "blue"}})
+        );
+    }
+
+    #[test]
+    fn a_wrong_api_version_is_a_bad_request() {
+        let s = custom_resource_strategy(&crd(), "v1");
+        let e = s
+            .normalize(json!({"apiVersion": "example.com/v2", "kind": "Thing"}))
+            .unwrap_err();
+        assert_eq!(e.code, 400);
+        assert_eq!(
+            e.message,
+            "the API version in the data (example.com/v2) does not match the expected API version (example.com/v1)"
+        );
+    }
+
+    #[test]
+    fn subresources_scale_and_field_selectors_come_from_the_crd() {
+        let s = custom_resource_strategy(&crd(), "v1");
+        assert!(s.has_status_subresource());
+        assert!(s.tracks_generation());
+        assert_eq!(
+            s.scale(),
+            Some(ScalePaths {
+                spec_replicas: "/spec/replicas".into(),
+                status_replicas: "/status/replicas".into(),
+                selector: Some("/status/selector".into()),
+            })
+        );
+        assert_eq!(s.selectable_fields(), &["spec.color"]);
+        let attrs = s.attrs(&json!({"metadata": {"name": "a"}, "spec": {"color": "red"}}));
+        assert_eq!(
+            attrs.fields.get("spec.color").map(String::as_str),
+            Some("red")
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_listed_without_touching_the_object() {
+        let c = CustomResource::new(&crd(), "v1");
+        let obj = json!({"spec": {"colour": "red"}});
+        assert_eq!(c.unknown_fields(&obj), vec!["spec.colour"]);
+        assert_eq!(obj["spec"]["colour"], "red");
+    }
+}
