@@ -15,7 +15,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use serde_json::{Value, json};
 use ubernetes_apimachinery::error::field;
-use ubernetes_apimachinery::{Cause, ResourceInfo};
+use ubernetes_apimachinery::{ApiError, Cause, ResourceInfo};
 use ubernetes_registry::Strategy;
 use ubernetes_registry::kinds::builtin::{Builtin, info};
 use ubernetes_registry::kinds::names::{dns1035_label, dns1123_subdomain};
@@ -36,15 +36,101 @@ pub fn crd_info() -> ResourceInfo {
 
 /// The strategy of `customresourcedefinitions`.
 pub fn crd_strategy() -> Arc<dyn Strategy> {
-    Arc::new(
-        Builtin::<CustomResourceDefinition>::new(crd_info())
+    Arc::new(CrdStrategy {
+        inner: Builtin::<CustomResourceDefinition>::new(crd_info())
             .defaults(set_defaults)
             .validate_json(validate)
             .validate_update(validate_update)
             .generation()
             .on_create(prepare_for_create)
             .on_update(prepare_for_update),
-    )
+    })
+}
+
+/// [`Builtin`] over the CRD type, except that each version's `schema` and
+/// `subresources` are encoded without the registry's value-type
+/// `omitempty`: in Go they are pointers (`default: ""`, `minimum: 0`,
+/// `status: {}` are kept).
+struct CrdStrategy {
+    inner: Builtin<CustomResourceDefinition>,
+}
+
+impl Strategy for CrdStrategy {
+    fn info(&self) -> &ResourceInfo {
+        Strategy::info(&self.inner)
+    }
+
+    fn normalize(&self, obj: Value) -> Result<Value, ApiError> {
+        let mut out = Strategy::normalize(&self.inner, obj.clone())?;
+        let mut typed = self.inner.decode(obj)?;
+        set_defaults(&mut typed);
+        let full = serde_json::to_value(&typed).map_err(|e| ApiError::internal(e.to_string()))?;
+        let full_versions = full.pointer("/spec/versions").and_then(Value::as_array);
+        if let (Some(full_versions), Some(versions)) = (
+            full_versions,
+            out.pointer_mut("/spec/versions")
+                .and_then(Value::as_array_mut),
+        ) {
+            for (v, f) in versions.iter_mut().zip(full_versions) {
+                let Some(v) = v.as_object_mut() else { continue };
+                for k in ["schema", "subresources"] {
+                    if let Some(mut x) = f.get(k).cloned() {
+                        whole_numbers(&mut x);
+                        v.insert(k.into(), x);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn validate_create(&self, obj: &Value) -> Vec<Cause> {
+        Strategy::validate_create(&self.inner, obj)
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        Strategy::validate_update(&self.inner, new, old)
+    }
+
+    fn validate_name(&self, name: &str) -> Vec<String> {
+        Strategy::validate_name(&self.inner, name)
+    }
+
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        Strategy::prepare_for_create(&self.inner, obj);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        Strategy::prepare_for_update(&self.inner, new, old);
+    }
+}
+
+/// Go encodes a whole `float64` bound as `10`, not `10.0`.
+fn whole_numbers(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                match k.as_str() {
+                    "maximum" | "minimum" | "multipleOf" => {
+                        if let Some(f) = x.as_f64()
+                            && f.fract() == 0.0
+                            && f.abs() < 9.0e15
+                        {
+                            *x = json!(f as i64);
+                        }
+                    }
+                    "default" | "example" | "enum" => {}
+                    _ => whole_numbers(x),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(whole_numbers),
+        _ => {}
+    }
 }
 
 /// kube's v1 defaults: `singular` = lowercased kind, `listKind` =
