@@ -15,14 +15,16 @@
 //! - the 403 Status (`forbidden`).
 //!
 //! Start with [`Authorizer::authorize`]; the HTTP layer calls
-//! [`RequestInfo::parse`], [`impersonation::impersonate`], then
-//! `authorize`, and answers [`forbidden_error`] when it is not allowed.
+//! [`authorize_request`] (`filter`), which runs [`RequestInfo::parse`],
+//! [`impersonation::impersonate`], then `authorize`, and gives the
+//! [`forbidden_error`] when the request is not allowed.
 #![forbid(unsafe_code)]
 
 pub mod aggregation;
 pub mod authorizer;
 pub mod bootstrap;
 pub mod escalation;
+pub mod filter;
 pub mod forbidden;
 pub mod impersonation;
 pub mod request_info;
@@ -37,6 +39,7 @@ pub use bootstrap::{
     bootstrap_roles,
 };
 pub use escalation::{check_binding_write, check_role_write, confirm_no_escalation};
+pub use filter::{Authorized, RequestRefused, authorize_request};
 pub use forbidden::{forbidden_error, forbidden_message};
 pub use request_info::{Attributes, RequestInfo};
 pub use user::UserInfo;

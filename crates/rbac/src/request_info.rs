@@ -162,15 +162,15 @@ impl RequestInfo {
 
 /// `watch` and `fieldSelector` from a list query, decoded as
 /// `metainternalversion.ListOptions` would be: the first value counts; a
-/// `watch` that is not `0`, `f` or `false` (any case) is true.
+/// `watch` that is not `0` or `false` (any case) is true, even an empty one
+/// (`Convert_Slice_string_To_bool`).
 fn list_options(query: &str) -> (bool, Option<String>) {
     let mut watch = None;
     let mut field_selector = None;
     for (k, v) in form_urlencoded::parse(query.as_bytes()) {
         match k.as_ref() {
             "watch" if watch.is_none() => {
-                let v = v.to_ascii_lowercase();
-                watch = Some(!(v == "0" || v == "f" || v == "false"));
+                watch = Some(!(v == "0" || v.eq_ignore_ascii_case("false")));
             }
             "fieldSelector" if field_selector.is_none() => field_selector = Some(v.into_owned()),
             _ => {}
@@ -460,6 +460,21 @@ mod tests {
         for (method, url, want) in cases {
             let info = parse(method, url);
             assert_eq!(summary(&info), want, "{method} {url}");
+        }
+    }
+
+    #[test]
+    fn watch_is_true_unless_zero_or_false() {
+        for (query, verb) in [
+            ("watch=FALSE", "list"),
+            ("watch=0", "list"),
+            ("watch=", "watch"),
+            ("watch=f", "watch"),
+            ("watch=yes&watch=false", "watch"),
+            ("limit=5", "list"),
+        ] {
+            let info = parse("GET", &format!("/api/v1/pods?{query}"));
+            assert_eq!(info.verb, verb, "{query}");
         }
     }
 

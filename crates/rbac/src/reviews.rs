@@ -23,9 +23,10 @@ pub const AUTHORIZATION_GROUP: &str = "authorization.k8s.io";
 /// The authentication API group.
 pub const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
 
-/// The metadata of a computed review (an object never stored).
+/// The metadata of a computed review (an object never stored): empty, as
+/// `creationTimestamp` is `omitzero` in current apimachinery.
 fn review_metadata() -> Value {
-    json!({"creationTimestamp": null})
+    json!({})
 }
 
 fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -348,7 +349,7 @@ pub fn local_subject_access_review<S: RbacSource>(
     Ok(json!({
         "kind": "LocalSubjectAccessReview",
         "apiVersion": api_version_of(body),
-        "metadata": {"namespace": namespace, "creationTimestamp": null},
+        "metadata": {"namespace": namespace},
         "spec": echo_spec(&spec, true),
         "status": access_status(&decision),
     }))

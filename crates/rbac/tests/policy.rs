@@ -167,7 +167,7 @@ fn ssar_and_ssrr_have_kube_shapes() {
     assert_eq!(
         out,
         json!({"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
-            "metadata": {"creationTimestamp": null},
+            "metadata": {},
             "spec": {"resourceAttributes": {"namespace": "default", "verb": "list", "resource": "configmaps"}},
             "status": {"allowed": false}})
     );
