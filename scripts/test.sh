@@ -25,7 +25,7 @@ export KUBECTL="$venv/bin/kubectl"
 "$KUBECTL" version --client | head -1
 
 echo "==> building (the e2e tests run the real ubernetes binary)"
-cargo build --workspace --bins --tests --locked 2>&1 | tail -3
+cargo build --workspace --bins --tests --examples --locked 2>&1 | tail -3
 
 echo "==> cargo test"
 # Two test threads: e2e tests start servers, and the machine has 2 cores.

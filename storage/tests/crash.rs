@@ -36,14 +36,10 @@ fn write_storm_binary() -> PathBuf {
         .expect("test binary lives in target/<profile>/deps")
         .to_path_buf();
     let mut cmd = Command::new(env!("CARGO"));
-    cmd.args([
-        "build",
-        "-q",
-        "-p",
-        "ubernetes-storage",
-        "--example",
-        "write_storm",
-    ]);
+    // `--workspace` resolves features as the workspace build did, so the
+    // example reuses the already compiled dependencies (scripts/test.sh
+    // builds it beforehand) instead of rebuilding them for one package.
+    cmd.args(["build", "-q", "--workspace", "--example", "write_storm"]);
     if profile_dir.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
