@@ -364,6 +364,62 @@ mod tests {
     }
 
     #[test]
+    fn bind_permission_on_a_role_allows_binding_it_without_holding_it() {
+        let mut rbac = bob_is_admin_in_ns();
+        rbac.role_bindings.push(
+            serde_json::from_value(json!({
+                "metadata": {"name": "bob-binder", "namespace": "ns"},
+                "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": "binder"},
+                "subjects": [{"kind": "User", "name": "bob"}]
+            }))
+            .unwrap_or_default(),
+        );
+        rbac.cluster_roles.push(
+            serde_json::from_value(json!({
+                "metadata": {"name": "binder"},
+                "rules": [{"apiGroups": [RBAC_GROUP], "resources": ["clusterroles"], "verbs": ["bind"], "resourceNames": ["cluster-admin"]}]
+            }))
+            .unwrap_or_default(),
+        );
+        let authz = Authorizer::new(rbac);
+        let bind = |role: &str| json!({"metadata": {"name": "b"}, "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role}});
+        assert_eq!(
+            check_binding_write(
+                &authz,
+                &bob(),
+                "rolebindings",
+                "ns",
+                &bind("cluster-admin"),
+                None
+            ),
+            Ok(())
+        );
+        // Only in the namespace the bind permission is held in.
+        assert!(
+            check_binding_write(
+                &authz,
+                &bob(),
+                "rolebindings",
+                "other",
+                &bind("cluster-admin"),
+                None
+            )
+            .is_err()
+        );
+        assert!(
+            check_binding_write(
+                &authz,
+                &bob(),
+                "clusterrolebindings",
+                "",
+                &bind("cluster-admin"),
+                None
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
     fn only_gc_field_changes_skip_the_check() {
         let old = json!({"metadata": {"name": "r", "resourceVersion": "1"}, "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]});
         let mut new = old.clone();
