@@ -142,7 +142,7 @@ pub fn apply(
             "metadata.managedFields must be nil".into(),
         ));
     }
-    let mut live_obj = live.cloned().unwrap_or_else(|| json!({}));
+    let mut live_obj = live.cloned().unwrap_or_else(|| ctx.schema.zero_object());
     let mut managed = Managed::from_object(&live_obj)
         .map_err(|e| ApplyError::Internal(format!("failed to decode managed fields: {e}")))?;
     strip_managed_fields(&mut live_obj);
@@ -154,7 +154,13 @@ pub fn apply(
     })?;
 
     if managed.is_empty() && live.is_some() {
-        track_update(&json!({}), &live_obj, &mut managed, ctx, BEFORE_FIRST_APPLY);
+        track_update(
+            &ctx.schema.zero_object(),
+            &live_obj,
+            &mut managed,
+            ctx,
+            BEFORE_FIRST_APPLY,
+        );
     }
 
     let id = ManagerId::apply(ctx.manager, ctx.subresource);
@@ -219,7 +225,7 @@ pub fn update(old: Option<&Value>, new: &Value, ctx: &Context<'_>) -> Value {
     if managed.is_empty() && !is_create {
         return new_obj;
     }
-    let mut old_obj = old.cloned().unwrap_or_else(|| json!({}));
+    let mut old_obj = old.cloned().unwrap_or_else(|| ctx.schema.zero_object());
     strip_managed_fields(&mut old_obj);
     track_update(&old_obj, &new_obj, &mut managed, ctx, ctx.manager);
     managed.write_to(&mut new_obj);
@@ -344,7 +350,10 @@ fn take_ownership(
     force: bool,
     ctx: &Context<'_>,
 ) -> Result<Comparison, Vec<Conflict>> {
-    let mut cmp = compare(old, new, ctx.schema);
+    // Compare as kube does, on objects decoded into Go structs: value-type
+    // structs (`spec`, `status`, …) are always there, never "added".
+    let zero = ctx.schema.zero_object();
+    let mut cmp = compare(&fill_zero(old, &zero), &fill_zero(new, &zero), ctx.schema);
     if let Some(ignored) = ctx.ignored {
         cmp = cmp.filter(ignored);
     }
@@ -384,6 +393,25 @@ fn take_ownership(
     }
     managed.drop_empty();
     Ok(cmp)
+}
+
+/// `object` with the fields of `zero` it lacks.
+fn fill_zero(object: &Value, zero: &Value) -> Value {
+    match (object, zero) {
+        (Value::Object(o), Value::Object(z)) => {
+            let mut out = o.clone();
+            for (k, zv) in z {
+                match out.get_mut(k) {
+                    Some(v) => *v = fill_zero(v, zv),
+                    None => {
+                        out.insert(k.clone(), zv.clone());
+                    }
+                }
+            }
+            Value::Object(out)
+        }
+        _ => object.clone(),
+    }
 }
 
 /// One non-apply write by `manager`, tracked as kube's managed-fields

@@ -247,7 +247,7 @@ mod tests {
 
     #[test]
     fn fields_sort_before_keys_values_and_indices() {
-        let mut v = vec![
+        let mut v = [
             PathElement::Index(0),
             PathElement::Value(json!("a")),
             PathElement::key(vec![("name".into(), json!("a"))]),

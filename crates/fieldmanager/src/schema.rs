@@ -17,6 +17,19 @@ use ubernetes_openapi::Snapshot;
 
 static NULL: Value = Value::Null;
 
+/// Struct fields that built-in kinds hold by value (not by pointer) along
+/// the chains from the root that matter for a create.
+const VALUE_STRUCT_FIELDS: &[&str] = &[
+    "metadata",
+    "spec",
+    "status",
+    "template",
+    "jobTemplate",
+    "strategy",
+    "updateStrategy",
+    "loadBalancer",
+];
+
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
 /// How the items of a list are identified and merged.
@@ -215,6 +228,55 @@ impl<'a> Schema<'a> {
         }
     }
 
+    /// The object kube compares a create against: the Go zero value of a
+    /// built-in kind, whose value-type struct fields (`metadata`, `spec`,
+    /// `status`, a `template` and its `metadata`/`spec`, a few strategies)
+    /// are present as empty objects, so that creating an object does not
+    /// own `spec` itself. A custom resource's zero value is `{}`.
+    pub fn zero_object(&self) -> Value {
+        if self.crd_root || self.defs.is_none() {
+            return Value::Object(serde_json::Map::new());
+        }
+        self.zero_struct(0)
+    }
+
+    /// The Go zero value of a struct: value-type struct fields recursively,
+    /// required (non-`omitempty`) fields as `null` or their scalar zero.
+    fn zero_struct(&self, depth: usize) -> Value {
+        let mut out = serde_json::Map::new();
+        let resolved = self.resolved();
+        let Some(properties) = resolved.get("properties").and_then(Value::as_object) else {
+            return Value::Object(out);
+        };
+        let required: Vec<&str> = resolved
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        for (name, property) in properties {
+            let child = self.child(property);
+            let value_type = VALUE_STRUCT_FIELDS.contains(&name.as_str())
+                && property.get("$ref").is_some()
+                && matches!(child.shape(), Shape::Struct { atomic: false });
+            if value_type && name == "metadata" {
+                out.insert(name.clone(), serde_json::json!({"creationTimestamp": null}));
+            } else if value_type && depth < 8 {
+                out.insert(name.clone(), child.zero_struct(depth + 1));
+            } else if required.contains(&name.as_str()) {
+                let zero = match child.resolved().get("type").and_then(Value::as_str) {
+                    Some("string") if child.shape() == Shape::Scalar => {
+                        Value::String(String::new())
+                    }
+                    Some("integer" | "number") => Value::from(0),
+                    Some("boolean") => Value::Bool(false),
+                    _ => Value::Null,
+                };
+                out.insert(name.clone(), zero);
+            }
+        }
+        Value::Object(out)
+    }
+
     /// The default of a map-list key field missing from an item: the
     /// schema's `default`, else, for built-in kinds (items behind a `$ref`),
     /// `TCP` for `protocol`, the one defaulted key upstream's schemas carry
@@ -325,6 +387,26 @@ mod tests {
             Shape::Map { atomic: false }
         );
         assert_eq!(at(s, &["spec", "free", "x"]).shape(), Shape::Untyped);
+    }
+
+    #[test]
+    fn zero_deployment_holds_its_value_type_structs() {
+        let defs = definitions().snapshot();
+        let d = Schema::definition(&defs, "io.k8s.api.apps.v1.Deployment");
+        assert_eq!(
+            d.zero_object(),
+            json!({
+                "metadata": {"creationTimestamp": null},
+                "spec": {
+                    "selector": null,
+                    "strategy": {},
+                    "template": {"metadata": {"creationTimestamp": null}, "spec": {"containers": null}}
+                },
+                "status": {}
+            })
+        );
+        let raw = json!({"type": "object", "properties": {"spec": {"type": "object"}}});
+        assert_eq!(Schema::json(&raw, Some(&defs)).zero_object(), json!({}));
     }
 
     #[test]

@@ -391,11 +391,17 @@ fn compare_at(
     path: &mut Path,
     c: &mut Comparison,
 ) {
-    let Some(reference) = rhs.or(lhs) else {
+    // `null` is an empty map or list to whatever the other side is.
+    let Some(reference) = [rhs, lhs]
+        .into_iter()
+        .flatten()
+        .find(|v| !v.is_null())
+        .or(rhs.or(lhs))
+    else {
         return;
     };
     let k = kind(schema, reference);
-    let fits = |v: Option<&Value>| v.is_none_or(|v| kind(schema, v) == k);
+    let fits = |v: Option<&Value>| v.is_none_or(|v| v.is_null() || kind(schema, v) == k);
     let leaf = k == Kind::Leaf
         || !fits(lhs)
         || !fits(rhs)
