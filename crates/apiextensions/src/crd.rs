@@ -189,6 +189,52 @@ fn validate(crd: &CustomResourceDefinition, raw: &Value) -> Vec<Cause> {
     if let Some(acc) = crd.status.as_ref().and_then(|s| s.accepted_names.as_ref()) {
         out.extend(validate_names(acc, "status.acceptedNames"));
     }
+    out.extend(validate_stored_versions(crd, raw));
+    out
+}
+
+/// kube's `ValidateCustomResourceDefinitionStoredVersions` (the status is
+/// prepared before validation, so a new CRD has its storage version).
+fn validate_stored_versions(crd: &CustomResourceDefinition, raw: &Value) -> Vec<Cause> {
+    let path = "status.storedVersions";
+    let stored = crd
+        .status
+        .as_ref()
+        .and_then(|s| s.stored_versions.clone())
+        .unwrap_or_default();
+    if stored.is_empty() {
+        return vec![Cause::new(
+            "FieldValueInvalid",
+            "Invalid value: []: must have at least one stored version",
+            path,
+        )];
+    }
+    let mut out = Vec::new();
+    for (i, v) in crd.spec.versions.iter().enumerate() {
+        if v.storage && !stored.contains(&v.name) {
+            let shown = raw
+                .pointer(&format!("/spec/versions/{i}"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            out.push(Cause::new(
+                "FieldValueInvalid",
+                format!(
+                    "Invalid value: {shown}: must have the storage version {}",
+                    v.name
+                ),
+                path,
+            ));
+        }
+    }
+    for (i, v) in stored.iter().enumerate() {
+        if !crd.spec.versions.iter().any(|x| &x.name == v) {
+            out.push(invalid_str(
+                &index(path, i),
+                v,
+                "must appear in spec.versions",
+            ));
+        }
+    }
     out
 }
 
@@ -518,20 +564,6 @@ fn validate_update(new: &CustomResourceDefinition, old: &CustomResourceDefinitio
     if new.spec.names.plural != old.spec.names.plural {
         out.push(immutable("spec.names.plural", &new.spec.names.plural));
     }
-    let stored = new
-        .status
-        .as_ref()
-        .and_then(|s| s.stored_versions.clone())
-        .unwrap_or_default();
-    for (i, v) in stored.iter().enumerate() {
-        if !new.spec.versions.iter().any(|x| &x.name == v) {
-            out.push(invalid_str(
-                &index("status.storedVersions", i),
-                v,
-                "must appear in spec.versions",
-            ));
-        }
-    }
     out
 }
 
@@ -586,7 +618,8 @@ mod tests {
 
     fn causes(obj: Value) -> Vec<String> {
         let s = crd_strategy();
-        let n = s.normalize(obj).unwrap();
+        let mut n = s.normalize(obj).unwrap();
+        s.prepare_for_create(&mut n);
         s.validate_create(&n)
             .into_iter()
             .map(|c| format!("{}: {}", c.field, c.message))
@@ -645,7 +678,11 @@ mod tests {
         let mut c = minimal();
         c["spec"]["versions"] = json!([{"name": "v1", "served": true, "storage": false}]);
         let got = causes(c);
-        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(
+            got[2],
+            "status.storedVersions: Invalid value: []: must have at least one stored version"
+        );
         assert_eq!(
             got[0],
             "spec.versions[0].schema.openAPIV3Schema: Required value: schemas are required"
@@ -702,7 +739,8 @@ mod tests {
     #[test]
     fn group_and_plural_are_immutable() {
         let s = crd_strategy();
-        let old = s.normalize(minimal()).unwrap();
+        let mut old = s.normalize(minimal()).unwrap();
+        s.prepare_for_create(&mut old);
         let mut new = old.clone();
         new["spec"]["names"]["plural"] = json!("gadgets");
         let got: Vec<String> = s

@@ -129,147 +129,72 @@ enum Level {
     Item,
 }
 
-/// kube's checks of a CRD version's `openAPIV3Schema` (the OpenAPI subset
-/// CRDs allow, then structural-ness). `path` is where the schema sits.
+/// kube's checks of a CRD version's `openAPIV3Schema`, in kube's order:
+/// the OpenAPI subset CRDs allow (`ValidateCustomResourceDefinitionOpenAPISchema`),
+/// then structural-ness (`ValidateStructural`, sorted by message as kube
+/// sorts them), then — only for a structural schema — the `default`s
+/// validated against their schemas. `path` is where the schema sits.
 pub fn validate_schema(schema: &Value, path: &str) -> Vec<Cause> {
     let mut out = Vec::new();
-    walk(schema, path, Level::Root, &mut out);
+    openapi_checks(schema, path, &mut out);
+    let mut structural = Vec::new();
+    invariants(schema, path, Level::Root, &mut structural);
+    completeness(schema, schema, path, path, &mut structural);
+    structural.sort_by_key(text);
+    let structural_ok = structural.is_empty();
+    out.extend(structural);
+    if structural_ok {
+        defaults_checks(schema, path, Level::Root, &mut out);
+    }
     out
 }
 
-fn walk(s: &Value, fld: &str, level: Level, out: &mut Vec<Cause>) {
+fn text(c: &Cause) -> String {
+    format!("{}: {}", c.field, c.message)
+}
+
+/// The OpenAPI subset: unsupported keywords and types, `uniqueItems`,
+/// `additionalProperties` with `properties`, item tuples, extension values,
+/// list types, patterns; recursing everywhere a schema can sit.
+fn openapi_checks(s: &Value, fld: &str, out: &mut Vec<Cause>) {
     let Some(m) = s.as_object() else {
         return;
     };
-    common_checks(m, fld, out);
-    let ty = type_of(s);
-    if let Some(Value::Bool(false)) = m.get(PRESERVE) {
-        out.push(field::invalid(
-            &child(fld, PRESERVE),
-            &Value::Bool(false),
-            "must be true or undefined",
-        ));
-    }
-    let embedded = flag(s, EMBEDDED);
-    let int_or_string = flag(s, INT_OR_STRING);
-    let preserve = flag(s, PRESERVE);
-    if embedded && ty != "object" {
-        if ty.is_empty() {
-            out.push(field::required(
-                &child(fld, "type"),
-                "must be object if x-kubernetes-embedded-resource is true",
-            ));
-        } else {
-            out.push(field::invalid(
-                &child(fld, "type"),
-                &Value::String(ty.into()),
-                "must be object if x-kubernetes-embedded-resource is true",
-            ));
-        }
-    }
-    if int_or_string && !ty.is_empty() {
-        out.push(field::invalid(
+    match m.get("type").and_then(Value::as_str) {
+        Some("null") => out.push(field::forbidden(
             &child(fld, "type"),
-            &Value::String(ty.into()),
-            "must be empty if x-kubernetes-int-or-string is true",
-        ));
-    }
-    let typeless_allowed = embedded || int_or_string || (preserve && level != Level::Root);
-    if ty.is_empty() && !typeless_allowed {
-        let msg = match level {
-            Level::Root => "must not be empty at the root",
-            Level::Item => "must not be empty for specified array items",
-            Level::Field => "must not be empty for specified object fields",
-        };
-        out.push(field::required(&child(fld, "type"), msg));
-    }
-    if level == Level::Root && !ty.is_empty() && ty != "object" {
-        out.push(field::invalid(
-            &child(fld, "type"),
-            &Value::String(ty.into()),
-            "must be object at the root",
-        ));
-    }
-    if level == Level::Root
-        && let Some(meta) = properties(s).and_then(|p| p.get("metadata"))
-        && !metadata_schema_allowed(meta)
-    {
-        out.push(field::forbidden(
-            &key(&child(fld, "properties"), "metadata"),
-            "must not specify anything other than name and generateName, but metadata is implicitly specified",
-        ));
-    }
-    if ty == "array" && items(s).is_none() && !m.contains_key("items") {
-        out.push(field::required(&child(fld, "items"), "must be specified"));
-    }
-    list_type_checks(s, fld, ty, out);
-    for junctor in ["allOf", "anyOf", "oneOf"] {
-        if let Some(list) = m.get(junctor).and_then(Value::as_array) {
-            for (i, sub) in list.iter().enumerate() {
-                walk_value_validation(sub, &index(&child(fld, junctor), i), int_or_string, out);
-            }
-        }
-    }
-    if let Some(not) = m.get("not") {
-        walk_value_validation(not, &child(fld, "not"), int_or_string, out);
-    }
-    if let Some(props) = properties(s) {
-        let base = child(fld, "properties");
-        for (name, p) in props {
-            walk(p, &key(&base, name), Level::Field, out);
-        }
-    }
-    if let Some(it) = items(s) {
-        walk(it, &child(fld, "items"), Level::Item, out);
-    }
-    if let Some(ap) = additional_schema(s) {
-        walk(ap, &child(fld, "additionalProperties"), Level::Field, out);
-    }
-    if let Some(default) = m.get("default") {
-        let path = child(fld, "default");
-        if level == Level::Root {
-            out.push(field::forbidden(&path, "must not be set at the root"));
-        } else {
-            out.extend(crate::values::validate(s, default, &path));
-        }
-    }
-}
-
-/// Checks every (sub)schema gets, structural or value-validation part.
-fn common_checks(m: &Map<String, Value>, fld: &str, out: &mut Vec<Cause>) {
-    if let Some(ty) = m.get("type").and_then(Value::as_str)
-        && !ty.is_empty()
-        && !TYPES.contains(&ty)
-    {
-        out.push(field::not_supported(
+            "type cannot be set to null",
+        )),
+        Some(ty) if !ty.is_empty() && !TYPES.contains(&ty) => out.push(field::not_supported(
             &child(fld, "type"),
             &Value::String(ty.into()),
             &TYPES,
-        ));
+        )),
+        _ => {}
     }
     for (k, msg) in [
-        ("$ref", "$ref is not supported"),
-        ("$schema", "$schema is not supported"),
         ("id", "id is not supported"),
+        ("$schema", "$schema is not supported"),
         ("additionalItems", "additionalItems is not supported"),
         ("patternProperties", "patternProperties is not supported"),
         ("definitions", "definitions is not supported"),
         ("dependencies", "dependencies is not supported"),
+        ("$ref", "$ref is not supported"),
     ] {
         if m.contains_key(k) {
             out.push(field::forbidden(&child(fld, k), msg));
         }
     }
-    if m.get("uniqueItems") == Some(&Value::Bool(true)) {
-        out.push(field::forbidden(
-            &child(fld, "uniqueItems"),
-            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
-        ));
-    }
     if m.get("items").is_some_and(Value::is_array) {
         out.push(field::forbidden(
             &child(fld, "items"),
             "items must be a schema object and not an array",
+        ));
+    }
+    if m.get("uniqueItems") == Some(&Value::Bool(true)) {
+        out.push(field::forbidden(
+            &child(fld, "uniqueItems"),
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
         ));
     }
     if let Some(ap) = m.get("additionalProperties")
@@ -283,6 +208,22 @@ fn common_checks(m: &Map<String, Value>, fld: &str, out: &mut Vec<Cause>) {
             "additionalProperties and properties are mutual exclusive",
         ));
     }
+    if let Some(Value::Bool(false)) = m.get(PRESERVE) {
+        out.push(field::invalid(
+            &child(fld, PRESERVE),
+            &Value::Bool(false),
+            "must be true or undefined",
+        ));
+    }
+    let ty = type_of(s);
+    if flag(s, INT_OR_STRING) && !ty.is_empty() {
+        out.push(field::invalid(
+            &child(fld, "type"),
+            &Value::String(ty.into()),
+            "must be empty if x-kubernetes-int-or-string is true",
+        ));
+    }
+    list_type_checks(s, fld, ty, out);
     if let Some(p) = m.get("pattern").and_then(Value::as_str)
         && let Err(e) = regex::Regex::new(p)
     {
@@ -291,6 +232,416 @@ fn common_checks(m: &Map<String, Value>, fld: &str, out: &mut Vec<Cause>) {
             &Value::String(p.into()),
             &format!("must be a valid regular expression, but isn't: {e}"),
         ));
+    }
+    if let Some(ap) = additional_schema(s) {
+        openapi_checks(ap, &child(fld, "additionalProperties"), out);
+    }
+    if let Some(props) = properties(s) {
+        let base = child(fld, "properties");
+        for (name, p) in props {
+            openapi_checks(p, &key(&base, name), out);
+        }
+    }
+    if let Some(not) = m.get("not") {
+        openapi_checks(not, &child(fld, "not"), out);
+    }
+    for junctor in ["allOf", "oneOf", "anyOf"] {
+        if let Some(list) = m.get(junctor).and_then(Value::as_array) {
+            for (i, sub) in list.iter().enumerate() {
+                openapi_checks(sub, &index(&child(fld, junctor), i), out);
+            }
+        }
+    }
+    if let Some(it) = items(s) {
+        openapi_checks(it, &child(fld, "items"), out);
+    }
+}
+
+/// kube's `validateStructuralInvariants`.
+fn invariants(s: &Value, fld: &str, level: Level, out: &mut Vec<Cause>) {
+    if !s.is_object() {
+        return;
+    }
+    let ty = type_of(s);
+    if ty == "array"
+        && !s
+            .get("items")
+            .is_some_and(|i| i.is_object() || i.is_array())
+    {
+        out.push(field::required(&child(fld, "items"), "must be specified"));
+    }
+    if let Some(it) = items(s) {
+        invariants(it, &child(fld, "items"), Level::Item, out);
+    }
+    if let Some(props) = properties(s) {
+        let base = child(fld, "properties");
+        for (name, p) in props {
+            invariants(p, &key(&base, name), Level::Field, out);
+        }
+    }
+    let has_additional = s
+        .get("additionalProperties")
+        .is_some_and(|a| a.is_object() || a == &Value::Bool(true));
+    if has_additional && level == Level::Root {
+        out.push(field::forbidden(
+            &child(fld, "additionalProperties"),
+            "must not be used at the root",
+        ));
+    }
+    if let Some(ap) = additional_schema(s) {
+        invariants(ap, &child(fld, "additionalProperties"), Level::Field, out);
+    }
+    let embedded = flag(s, EMBEDDED);
+    let int_or_string = flag(s, INT_OR_STRING);
+    let preserve = flag(s, PRESERVE);
+    if int_or_string && preserve {
+        out.push(field::invalid(
+            &child(fld, PRESERVE),
+            &Value::Bool(true),
+            "must be false if x-kubernetes-int-or-string is true",
+        ));
+    }
+    if int_or_string && embedded {
+        out.push(field::invalid(
+            &child(fld, EMBEDDED),
+            &Value::Bool(true),
+            "must be false if x-kubernetes-int-or-string is true",
+        ));
+    }
+    let any_of = s.get("anyOf").and_then(Value::as_array);
+    let skip_any_of = any_of.is_some_and(|a| is_int_or_string_pattern(a));
+    let skip_first_all_of_any_of = s
+        .get("allOf")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(|f| f.get("anyOf"))
+        .and_then(Value::as_array)
+        .is_some_and(|a| is_int_or_string_pattern(a));
+    value_validation(s, skip_any_of, skip_first_all_of_any_of, fld, out);
+    if embedded && ty != "object" {
+        if ty.is_empty() {
+            out.push(field::required(
+                &child(fld, "type"),
+                "must be object if x-kubernetes-embedded-resource is true",
+            ));
+        } else {
+            out.push(field::invalid(
+                &child(fld, "type"),
+                &Value::String(ty.into()),
+                "must be object if x-kubernetes-embedded-resource is true",
+            ));
+        }
+    } else if ty.is_empty() && !int_or_string && !preserve {
+        let msg = match level {
+            Level::Root => "must not be empty at the root",
+            Level::Item => "must not be empty for specified array items",
+            Level::Field => "must not be empty for specified object fields",
+        };
+        out.push(field::required(&child(fld, "type"), msg));
+    }
+    if embedded && has_additional {
+        out.push(field::forbidden(
+            &child(fld, "additionalProperties"),
+            "must not be used if x-kubernetes-embedded-resource is set",
+        ));
+    }
+    if level == Level::Root && !ty.is_empty() && ty != "object" {
+        out.push(field::invalid(
+            &child(fld, "type"),
+            &Value::String(ty.into()),
+            "must be object at the root",
+        ));
+    }
+    let check_metadata = level == Level::Root || embedded;
+    let props = properties(s);
+    let base = child(fld, "properties");
+    for k in ["kind", "apiVersion"] {
+        if let Some(p) = props.and_then(|p| p.get(k))
+            && check_metadata
+            && type_of(p) != "string"
+        {
+            out.push(field::invalid(
+                &child(&key(&base, k), "type"),
+                &Value::String(type_of(p).into()),
+                "must be string",
+            ));
+        }
+    }
+    if let Some(meta) = props.and_then(|p| p.get("metadata")) {
+        let mpath = key(&base, "metadata");
+        if check_metadata && type_of(meta) != "object" {
+            out.push(field::invalid(
+                &child(&mpath, "type"),
+                &Value::String(type_of(meta).into()),
+                "must be object",
+            ));
+        }
+        if level == Level::Root && !metadata_schema_allowed(meta) {
+            out.push(field::forbidden(
+                &mpath,
+                "must not specify anything other than name and generateName, but metadata is implicitly specified",
+            ));
+        }
+    }
+    if embedded && !preserve && props.is_none_or(|p| p.is_empty()) {
+        out.push(field::required(
+            &child(fld, "properties"),
+            "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
+        ));
+    }
+}
+
+/// `anyOf: [{type: integer}, {type: string}]`, the int-or-string form kube
+/// lets carry types.
+fn is_int_or_string_pattern(any_of: &[Value]) -> bool {
+    any_of.len() == 2
+        && any_of[0] == serde_json::json!({"type": "integer"})
+        && any_of[1] == serde_json::json!({"type": "string"})
+}
+
+/// kube's `validateValueValidation` over the junctors of a schema.
+fn value_validation(
+    s: &Value,
+    skip_any_of: bool,
+    skip_first_all_of_any_of: bool,
+    fld: &str,
+    out: &mut Vec<Cause>,
+) {
+    if !skip_any_of && let Some(list) = s.get("anyOf").and_then(Value::as_array) {
+        for (i, sub) in list.iter().enumerate() {
+            nested(sub, false, &index(&child(fld, "anyOf"), i), out);
+        }
+    }
+    if let Some(list) = s.get("allOf").and_then(Value::as_array) {
+        for (i, sub) in list.iter().enumerate() {
+            nested(
+                sub,
+                skip_first_all_of_any_of && i == 0,
+                &index(&child(fld, "allOf"), i),
+                out,
+            );
+        }
+    }
+    if let Some(list) = s.get("oneOf").and_then(Value::as_array) {
+        for (i, sub) in list.iter().enumerate() {
+            nested(sub, false, &index(&child(fld, "oneOf"), i), out);
+        }
+    }
+    if let Some(not) = s.get("not") {
+        nested(not, false, &child(fld, "not"), out);
+    }
+}
+
+/// kube's `validateNestedValueValidation`: inside `allOf`/`anyOf`/`oneOf`/
+/// `not` only value validations may appear.
+fn nested(s: &Value, skip_any_of: bool, fld: &str, out: &mut Vec<Cause>) {
+    let Some(m) = s.as_object() else {
+        return;
+    };
+    value_validation(s, skip_any_of, false, fld, out);
+    if let Some(it) = items(s) {
+        nested(it, false, &child(fld, "items"), out);
+    }
+    if let Some(props) = properties(s) {
+        let base = child(fld, "properties");
+        for (name, p) in props {
+            nested(p, false, &key(&base, name), out);
+        }
+        if props.contains_key("metadata") {
+            out.push(field::forbidden(
+                &key(&base, "metadata"),
+                "must not be specified in a nested context",
+            ));
+        }
+    }
+    if m.get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| !t.is_empty())
+    {
+        out.push(field::forbidden(
+            &child(fld, "type"),
+            "must be empty to be structural",
+        ));
+    }
+    if m.contains_key("additionalProperties") {
+        out.push(field::forbidden(
+            &child(fld, "additionalProperties"),
+            "must be undefined to be structural",
+        ));
+    }
+    if m.contains_key("default") {
+        out.push(field::forbidden(
+            &child(fld, "default"),
+            "must be undefined to be structural",
+        ));
+    }
+    for k in ["title", "description"] {
+        if m.get(k)
+            .and_then(Value::as_str)
+            .is_some_and(|t| !t.is_empty())
+        {
+            out.push(field::forbidden(
+                &child(fld, k),
+                "must be empty to be structural",
+            ));
+        }
+    }
+    for k in ["nullable", PRESERVE, EMBEDDED, INT_OR_STRING] {
+        if flag(s, k) {
+            out.push(field::forbidden(
+                &child(fld, k),
+                "must be false to be structural",
+            ));
+        }
+    }
+    if m.get(LIST_MAP_KEYS)
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+    {
+        out.push(field::forbidden(
+            &child(fld, LIST_MAP_KEYS),
+            "must be empty to be structural",
+        ));
+    }
+    for k in [LIST_TYPE, "x-kubernetes-map-type"] {
+        if m.contains_key(k) {
+            out.push(field::forbidden(
+                &child(fld, k),
+                "must be undefined to be structural",
+            ));
+        }
+    }
+    if m.get("x-kubernetes-validations")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+    {
+        out.push(field::forbidden(
+            &child(fld, "x-kubernetes-validations"),
+            "must be empty to be structural",
+        ));
+    }
+}
+
+/// kube's `validateStructuralCompleteness`: every property or items named
+/// in a junctor must exist in the structural part at the same place.
+fn completeness(v: &Value, s: &Value, s_path: &str, v_path: &str, out: &mut Vec<Cause>) {
+    if let Some(not) = v.get("not") {
+        nested_completeness(not, Some(s), s_path, &child(v_path, "not"), out);
+    }
+    for junctor in ["allOf", "anyOf", "oneOf"] {
+        if let Some(list) = v.get(junctor).and_then(Value::as_array) {
+            for (i, sub) in list.iter().enumerate() {
+                nested_completeness(
+                    sub,
+                    Some(s),
+                    s_path,
+                    &index(&child(v_path, junctor), i),
+                    out,
+                );
+            }
+        }
+    }
+    // Recurse into the structural tree itself.
+    if std::ptr::eq(v, s) {
+        if let Some(props) = properties(s) {
+            for (name, p) in props {
+                let p_path = key(&child(s_path, "properties"), name);
+                completeness(p, p, &p_path, &p_path, out);
+            }
+        }
+        if let Some(it) = items(s) {
+            let i_path = child(s_path, "items");
+            completeness(it, it, &i_path, &i_path, out);
+        }
+        if let Some(ap) = additional_schema(s) {
+            let a_path = child(s_path, "additionalProperties");
+            completeness(ap, ap, &a_path, &a_path, out);
+        }
+    }
+}
+
+fn nested_completeness(
+    v: &Value,
+    s: Option<&Value>,
+    s_path: &str,
+    v_path: &str,
+    out: &mut Vec<Cause>,
+) {
+    let Some(s) = s else {
+        out.push(field::required(
+            s_path,
+            &format!("because it is defined in {v_path}"),
+        ));
+        return;
+    };
+    for junctor in ["not"] {
+        if let Some(sub) = v.get(junctor) {
+            nested_completeness(sub, Some(s), s_path, &child(v_path, junctor), out);
+        }
+    }
+    for junctor in ["allOf", "anyOf", "oneOf"] {
+        if let Some(list) = v.get(junctor).and_then(Value::as_array) {
+            for (i, sub) in list.iter().enumerate() {
+                nested_completeness(
+                    sub,
+                    Some(s),
+                    s_path,
+                    &index(&child(v_path, junctor), i),
+                    out,
+                );
+            }
+        }
+    }
+    if let Some(vi) = items(v) {
+        nested_completeness(
+            vi,
+            items(s),
+            &child(s_path, "items"),
+            &child(v_path, "items"),
+            out,
+        );
+    }
+    if let Some(props) = properties(v) {
+        for (name, vp) in props {
+            let sp = key(&child(s_path, "properties"), name);
+            let vpp = key(&child(v_path, "properties"), name);
+            match properties(s).and_then(|p| p.get(name)) {
+                None => out.push(field::required(
+                    &sp,
+                    &format!("because it is defined in {vpp}"),
+                )),
+                Some(sfld) => nested_completeness(vp, Some(sfld), &sp, &vpp, out),
+            }
+        }
+    }
+}
+
+/// Each `default` must validate against its own schema (kube's
+/// `ValidateDefaults`); defaults at the root and inside `metadata` are
+/// forbidden.
+fn defaults_checks(s: &Value, fld: &str, level: Level, out: &mut Vec<Cause>) {
+    let Some(m) = s.as_object() else {
+        return;
+    };
+    if let Some(default) = m.get("default") {
+        let path = child(fld, "default");
+        if level == Level::Root {
+            out.push(field::forbidden(&path, "must not be set at the root"));
+        } else {
+            out.extend(crate::values::validate(s, default, &path));
+        }
+    }
+    if let Some(props) = properties(s) {
+        let base = child(fld, "properties");
+        for (name, p) in props {
+            defaults_checks(p, &key(&base, name), Level::Field, out);
+        }
+    }
+    if let Some(it) = items(s) {
+        defaults_checks(it, &child(fld, "items"), Level::Item, out);
+    }
+    if let Some(ap) = additional_schema(s) {
+        defaults_checks(ap, &child(fld, "additionalProperties"), Level::Field, out);
     }
 }
 
@@ -349,69 +700,6 @@ fn list_type_checks(s: &Value, fld: &str, ty: &str, out: &mut Vec<Cause>) {
     }
 }
 
-/// Inside `allOf`/`anyOf`/`oneOf`/`not` only value validations may appear
-/// (kube's `validateValueValidation`): no types (except under
-/// `x-kubernetes-int-or-string`), defaults, nullability or extensions.
-fn walk_value_validation(s: &Value, fld: &str, int_or_string: bool, out: &mut Vec<Cause>) {
-    let Some(m) = s.as_object() else {
-        return;
-    };
-    common_checks(m, fld, out);
-    if !int_or_string
-        && m.get("type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| !t.is_empty())
-    {
-        out.push(field::forbidden(
-            &child(fld, "type"),
-            "must be empty to be structural",
-        ));
-    }
-    for (k, msg) in [
-        ("additionalProperties", "must be undefined to be structural"),
-        ("default", "must be undefined to be structural"),
-    ] {
-        if m.contains_key(k) {
-            out.push(field::forbidden(&child(fld, k), msg));
-        }
-    }
-    for k in ["nullable", PRESERVE, EMBEDDED, INT_OR_STRING] {
-        if flag(s, k) {
-            out.push(field::forbidden(
-                &child(fld, k),
-                "must be false to be structural",
-            ));
-        }
-    }
-    for k in [LIST_TYPE, LIST_MAP_KEYS, "x-kubernetes-map-type"] {
-        if m.contains_key(k) {
-            out.push(field::forbidden(
-                &child(fld, k),
-                "must be undefined to be structural",
-            ));
-        }
-    }
-    for junctor in ["allOf", "anyOf", "oneOf"] {
-        if let Some(list) = m.get(junctor).and_then(Value::as_array) {
-            for (i, sub) in list.iter().enumerate() {
-                walk_value_validation(sub, &index(&child(fld, junctor), i), false, out);
-            }
-        }
-    }
-    if let Some(not) = m.get("not") {
-        walk_value_validation(not, &child(fld, "not"), false, out);
-    }
-    if let Some(props) = properties(s) {
-        let base = child(fld, "properties");
-        for (name, p) in props {
-            walk_value_validation(p, &key(&base, name), false, out);
-        }
-    }
-    if let Some(it) = items(s) {
-        walk_value_validation(it, &child(fld, "items"), false, out);
-    }
-}
-
 /// The root `metadata` schema may only restrict `name` and `generateName`
 /// (kube's `validateStructuralMetadataInvariants`).
 fn metadata_schema_allowed(meta: &Value) -> bool {
@@ -419,8 +707,7 @@ fn metadata_schema_allowed(meta: &Value) -> bool {
         return false;
     };
     m.iter().all(|(k, v)| match k.as_str() {
-        "type" => v == "object",
-        "description" => true,
+        "type" | "default" => true,
         "properties" => v
             .as_object()
             .is_some_and(|p| p.keys().all(|k| k == "name" || k == "generateName")),
@@ -462,14 +749,15 @@ mod tests {
             json!({"properties": {"spec": {"properties": {"a": {"type": "array", "items": {}}}}}});
         assert_eq!(
             messages(s),
+            // Sorted by message, as kube sorts structural errors.
             vec![
-                format!("{ROOT}.type: Required value: must not be empty at the root"),
-                format!(
-                    "{ROOT}.properties[spec].type: Required value: must not be empty for specified object fields"
-                ),
                 format!(
                     "{ROOT}.properties[spec].properties[a].items.type: Required value: must not be empty for specified array items"
                 ),
+                format!(
+                    "{ROOT}.properties[spec].type: Required value: must not be empty for specified object fields"
+                ),
+                format!("{ROOT}.type: Required value: must not be empty at the root"),
             ]
         );
     }
@@ -542,6 +830,57 @@ mod tests {
             vec![format!(
                 "{ROOT}.type: Invalid value: \"string\": must be object at the root"
             )]
+        );
+    }
+    #[test]
+    fn junctor_properties_must_exist_in_the_structural_part() {
+        let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"a": {"type": "string"}},
+            "anyOf": [{"properties": {"a": {"minLength": 1}}}, {"properties": {"b": {"minLength": 1}}}]}}});
+        assert_eq!(
+            messages(s),
+            vec![format!(
+                "{ROOT}.properties[spec].properties[b]: Required value: because it is defined in {ROOT}.properties[spec].anyOf[1].properties[b]"
+            )]
+        );
+    }
+
+    #[test]
+    fn root_additional_properties_and_bare_embedded_resources_are_rejected() {
+        let s =
+            json!({"type": "object", "additionalProperties": {"type": "string"}, "properties": {}});
+        assert_eq!(
+            messages(s),
+            vec![format!(
+                "{ROOT}.additionalProperties: Forbidden: must not be used at the root"
+            )]
+        );
+        let e = json!({"type": "object", "properties": {"t": {"type": "object", "x-kubernetes-embedded-resource": true}}});
+        assert_eq!(
+            messages(e),
+            vec![format!(
+                "{ROOT}.properties[t].properties: Required value: must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields"
+            )]
+        );
+    }
+
+    #[test]
+    fn the_int_or_string_any_of_pattern_may_carry_types() {
+        let s = json!({"type": "object", "properties": {"p": {"x-kubernetes-int-or-string": true,
+            "anyOf": [{"type": "integer"}, {"type": "string"}]}}});
+        assert!(messages(s).is_empty());
+        let bad = json!({"type": "object", "properties": {"p": {"x-kubernetes-int-or-string": true,
+            "anyOf": [{"type": "string"}, {"type": "integer"}]}}});
+        assert_eq!(
+            messages(bad),
+            vec![
+                format!(
+                    "{ROOT}.properties[p].anyOf[0].type: Forbidden: must be empty to be structural"
+                ),
+                format!(
+                    "{ROOT}.properties[p].anyOf[1].type: Forbidden: must be empty to be structural"
+                ),
+            ]
         );
     }
 }

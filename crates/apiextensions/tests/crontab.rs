@@ -98,7 +98,8 @@ fn bad_crds_get_kubes_messages() {
     let check = |mutate: &dyn Fn(&mut Value), want: &[&str]| {
         let mut crd = crontab_crd();
         mutate(&mut crd);
-        let n = s.normalize(crd).unwrap();
+        let mut n = s.normalize(crd).unwrap();
+        s.prepare_for_create(&mut n);
         assert_eq!(messages(s.validate_create(&n)), want);
     };
     check(
@@ -131,9 +132,12 @@ fn two_storage_versions_are_rejected() {
     let s = crd_strategy();
     let mut crd = crontab_crd();
     crd["spec"]["versions"][1]["storage"] = json!(true);
-    let n = s.normalize(crd).unwrap();
+    let mut n = s.normalize(crd).unwrap();
+    s.prepare_for_create(&mut n);
     let got = messages(s.validate_create(&n));
-    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(got[1].starts_with("status.storedVersions: Invalid value: "));
+    assert!(got[1].ends_with(": must have the storage version v1beta1"));
     assert!(got[0].starts_with("spec.versions: Invalid value: "));
     assert!(got[0].ends_with("must have exactly one version marked as storage version"));
 }
