@@ -163,7 +163,7 @@ fn check_enum(s: &Value, v: &Value, path: &str, out: &mut Vec<Cause>) {
         .iter()
         .map(|o| match o {
             Value::String(s) => format!("\"{s}\""),
-            other => go_value(other),
+            other => format!("\"{}\"", other.to_string().replace('"', "\\\"")),
         })
         .collect::<Vec<_>>()
         .join(", ");
@@ -215,7 +215,12 @@ fn check_string(s: &Value, text: &str, path: &str, out: &mut Vec<Cause>) {
     if let Some(max) = s.get("maxLength").and_then(Value::as_u64)
         && chars > max
     {
-        out.push(field::too_long(path, max as usize));
+        let unit = if max == 1 { "byte" } else { "bytes" };
+        out.push(Cause::new(
+            "FieldValueTooLong",
+            format!("Too long: may not be more than {max} {unit}"),
+            path,
+        ));
     }
     if let Some(min) = s.get("minLength").and_then(Value::as_u64)
         && chars < min
@@ -239,11 +244,13 @@ fn check_string(s: &Value, text: &str, path: &str, out: &mut Vec<Cause>) {
     if let Some(format) = s.get("format").and_then(Value::as_str)
         && !format_ok(format, text)
     {
-        out.push(field::invalid(
+        let mut c = field::invalid(
             path,
             &value,
             &format!("{path} in body must be of type {format}: \"{text}\""),
-        ));
+        );
+        c.reason = "FieldValueTypeInvalid".into();
+        out.push(c);
     }
 }
 
@@ -361,16 +368,21 @@ fn check_array(s: &Value, list: &[Value], path: &str, out: &mut Vec<Cause>) {
     {
         out.push(field::invalid(
             path,
-            &Value::String(go_value(&Value::Array(list.to_vec()))),
+            &Value::from(list.len()),
             &format!("{path} in body should have at least {min} items"),
         ));
     }
-    if flag(s, "uniqueItems") {
-        for (j, item) in list.iter().enumerate() {
-            if list[..j].iter().any(|o| json_equal(o, item)) {
-                out.push(field::duplicate(&index(path, j), &shown(item)));
-            }
-        }
+    if flag(s, "uniqueItems")
+        && list
+            .iter()
+            .enumerate()
+            .any(|(j, item)| list[..j].iter().any(|o| json_equal(o, item)))
+    {
+        out.push(field::invalid(
+            path,
+            &Value::String(String::new()),
+            &format!("{path} in body shouldn't contain duplicates"),
+        ));
     }
     if let Some(it) = items(s) {
         for (i, item) in list.iter().enumerate() {
@@ -445,7 +457,7 @@ fn check_object(s: &Value, map: &serde_json::Map<String, Value>, path: &str, out
     {
         out.push(field::invalid(
             path,
-            &Value::String(go_value(&Value::Object(map.clone()))),
+            &Value::from(map.len()),
             &format!("{path} in body should have at least {min} properties"),
         ));
     }
@@ -479,7 +491,7 @@ fn check_junctors(s: &Value, v: &Value, path: &str, out: &mut Vec<Cause>) {
     {
         out.push(field::invalid(
             path,
-            &shown(v),
+            &Value::String(String::new()),
             &format!("{path} in body must validate at least one schema (anyOf)"),
         ));
     }
@@ -493,7 +505,7 @@ fn check_junctors(s: &Value, v: &Value, path: &str, out: &mut Vec<Cause>) {
     {
         out.push(field::invalid(
             path,
-            &shown(v),
+            &Value::String(String::new()),
             &format!("{path} in body must validate one and only one schema (oneOf)"),
         ));
     }
@@ -502,7 +514,7 @@ fn check_junctors(s: &Value, v: &Value, path: &str, out: &mut Vec<Cause>) {
     {
         out.push(field::invalid(
             path,
-            &shown(v),
+            &Value::String(String::new()),
             &format!("{path} in body must not validate the schema (not)"),
         ));
     }
@@ -652,9 +664,7 @@ mod tests {
         );
         assert_eq!(
             texts(s, json!({"spec": {"ports": []}})),
-            vec![
-                "spec.ports: Invalid value: \"[]\": spec.ports in body should have at least 1 items"
-            ]
+            vec!["spec.ports: Invalid value: 0: spec.ports in body should have at least 1 items"]
         );
     }
 
@@ -676,7 +686,7 @@ mod tests {
         assert_eq!(
             texts(s, json!({"spec": {"x": 5}})),
             vec![
-                "spec.x: Invalid value: 5: spec.x in body must validate at least one schema (anyOf)"
+                "spec.x: Invalid value: \"\": spec.x in body must validate at least one schema (anyOf)"
             ]
         );
     }
