@@ -62,7 +62,9 @@ pub enum ApplyError {
     /// 400: the applied configuration is not acceptable.
     #[error("{0}")]
     BadRequest(String),
-    /// 500: the live object's managed fields cannot be read.
+    /// 500 with no reason, as kube-apiserver answers errors that are not a
+    /// `Status`: the applied configuration does not fit the schema, or the
+    /// live object's managed fields cannot be read.
     #[error("{0}")]
     Internal(String),
 }
@@ -109,7 +111,7 @@ impl From<ApplyError> for ApiError {
                 ApiError::new(StatusCode::CONFLICT, "Conflict", e.to_string()).with_causes(causes)
             }
             ApplyError::BadRequest(m) => ApiError::bad_request(m),
-            ApplyError::Internal(m) => ApiError::internal(m),
+            ApplyError::Internal(m) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "", m),
         }
     }
 }
@@ -147,7 +149,7 @@ pub fn apply(
         .map_err(|e| ApplyError::Internal(format!("failed to decode managed fields: {e}")))?;
     strip_managed_fields(&mut live_obj);
     validate(applied, ctx.schema).map_err(|e| {
-        ApplyError::BadRequest(format!(
+        ApplyError::Internal(format!(
             "failed to create typed patch object ({}): {e}",
             object_gvknn(applied)
         ))
@@ -167,7 +169,7 @@ pub fn apply(
     let (mut object, managed) = match apply_tracked(&live_obj, applied, &managed, &id, force, ctx) {
         Ok(done) => done,
         Err(conflicts) if ctx.manager == KUBECTL_MANAGER => {
-            let Some(allowed) = allowed_conflicts(&live_obj, ctx.schema) else {
+            let Some(allowed) = allowed_conflicts(&live_obj, ctx.api_version, ctx.schema) else {
                 return Err(ApplyError::Conflicts(conflicts));
             };
             let remaining: Vec<Conflict> = conflicts

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::schema::Schema;
 use crate::set::FieldSet;
-use crate::typed::{compare, to_field_set};
+use crate::typed::{compare, to_field_set, validate};
 
 /// The annotation's name.
 pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -39,12 +39,21 @@ pub fn last_applied(object: &Value) -> Option<&str> {
 
 /// The fields on which a `kubectl` server-side apply may silently take
 /// ownership: those the annotation sets to the value they still have.
-/// `None` when the object has no (parseable) annotation.
-pub fn allowed_conflicts(live: &Value, schema: Schema<'_>) -> Option<FieldSet> {
+/// `None` when the object has no usable annotation (absent, not JSON, of
+/// another apiVersion, or not fitting the schema).
+pub fn allowed_conflicts(live: &Value, api_version: &str, schema: Schema<'_>) -> Option<FieldSet> {
     let last: Value = serde_json::from_str(last_applied(live)?).ok()?;
+    if last.get("apiVersion").and_then(Value::as_str).unwrap_or("") != api_version {
+        return None;
+    }
+    validate(&last, schema).ok()?;
     let set = to_field_set(&last, schema);
-    let changed = compare(&last, live, schema).modified;
-    Some(set.difference(&changed))
+    let c = compare(&last, live, schema);
+    Some(
+        set.difference(&c.modified)
+            .difference(&c.added)
+            .difference(&c.removed),
+    )
 }
 
 /// The annotation value for an applied configuration: the configuration
@@ -152,16 +161,17 @@ mod tests {
     #[test]
     fn unchanged_fields_of_the_annotation_may_be_taken_over() {
         let live = json!({
-            "metadata": {"annotations": {LAST_APPLIED_ANNOTATION: "{\"data\":{\"a\":\"1\",\"b\":\"2\"}}"}},
+            "metadata": {"annotations": {LAST_APPLIED_ANNOTATION: "{\"apiVersion\":\"v1\",\"data\":{\"a\":\"1\",\"b\":\"2\"}}"}},
             "data": {"a": "1", "b": "changed"}
         });
         let defs = ubernetes_openapi::definitions().snapshot();
         let schema = Schema::definition(&defs, "io.k8s.api.core.v1.ConfigMap");
-        let allowed = allowed_conflicts(&live, schema).expect("annotation");
+        let allowed = allowed_conflicts(&live, "v1", schema).expect("annotation");
         assert_eq!(
             allowed,
             FieldSet::from_fields_v1(&json!({"f:data": {"f:a": {}}})).expect("set")
         );
-        assert!(allowed_conflicts(&json!({"metadata": {}}), Schema::unknown()).is_none());
+        assert!(allowed_conflicts(&live, "v2", schema).is_none());
+        assert!(allowed_conflicts(&json!({"metadata": {}}), "v1", schema).is_none());
     }
 }

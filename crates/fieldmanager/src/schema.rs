@@ -12,10 +12,14 @@
 //! schema, `x-kubernetes-preserve-unknown-fields`) the shape is deduced from
 //! the value: objects are granular maps, lists atomic.
 
+use std::sync::LazyLock;
+
 use serde_json::Value;
 use ubernetes_openapi::Snapshot;
 
 static NULL: Value = Value::Null;
+
+static STRING: LazyLock<Value> = LazyLock::new(|| serde_json::json!({"type": "string"}));
 
 /// Struct fields that built-in kinds hold by value (not by pointer) along
 /// the chains from the root that matter for a create.
@@ -196,6 +200,10 @@ impl<'a> Schema<'a> {
         let s = self.resolved();
         if let Some(property) = s.get("properties").and_then(|p| p.get(name)) {
             return Some((self.child(property), true));
+        }
+        if self.crd_root && (name == "apiVersion" || name == "kind") {
+            // kube adds the type meta to every CRD schema.
+            return Some((self.child(&STRING), true));
         }
         match s.get("additionalProperties") {
             Some(a) if a.is_object() => Some((self.child(a), false)),

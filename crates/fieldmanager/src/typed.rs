@@ -252,6 +252,13 @@ fn validate_at(
 /// order: the live order, with the applied items' relative order where both
 /// have them), everything else replaced by `rhs`.
 pub fn merge(lhs: &Value, rhs: &Value, schema: Schema<'_>) -> Value {
+    // An applied `null` over a granular object or list keeps its items.
+    if rhs.is_null()
+        && !is_empty_container(Some(lhs))
+        && matches!(kind(schema, lhs), Kind::Fields | Kind::Associative(_))
+    {
+        return lhs.clone();
+    }
     match (kind(schema, rhs), lhs, rhs) {
         (Kind::Fields, Value::Object(l), Value::Object(r)) if kind(schema, lhs) == Kind::Fields => {
             let mut out = l.clone();

@@ -528,10 +528,15 @@ fn bad_apply_requests_are_rejected() {
     assert_eq!(ApiError::from(err).code, 400);
     let p = ctx(&defs, POD, "v1", "m", T1);
     let no_name = pod(json!({"spec": {"containers": [{"image": "i"}]}}));
+    let err = apply(None, &no_name, false, &p).expect_err("key");
+    let status = ApiError::from(err.clone()).status();
+    assert_eq!(status["code"], 500);
+    assert!(
+        status.get("reason").is_none(),
+        "kube sends no reason: {status}"
+    );
     assert_eq!(
-        apply(None, &no_name, false, &p)
-            .expect_err("key")
-            .to_string(),
+        err.to_string(),
         "failed to create typed patch object (/p; /v1, Kind=Pod): .spec.containers: element 0: associative list with keys has an element that omits key field \"name\" (and doesn't have default value)"
     );
 }
@@ -625,4 +630,142 @@ fn status_subresource_entries_are_kept_apart() {
     let kubelet = entry(&out, "kubelet").expect("kubelet");
     assert_eq!(kubelet["subresource"], "status");
     assert_eq!(kubelet["fieldsV1"], json!({"f:status": {"f:phase": {}}}));
+}
+
+#[test]
+fn update_managers_past_ten_fold_into_ancient_changes() {
+    let defs = definitions().snapshot();
+    let times: Vec<String> = (0..12)
+        .map(|i| format!("2024-01-01T00:00:{i:02}Z"))
+        .collect();
+    let mut obj = stored(update(
+        None,
+        &cm(json!({"k0": "v"})),
+        &ctx(&defs, CM, "v1", "m0", &times[0]),
+    ));
+    for i in 1..12 {
+        let mut next = obj.clone();
+        next["data"][format!("k{i}")] = json!("v");
+        let manager = format!("m{i}");
+        obj = stored(update(
+            Some(&obj),
+            &next,
+            &ctx(&defs, CM, "v1", &manager, &times[i]),
+        ));
+    }
+    let names: Vec<&str> = managed_fields(&obj)
+        .iter()
+        .map(|e| e["manager"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names.len(), 10);
+    assert_eq!(names[0], "ancient-changes");
+    assert_eq!(
+        fields(&obj, "ancient-changes"),
+        json!({"f:data": {".": {}, "f:k0": {}, "f:k1": {}, "f:k2": {}}})
+    );
+    assert_eq!(
+        entry(&obj, "ancient-changes").expect("bucket")["time"],
+        times[2]
+    );
+    assert_eq!(names[9], "m11");
+}
+
+#[test]
+fn custom_resources_apply_with_their_own_list_types() {
+    let defs = definitions().snapshot();
+    let raw = json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "ports": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["name"],
+                        "items": {"type": "object", "properties": {
+                            "name": {"type": "string"}, "port": {"type": "integer"}}}
+                    },
+                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                }
+            }
+        }
+    });
+    let c = |manager: &'static str, now: &'static str| Context {
+        manager,
+        api_version: "example.com/v1",
+        subresource: "",
+        now,
+        schema: Schema::json(&raw, Some(&defs)),
+        ignored: None,
+    };
+    let cr = |ports: Value, free: Value| {
+        json!({"apiVersion": "example.com/v1", "kind": "Widget",
+               "metadata": {"name": "w", "finalizers": ["x"]}, "spec": {"ports": ports, "free": free}})
+    };
+    let a = apply(
+        None,
+        &cr(json!([{"name": "a", "port": 1}]), json!({"x": {"y": 1}})),
+        false,
+        &c("a", T1),
+    )
+    .expect("a");
+    assert_eq!(
+        fields(&a, "a"),
+        json!({"f:metadata": {"f:finalizers": {"v:\"x\"": {}}},
+               "f:spec": {"f:free": {"f:x": {".": {}, "f:y": {}}},
+                          "f:ports": {"k:{\"name\":\"a\"}": {".": {}, "f:name": {}, "f:port": {}}}}})
+    );
+    let b = apply(
+        Some(&stored(a)),
+        &cr(json!([{"name": "b", "port": 2}]), json!({"z": 1})),
+        false,
+        &c("b", T2),
+    )
+    .expect("b");
+    assert_eq!(
+        b["spec"],
+        json!({"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 2}], "free": {"x": {"y": 1}, "z": 1}})
+    );
+    let undeclared = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"nope": 1}});
+    assert_eq!(
+        apply(None, &undeclared, false, &c("a", T1))
+            .expect_err("undeclared")
+            .to_string(),
+        "failed to create typed patch object (/w; example.com/v1, Kind=Widget): .spec.nope: field not declared in schema"
+    );
+}
+
+#[test]
+fn ignored_fields_are_never_owned_through_the_endpoint() {
+    let defs = definitions().snapshot();
+    let mut ignored = ubernetes_fieldmanager::FieldSet::new();
+    ignored.insert(&[ubernetes_fieldmanager::PathElement::field("status")]);
+    let mut c = ctx(&defs, POD, "v1", "m", T1);
+    c.ignored = Some(&ignored);
+    let applied = pod(
+        json!({"spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Running"}}),
+    );
+    let obj = apply(None, &applied, false, &c).expect("apply");
+    assert!(fields(&obj, "m").get("f:status").is_none());
+    assert!(fields(&obj, "m").get("f:spec").is_some());
+}
+
+#[test]
+fn applying_null_to_a_map_keeps_its_entries_and_owns_the_field() {
+    let defs = definitions().snapshot();
+    let live = stored(update(
+        None,
+        &cm(json!({"a": "1"})),
+        &ctx(&defs, CM, "v1", "x", T1),
+    ));
+    let obj = apply(
+        Some(&live),
+        &cm(Value::Null),
+        false,
+        &ctx(&defs, CM, "v1", "m", T2),
+    )
+    .expect("apply");
+    assert_eq!(obj["data"], json!({"a": "1"}));
+    assert_eq!(fields(&obj, "m"), json!({"f:data": {}}));
 }
