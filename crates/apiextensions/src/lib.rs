@@ -14,6 +14,7 @@
 //!   defaulting) over them.
 //! - [`custom`]: the strategy of one served version of a custom resource.
 //! - [`printer`]: `additionalPrinterColumns` and their Table cells.
+//! - [`openapi`]: the schema kube publishes for a custom kind.
 //!
 //! Everything is pure (JSON in, JSON or causes out); wiring into the server
 //! is the registry's and the apiserver's business.
@@ -22,6 +23,7 @@
 pub mod crd;
 pub mod custom;
 pub mod defaults;
+pub mod openapi;
 pub mod printer;
 pub mod prune;
 pub mod schema;
@@ -30,6 +32,7 @@ pub mod values;
 
 pub use crd::{crd_info, crd_strategy};
 pub use custom::{CustomResource, custom_resource_strategy};
+pub use openapi::{openapi_schema, publish, unpublish};
 pub use printer::{column_definitions, printer_columns, table_cells, table_cells_at};
 pub use schema::Structural;
 pub use status::{accepted_status, accepted_status_at, resource_infos};

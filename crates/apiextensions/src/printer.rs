@@ -49,7 +49,13 @@ pub fn column_definitions(columns: &[Value]) -> Vec<Value> {
             "name": str_of("name"),
             "type": str_of("type"),
             "format": str_of("format"),
-            "description": str_of("description"),
+            "description": match str_of("description") {
+                d if d.is_empty() => format!(
+                    "Custom resource definition column (in JSONPath format): {}",
+                    str_of("jsonPath")
+                ),
+                d => d,
+            },
             "priority": c.get("priority").and_then(Value::as_i64).unwrap_or(0),
         }));
     }
@@ -213,6 +219,12 @@ mod tests {
         assert_eq!(defs[0]["name"], "Name");
         assert_eq!(defs[0]["format"], "name");
         assert_eq!(defs[1]["type"], "date");
+        let undescribed =
+            column_definitions(&[json!({"name": "X", "type": "string", "jsonPath": ".spec.x"})]);
+        assert_eq!(
+            undescribed[1]["description"],
+            "Custom resource definition column (in JSONPath format): .spec.x"
+        );
     }
 
     #[test]
