@@ -162,6 +162,17 @@ impl Strategy for CustomResource {
         self.schema.validate(obj)
     }
 
+    /// kube's validation ratcheting (`CRDValidationRatcheting`, on by
+    /// default): an error about a value the update left unchanged is
+    /// dropped, so objects written under an older schema stay updatable.
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        self.schema
+            .validate(new)
+            .into_iter()
+            .filter(|c| !unchanged(&c.field, &c.reason, new, old))
+            .collect()
+    }
+
     fn tracks_generation(&self) -> bool {
         true
     }
@@ -172,6 +183,40 @@ impl Strategy for CustomResource {
 
     fn scale(&self) -> Option<ScalePaths> {
         self.scale.clone()
+    }
+}
+
+/// `spec.a[0].b` → `/spec/a/0/b`.
+fn field_pointer(field: &str) -> String {
+    let mut out = String::new();
+    for part in field.split('.').filter(|p| !p.is_empty()) {
+        let mut rest = part;
+        let name_end = rest.find('[').unwrap_or(rest.len());
+        let name = &rest[..name_end];
+        if !name.is_empty() {
+            out.push('/');
+            out.push_str(&name.replace('~', "~0").replace('/', "~1"));
+        }
+        rest = &rest[name_end..];
+        while let Some(close) = rest.find(']') {
+            out.push('/');
+            out.push_str(&rest[1..close]);
+            rest = &rest[close + 1..];
+        }
+    }
+    out
+}
+
+/// Whether the value a cause is about is the same in `new` and `old` (for
+/// a missing required field: its parent).
+fn unchanged(field: &str, reason: &str, new: &Value, old: &Value) -> bool {
+    let mut pointer = field_pointer(field);
+    if reason == "FieldValueRequired" {
+        pointer.truncate(pointer.rfind('/').unwrap_or(0));
+    }
+    match (new.pointer(&pointer), old.pointer(&pointer)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
     }
 }
 
@@ -246,6 +291,24 @@ mod tests {
             attrs.fields.get("spec.color").map(String::as_str),
             Some("red")
         );
+    }
+
+    #[test]
+    fn unchanged_invalid_values_are_ratcheted_on_update() {
+        let mut c = crd();
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+            ["replicas"]["maximum"] = json!(5);
+        let s = custom_resource_strategy(&c, "v1");
+        let old = json!({"spec": {"color": "red", "replicas": 9}});
+        let new = json!({"spec": {"color": "blue", "replicas": 9}});
+        assert_eq!(s.validate_create(&new).len(), 1);
+        assert!(s.validate_update(&new, &old).is_empty());
+        let changed = json!({"spec": {"color": "blue", "replicas": 8}});
+        assert_eq!(
+            s.validate_update(&changed, &old)[0].message,
+            "Invalid value: 8: spec.replicas in body should be less than or equal to 5"
+        );
+        assert_eq!(field_pointer("spec.list[2].a"), "/spec/list/2/a");
     }
 
     #[test]
