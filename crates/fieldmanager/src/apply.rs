@@ -16,7 +16,9 @@ use crate::managed::{Managed, ManagedEntry, ManagerId, Operation, strip_managed_
 use crate::path::{Path, PathElement, path_string};
 use crate::schema::Schema;
 use crate::set::FieldSet;
-use crate::typed::{Comparison, compare, merge, remove_items, to_field_set, validate};
+use crate::typed::{
+    Comparison, compare, drop_removal_nulls, merge, remove_items, to_field_set, validate,
+};
 
 /// The manager kube records for what an object held before its first
 /// server-side apply, when it was created without managed fields.
@@ -338,7 +340,9 @@ fn prune(merged: &Value, managed: &Managed, last: &FieldSet, schema: Schema<'_>)
 
     // Only what the applier owned may go.
     let gone = merged_set.difference(&fields_of(&pruned));
-    remove(merged, &gone.intersection(&last))
+    let mut out = remove(merged, &gone.intersection(&last));
+    drop_removal_nulls(&mut out, merged, schema);
+    out
 }
 
 /// `merge.Updater.update`: every manager but `workflow` loses the fields

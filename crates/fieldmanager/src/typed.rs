@@ -465,8 +465,11 @@ fn compare_at(
 }
 
 /// `value` without the fields of `to_remove` (`TypedValue.RemoveItems`):
-/// a member goes with everything below it. Objects and lists left empty by
-/// the removal go too (`None`), as they do once kube encodes the object.
+/// a member goes with everything below it. As upstream, a field whose
+/// object or list the removal empties stays as `null` (which keeps it, for
+/// the field-set arithmetic of pruning, apart from a removed field), and a
+/// value emptied as a whole is `None`. [`drop_removal_nulls`] tidies a final
+/// result.
 pub fn remove_items(value: &Value, to_remove: &FieldSet, schema: Schema<'_>) -> Option<Value> {
     if to_remove.is_empty() {
         return Some(value.clone());
@@ -480,12 +483,12 @@ pub fn remove_items(value: &Value, to_remove: &FieldSet, schema: Schema<'_>) -> 
                     continue;
                 }
                 let kept = match to_remove.children(&pe) {
-                    Some(sub) if !sub.is_empty() => remove_items(v, sub, field_schema(schema, k).0),
-                    _ => Some(v.clone()),
+                    Some(sub) if !sub.is_empty() => {
+                        remove_items(v, sub, field_schema(schema, k).0).unwrap_or(Value::Null)
+                    }
+                    _ => v.clone(),
                 };
-                if let Some(kept) = kept {
-                    out.insert(k.clone(), kept);
-                }
+                out.insert(k.clone(), kept);
             }
             (!out.is_empty()).then_some(Value::Object(out))
         }
@@ -509,6 +512,35 @@ pub fn remove_items(value: &Value, to_remove: &FieldSet, schema: Schema<'_>) -> 
             (!out.is_empty()).then_some(Value::Array(out))
         }
         _ => Some(value.clone()),
+    }
+}
+
+/// Drop from `out` the `null`s [`remove_items`] left where `original` had a
+/// value: once kube encodes the object they are absent fields.
+pub fn drop_removal_nulls(out: &mut Value, original: &Value, schema: Schema<'_>) {
+    match (out, original) {
+        (Value::Object(o), Value::Object(m)) => {
+            o.retain(|k, v| !(v.is_null() && m.get(k).is_some_and(|mv| !mv.is_null())));
+            for (k, v) in o.iter_mut() {
+                if let Some(mv) = m.get(k) {
+                    drop_removal_nulls(v, mv, field_schema(schema, k).0);
+                }
+            }
+        }
+        (Value::Array(items), Value::Array(m)) => {
+            if let Kind::Associative(t) = kind(schema, original) {
+                let index: BTreeMap<PathElement, &Value> =
+                    index_items(schema, &t, m).into_iter().collect();
+                for item in items.iter_mut() {
+                    if let Ok(pe) = item_element(schema, &t, item)
+                        && let Some(mv) = index.get(&pe)
+                    {
+                        drop_removal_nulls(item, mv, schema.items());
+                    }
+                }
+            }
+        }
+        _ => {}
     }
 }
 
@@ -611,11 +643,12 @@ mod tests {
             ),
             s,
         );
-        assert_eq!(
-            out,
-            Some(
-                json!({"metadata": {"finalizers": ["b"]}, "spec": {"containers": [{"name": "b"}]}})
-            )
-        );
+        let tidy =
+            json!({"metadata": {"finalizers": ["b"]}, "spec": {"containers": [{"name": "b"}]}});
+        let mut with_null = tidy.clone();
+        with_null["metadata"]["labels"] = Value::Null;
+        assert_eq!(out.as_ref(), Some(&with_null));
+        drop_removal_nulls(&mut with_null, &pod, s);
+        assert_eq!(with_null, tidy);
     }
 }

@@ -769,3 +769,28 @@ fn applying_null_to_a_map_keeps_its_entries_and_owns_the_field() {
     assert_eq!(obj["data"], json!({"a": "1"}));
     assert_eq!(fields(&obj, "m"), json!({"f:data": {}}));
 }
+
+#[test]
+fn dropping_the_last_label_removes_labels_and_keeps_the_rest_of_metadata() {
+    let defs = definitions().snapshot();
+    let with_label = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": "ns", "labels": {"a": "1"}}, "data": {"x": "1"}});
+    let mut live =
+        stored(apply(None, &with_label, false, &ctx(&defs, CM, "v1", "m", T1)).expect("1"));
+    live["metadata"]["resourceVersion"] = json!("5");
+    let out = apply(
+        Some(&live),
+        &cm(json!({"x": "1"})),
+        false,
+        &ctx(&defs, CM, "v1", "m", T2),
+    )
+    .expect("2");
+    assert_eq!(
+        out["metadata"]["name"], "c",
+        "server-set metadata stays: {out}"
+    );
+    assert_eq!(out["metadata"]["uid"], "u-1");
+    assert_eq!(out["metadata"]["resourceVersion"], "5");
+    assert!(out["metadata"].get("labels").is_none(), "{out}");
+    assert_eq!(fields(&out, "m"), json!({"f:data": {"f:x": {}}}));
+}
