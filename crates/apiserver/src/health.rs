@@ -308,10 +308,13 @@ fn endpoint_routes(router: Router<Arc<Health>>, endpoint: Endpoint) -> Router<Ar
         )
 }
 
-/// The routes `/version`, `/healthz[/<check>]`, `/livez[/<check>]`,
+/// The routes `/version` (also `/version/`, which clients such as the
+/// Python client call), `/healthz[/<check>]`, `/livez[/<check>]`,
 /// `/readyz[/<check>]`.
 pub fn router(health: Arc<Health>) -> Router {
-    let mut r = Router::new().route("/version", get(version));
+    let mut r = Router::new()
+        .route("/version", get(version))
+        .route("/version/", get(version));
     for endpoint in [Endpoint::Healthz, Endpoint::Livez, Endpoint::Readyz] {
         r = endpoint_routes(r, endpoint);
     }

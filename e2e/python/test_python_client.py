@@ -1,0 +1,157 @@
+"""The official Python `kubernetes` client (PyPI) against the real server.
+
+Starts `ubernetes serve` on an ephemeral loopback port with a temporary data
+dir, loads the kubeconfig it writes (context `federation`), and does CRUD,
+watch and `utils.create_from_yaml` as a user of the Python client would.
+Run by scripts/test.sh; the binary comes from $UBERNETES_BIN or
+target/debug/ubernetes.
+"""
+
+import os
+import pathlib
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+import yaml
+from kubernetes import client, config, utils, watch
+from kubernetes.client.rest import ApiException
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BIN = os.environ.get("UBERNETES_BIN", str(REPO / "target" / "debug" / "ubernetes"))
+
+
+@pytest.fixture(scope="module")
+def api_client():
+    data = tempfile.mkdtemp(prefix="ubernetes-py-")
+    log = open(os.path.join(data, "server.log"), "w")
+    proc = subprocess.Popen(
+        [BIN, "serve", "--data-dir", os.path.join(data, "d"), "--secure-port", "0",
+         "--bind-address", "127.0.0.1"],
+        stdout=subprocess.PIPE, stderr=log, text=True,
+    )
+    try:
+        deadline = time.time() + 60
+        port = None
+        while port is None and time.time() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if "serving on https://" in line:
+                port = int(line.strip().rsplit(":", 1)[1].rstrip("/"))
+        assert port, "server did not report its port"
+        # Keep draining stdout so the server never blocks on it.
+        threading.Thread(target=proc.stdout.read, daemon=True).start()
+        kubeconfig = os.path.join(data, "d", "kubeconfig")
+        api = config.new_client_from_config(config_file=kubeconfig, context="federation")
+        core = client.CoreV1Api(api)
+        while time.time() < deadline:
+            try:
+                core.read_namespace("default")
+                break
+            except Exception:  # not ready yet
+                time.sleep(0.1)
+        yield api
+    finally:
+        proc.kill()
+        proc.wait()
+        log.close()
+
+
+def test_configmap_crud(api_client):
+    core = client.CoreV1Api(api_client)
+    body = client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name="py-cm", labels={"app": "py"}),
+        data={"a": "1"},
+    )
+    created = core.create_namespaced_config_map("default", body)
+    assert created.metadata.uid
+    assert created.metadata.resource_version
+
+    got = core.read_namespaced_config_map("py-cm", "default")
+    assert got.data == {"a": "1"}
+
+    patched = core.patch_namespaced_config_map("py-cm", "default", {"data": {"b": "2"}})
+    assert patched.data == {"a": "1", "b": "2"}
+
+    patched.data["a"] = "3"
+    replaced = core.replace_namespaced_config_map("py-cm", "default", patched)
+    assert replaced.data["a"] == "3"
+
+    # A stale resourceVersion is a 409 Conflict.
+    patched.data["a"] = "4"
+    with pytest.raises(ApiException) as stale:
+        core.replace_namespaced_config_map("py-cm", "default", patched)
+    assert stale.value.status == 409
+
+    listed = core.list_namespaced_config_map("default", label_selector="app=py")
+    assert [c.metadata.name for c in listed.items] == ["py-cm"]
+
+    core.delete_namespaced_config_map("py-cm", "default")
+    with pytest.raises(ApiException) as gone:
+        core.read_namespaced_config_map("py-cm", "default")
+    assert gone.value.status == 404
+
+
+def test_watch_sees_added_modified_and_deleted(api_client):
+    core = client.CoreV1Api(api_client)
+    start = core.list_namespaced_config_map("default").metadata.resource_version
+    events = []
+
+    def writer():
+        time.sleep(0.3)
+        core.create_namespaced_config_map(
+            "default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="py-w"), data={"x": "1"}))
+        core.patch_namespaced_config_map("py-w", "default", {"data": {"x": "2"}})
+        core.delete_namespaced_config_map("py-w", "default")
+
+    t = threading.Thread(target=writer)
+    t.start()
+    w = watch.Watch()
+    for ev in w.stream(core.list_namespaced_config_map, "default",
+                       resource_version=start, timeout_seconds=10):
+        if ev["object"].metadata.name == "py-w":
+            events.append((ev["type"], (ev["object"].data or {}).get("x")))
+        if ev["type"] == "DELETED":
+            w.stop()
+    t.join()
+    assert events == [("ADDED", "1"), ("MODIFIED", "2"), ("DELETED", "2")]
+
+
+def test_create_from_yaml_creates_every_document(api_client, tmp_path):
+    manifest = tmp_path / "app.yaml"
+    manifest.write_text(yaml.safe_dump_all([
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "py-app"}},
+        {"apiVersion": "apps/v1", "kind": "Deployment",
+         "metadata": {"name": "web", "namespace": "py-app"},
+         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                  "template": {"metadata": {"labels": {"app": "web"}},
+                               "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}},
+        {"apiVersion": "v1", "kind": "Service",
+         "metadata": {"name": "web", "namespace": "py-app"},
+         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}},
+    ]))
+    utils.create_from_yaml(api_client, str(manifest))
+
+    apps = client.AppsV1Api(api_client)
+    dep = apps.read_namespaced_deployment("web", "py-app")
+    assert dep.spec.replicas == 2
+    assert dep.spec.strategy.type == "RollingUpdate"  # defaulted by the server
+    svc = client.CoreV1Api(api_client).read_namespaced_service("web", "py-app")
+    assert svc.spec.cluster_ip.startswith("10.")
+    assert svc.spec.ports[0].protocol == "TCP"
+
+    # Creating the same documents again fails with AlreadyExists (409).
+    with pytest.raises(utils.FailToCreateError) as again:
+        utils.create_from_yaml(api_client, str(manifest))
+    assert all(e.status == 409 for e in again.value.api_exceptions)
+
+
+def test_discovery_through_the_client(api_client):
+    groups = client.ApisApi(api_client).get_api_versions()
+    names = {g.name for g in groups.groups}
+    assert {"apps", "batch", "networking.k8s.io", "federation"} <= names
+    version = client.VersionApi(api_client).get_code()
+    assert version.major == "1" and version.minor == "37"
