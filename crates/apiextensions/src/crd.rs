@@ -13,7 +13,7 @@ use std::sync::Arc;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceConversion, CustomResourceDefinition, CustomResourceDefinitionNames,
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use ubernetes_apimachinery::error::field;
 use ubernetes_apimachinery::{ApiError, Cause, ResourceInfo};
 use ubernetes_registry::Strategy;
@@ -75,7 +75,7 @@ impl Strategy for CrdStrategy {
                 let Some(v) = v.as_object_mut() else { continue };
                 for k in ["schema", "subresources"] {
                     if let Some(mut x) = f.get(k).cloned() {
-                        whole_numbers(&mut x);
+                        go_schema_encoding(&mut x);
                         v.insert(k.into(), x);
                     }
                 }
@@ -109,10 +109,36 @@ impl Strategy for CrdStrategy {
     }
 }
 
-/// Go encodes a whole `float64` bound as `10`, not `10.0`.
-fn whole_numbers(v: &mut Value) {
+/// Go's encoding of `JSONSchemaProps` (and subresources): a whole
+/// `float64` bound is `10`, not `10.0`; `omitempty` drops false booleans,
+/// empty strings, lists and maps, but pointers (`default`, `minimum`,
+/// `maxLength`, `items`, `x-kubernetes-preserve-unknown-fields`, …) stay.
+/// Values (`default`, `example`, `enum` members) are left alone.
+fn go_schema_encoding(v: &mut Value) {
     match v {
         Value::Object(m) => {
+            m.retain(|k, x| match k.as_str() {
+                "nullable"
+                | "uniqueItems"
+                | "exclusiveMaximum"
+                | "exclusiveMinimum"
+                | "x-kubernetes-embedded-resource"
+                | "x-kubernetes-int-or-string" => x != &Value::Bool(false),
+                "id" | "$schema" | "description" | "type" | "format" | "title" | "pattern" => {
+                    x.as_str() != Some("")
+                }
+                "required"
+                | "enum"
+                | "allOf"
+                | "oneOf"
+                | "anyOf"
+                | "x-kubernetes-list-map-keys"
+                | "x-kubernetes-validations" => !x.as_array().is_some_and(Vec::is_empty),
+                "properties" | "patternProperties" | "definitions" | "dependencies" => {
+                    !x.as_object().is_some_and(Map::is_empty)
+                }
+                _ => true,
+            });
             for (k, x) in m.iter_mut() {
                 match k.as_str() {
                     "maximum" | "minimum" | "multipleOf" => {
@@ -124,11 +150,11 @@ fn whole_numbers(v: &mut Value) {
                         }
                     }
                     "default" | "example" | "enum" => {}
-                    _ => whole_numbers(x),
+                    _ => go_schema_encoding(x),
                 }
             }
         }
-        Value::Array(a) => a.iter_mut().for_each(whole_numbers),
+        Value::Array(a) => a.iter_mut().for_each(go_schema_encoding),
         _ => {}
     }
 }
@@ -644,6 +670,24 @@ mod tests {
         assert_eq!(n["spec"]["names"]["listKind"], "WidgetList");
         assert_eq!(n["spec"]["conversion"], json!({"strategy": "None"}));
         assert!(causes(minimal()).is_empty(), "{:?}", causes(minimal()));
+    }
+
+    #[test]
+    fn schemas_are_encoded_as_go_encodes_json_schema_props() {
+        let mut c = minimal();
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = json!({
+            "type": "object", "description": "", "required": [],
+            "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 5.0, "nullable": false,
+                                 "default": 0, "enum": [0, 1]},
+                           "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {}}}
+        });
+        let n = crd_strategy().normalize(c).unwrap();
+        assert_eq!(
+            n["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
+            json!({"type": "object", "properties": {
+                "n": {"type": "integer", "minimum": 0, "maximum": 5, "default": 0, "enum": [0, 1]},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
+        );
     }
 
     #[test]
