@@ -49,7 +49,16 @@ ROOTS = [
     ("authentication.k8s.io/v1", "TokenReview"),
     ("authentication.k8s.io/v1", "TokenRequest"),
 ]
-EXTRA_ROOTS = ["meta.v1.DeleteOptions"]
+EXTRA_ROOTS = [
+    "meta.v1.DeleteOptions", "meta.v1.Status", "meta.v1.WatchEvent",
+    "meta.v1.PartialObjectMetadata", "meta.v1.PartialObjectMetadataList",
+]
+# meta.k8s.io kinds responses may carry (Status is served as v1 under every group).
+EXTRA_KINDS = [
+    ("v1", "Status", "meta.v1.Status"),
+    ("meta.k8s.io/v1", "PartialObjectMetadata", "meta.v1.PartialObjectMetadata"),
+    ("meta.k8s.io/v1", "PartialObjectMetadataList", "meta.v1.PartialObjectMetadataList"),
+]
 # Subresource kinds k8s-pb has no Resource impl for.
 MANUAL = [
     ("autoscaling/v1", "Scale", "autoscaling.v1.Scale"),
@@ -190,6 +199,13 @@ for av, k, m in MANUAL:
     resources[(av, k)] = m
     roots.append(m)
 roots += EXTRA_ROOTS
+# `<Kind>List` messages (ListMeta + repeated items) of every root kind.
+LISTS = []
+for av, k in ROOTS:
+    m = resources.get((av, k))
+    if m and m + "List" in messages:
+        LISTS.append((av, k + "List", m + "List"))
+        roots.append(m + "List")
 seen = []
 stack = list(roots)
 while stack:
@@ -210,6 +226,8 @@ out = []
 for av, k in ROOTS:
     if (av, k) in resources:
         out.append(f"={av} {k} {resources[(av, k)]}")
+for av, k, m in LISTS + EXTRA_KINDS:
+    out.append(f"={av} {k} {m}")
 for m in sorted(seen):
     if m in SPECIAL or m not in messages:
         continue

@@ -1,5 +1,8 @@
-//! Protobuf request bodies (`Content-Type: application/vnd.kubernetes.protobuf`),
-//! decoded into the JSON the JSON API would have received.
+//! Kubernetes protobuf (`application/vnd.kubernetes.protobuf`): request
+//! bodies decoded into the JSON the JSON API would have received, and
+//! responses (objects, `<Kind>List`s, `Status`, watch events) encoded from
+//! the JSON the server serves ([`encode`], [`encode_list`],
+//! [`encode_watch_event`], [`encodable`]).
 //!
 //! kubectl 1.37's typed clients prefer protobuf for built-in kinds, so
 //! `kubectl create configmap|secret|namespace|serviceaccount|service|deployment|
@@ -25,7 +28,14 @@
 //! `ProbeHandler`, `LocalObjectReference`, …) → inlined fields. Unknown
 //! field numbers are skipped as gogo-protobuf does.
 //!
-//! Errors are 400 BadRequest with the wording of kube-apiserver's protobuf
+//! Encoding is the reverse walk: fields in tag order as gogo-protobuf
+//! writes them, map entries sorted by key, absent or `null` JSON fields left
+//! out, JSON fields the table does not know skipped; the envelope is
+//! `Unknown{typeMeta, raw, contentEncoding: "", contentType: ""}`. Watch
+//! events are `WatchEvent{type, object: RawExtension{raw: <encoded object>}}`
+//! without magic or envelope, each framed by a 4-byte big-endian length.
+//!
+//! Decoding errors are 400 BadRequest with the wording of kube-apiserver's protobuf
 //! serializer (`unexpected EOF`, `proto: wrong wireType = 2 for field Data`,
 //! `no kind "Foo" is registered for version "v1" in scheme …`); use
 //! [`decode_as`] for the create/update handlers' full sentence
@@ -524,8 +534,9 @@ fn decode_fields(
                 let v = read_value(schema, &mut r, ty, depth)?;
                 // Go's gogo-protobuf writes every non-pointer string, empty
                 // or not; JSON (`omitempty`) leaves empty ones out, and so do
-                // we, or they would be stored (`generateName: ""`).
-                if v.as_str() == Some("") {
+                // we, or they would be stored (`generateName: ""`). A zero
+                // time (`creationTimestamp` of a Go client) is left out too.
+                if v.as_str() == Some("") || v.is_null() {
                     continue;
                 }
                 match (out.get_mut(&field.json), v) {
@@ -638,6 +649,8 @@ fn float(f: f64) -> DecodeResult<Value> {
 /// A message's JSON value, special messages included.
 fn message_value(schema: &Schema, buf: &[u8], message: &str, depth: usize) -> DecodeResult<Value> {
     match message {
+        // Go marshals a zero time as an empty message: JSON `null`.
+        "meta.v1.Time" | "meta.v1.MicroTime" if buf.is_empty() => Ok(Value::Null),
         "meta.v1.Time" => {
             let (secs, _) = seconds_nanos(buf)?;
             format_time(secs, None)
@@ -788,6 +801,425 @@ fn go_duration(ns: i64) -> String {
     format!("{sign}{h}h{m}m{s}")
 }
 
+// ---- encoding ------------------------------------------------------------------
+
+/// The Content-Type of a protobuf watch stream.
+pub const PROTOBUF_WATCH_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+
+/// Whether objects of this apiVersion/kind can be served as protobuf: the
+/// built-in kinds of the table, their `<Kind>List`s, `Status` (under any
+/// apiVersion) and `meta.k8s.io/v1` `PartialObjectMetadata[List]`. Custom
+/// resources (and federation's `Cluster`) are JSON only: kube-apiserver's
+/// CR serializers have no protobuf, so it answers 406 NotAcceptable.
+pub fn encodable(api_version: &str, kind: &str) -> bool {
+    message_for(api_version, kind).is_some()
+}
+
+fn message_for(api_version: &str, kind: &str) -> Option<&'static str> {
+    let schema = &*SCHEMA;
+    if kind == "Status" {
+        return Some("meta.v1.Status");
+    }
+    schema
+        .kinds
+        .get(&(api_version.to_string(), kind.to_string()))
+        .map(String::as_str)
+}
+
+/// Encode an object's JSON (as stored and served: `apiVersion`, `kind`,
+/// `metadata`, …) the way kube-apiserver writes
+/// `application/vnd.kubernetes.protobuf`: the magic `k8s\0`, then
+/// `runtime.Unknown{typeMeta{apiVersion, kind}, raw, contentEncoding: "",
+/// contentType: ""}` (fields 1–4 in order, the two empty strings written as
+/// gogo-protobuf writes every non-pointer string), `raw` being the kind's
+/// message with fields in tag order. JSON fields the table does not know are
+/// skipped. A kind that is not [`encodable`] or a value of the wrong JSON
+/// type is a 500 InternalError (the handler should have negotiated JSON).
+pub fn encode(obj: &Value) -> Result<Vec<u8>, ApiError> {
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    let Some(message) = message_for(api_version, kind) else {
+        return Err(ApiError::internal(format!(
+            "object {api_version}, Kind={kind} does not implement the protobuf marshalling interface and cannot be encoded to a protobuf message"
+        )));
+    };
+    let Some(fields) = obj.as_object() else {
+        return Err(ApiError::internal("object to encode is not a JSON object"));
+    };
+    let mut raw = Vec::new();
+    encode_fields(&SCHEMA, fields, message, 0, &mut raw).map_err(ApiError::internal)?;
+    let mut type_meta = Vec::new();
+    put_bytes(&mut type_meta, 1, api_version.as_bytes());
+    put_bytes(&mut type_meta, 2, kind.as_bytes());
+    let mut out = Vec::with_capacity(MAGIC.len() + raw.len() + type_meta.len() + 16);
+    out.extend_from_slice(MAGIC);
+    put_bytes(&mut out, 1, &type_meta);
+    put_bytes(&mut out, 2, &raw);
+    put_bytes(&mut out, 3, b"");
+    put_bytes(&mut out, 4, b"");
+    Ok(out)
+}
+
+/// Encode a `<Kind>List` (`metadata` ListMeta, then every item): [`encode`]
+/// after checking the kind names a list.
+pub fn encode_list(list: &Value) -> Result<Vec<u8>, ApiError> {
+    let kind = list.get("kind").and_then(Value::as_str).unwrap_or("");
+    if !kind.ends_with("List") {
+        return Err(ApiError::internal(format!(
+            "object of kind {kind:?} is not a list"
+        )));
+    }
+    encode(list)
+}
+
+/// One watch event as written on a protobuf watch stream
+/// (`Content-Type: application/vnd.kubernetes.protobuf;stream=watch`): the
+/// 4-byte big-endian length of the message, then
+/// [`encode_watch_event_message`]'s bytes (kube's `LengthDelimitedFramer`).
+/// `event_type` is `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or `ERROR`
+/// (whose object is a `Status`).
+pub fn encode_watch_event(event_type: &str, obj: &Value) -> Result<Vec<u8>, ApiError> {
+    frame(&encode_watch_event_message(event_type, obj)?)
+}
+
+/// `metav1.WatchEvent{type, object: RawExtension{raw: <encode(obj)>}}`
+/// written by kube's raw protobuf serializer: no magic and no `Unknown`
+/// around the event itself, the object inside it carries both.
+pub fn encode_watch_event_message(event_type: &str, obj: &Value) -> Result<Vec<u8>, ApiError> {
+    let object = encode(obj)?;
+    let mut raw_ext = Vec::with_capacity(object.len() + 8);
+    put_bytes(&mut raw_ext, 1, &object);
+    let mut out = Vec::with_capacity(raw_ext.len() + event_type.len() + 8);
+    put_bytes(&mut out, 1, event_type.as_bytes());
+    put_bytes(&mut out, 2, &raw_ext);
+    Ok(out)
+}
+
+/// Length-delimited framing of a protobuf stream: 4-byte big-endian length,
+/// then the message.
+pub fn frame(message: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let len = u32::try_from(message.len())
+        .map_err(|_| ApiError::internal("watch event too large to frame"))?;
+    let mut out = Vec::with_capacity(message.len() + 4);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(message);
+    Ok(out)
+}
+
+type EncodeResult<T> = Result<T, String>;
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_key(out: &mut Vec<u8>, tag: u64, wire: u8) {
+    put_varint(out, (tag << 3) | u64::from(wire));
+}
+
+fn put_bytes(out: &mut Vec<u8>, tag: u64, b: &[u8]) {
+    put_key(out, tag, 2);
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+fn mismatch(field: &str, want: &str, v: &Value) -> String {
+    format!("cannot encode field {field:?} as protobuf: expected {want}, got {v}")
+}
+
+/// Encode the fields of `message` found in the JSON object `obj`, in tag
+/// order. Absent and `null` fields are left out.
+fn encode_fields(
+    schema: &Schema,
+    obj: &Map<String, Value>,
+    message: &str,
+    depth: usize,
+    out: &mut Vec<u8>,
+) -> EncodeResult<()> {
+    if depth > MAX_DEPTH {
+        return Err("proto: exceeded maximum nesting depth".into());
+    }
+    let Some(msg) = schema.messages.get(message) else {
+        return Err(format!("proto: no schema for message {message}"));
+    };
+    for field in &msg.fields {
+        if let FieldType::Inline(child) = &field.ty {
+            // Go embeds the struct by value: always written.
+            let mut buf = Vec::new();
+            encode_fields(schema, obj, child, depth + 1, &mut buf)?;
+            put_bytes(out, field.tag, &buf);
+            continue;
+        }
+        let Some(v) = obj.get(&field.json).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        match &field.ty {
+            FieldType::Inline(_) => {}
+            FieldType::One(ty) => put_value(schema, out, field.tag, ty, v, &field.json, depth)?,
+            FieldType::Repeated(ty) => {
+                let Value::Array(items) = v else {
+                    return Err(mismatch(&field.json, "an array", v));
+                };
+                for item in items {
+                    put_value(schema, out, field.tag, ty, item, &field.json, depth)?;
+                }
+            }
+            FieldType::Map(kt, vt) => {
+                let Value::Object(m) = v else {
+                    return Err(mismatch(&field.json, "an object", v));
+                };
+                // Go's generated marshallers sort map keys.
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                for k in keys {
+                    let mut entry = Vec::new();
+                    put_value(
+                        schema,
+                        &mut entry,
+                        1,
+                        kt,
+                        &Value::String(k.clone()),
+                        &field.json,
+                        depth,
+                    )?;
+                    if let Some(val) = m.get(k) {
+                        put_value(schema, &mut entry, 2, vt, val, &field.json, depth)?;
+                    }
+                    put_bytes(out, field.tag, &entry);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Write one value of type `ty` as field `tag`. A `null` is the type's zero
+/// value (as Go decodes it into a non-pointer).
+fn put_value(
+    schema: &Schema,
+    out: &mut Vec<u8>,
+    tag: u64,
+    ty: &Scalar,
+    v: &Value,
+    field: &str,
+    depth: usize,
+) -> EncodeResult<()> {
+    match ty {
+        Scalar::Str => {
+            let s = match v {
+                Value::String(s) => s.as_str(),
+                Value::Null => "",
+                _ => return Err(mismatch(field, "a string", v)),
+            };
+            put_bytes(out, tag, s.as_bytes());
+        }
+        Scalar::Bytes => {
+            let b = match v {
+                Value::String(s) => base64::engine::general_purpose::STANDARD
+                    .decode(s)
+                    .map_err(|e| format!("cannot encode field {field:?} as protobuf: {e}"))?,
+                Value::Null => Vec::new(),
+                _ => return Err(mismatch(field, "a base64 string", v)),
+            };
+            put_bytes(out, tag, &b);
+        }
+        Scalar::Bool => {
+            let b = match v {
+                Value::Bool(b) => *b,
+                Value::Null => false,
+                _ => return Err(mismatch(field, "a boolean", v)),
+            };
+            put_key(out, tag, 0);
+            put_varint(out, u64::from(b));
+        }
+        Scalar::I32 | Scalar::I64 => {
+            let n = json_int(v).ok_or_else(|| mismatch(field, "an integer", v))?;
+            let n = if *ty == Scalar::I32 {
+                i64::from(i32::try_from(n).map_err(|_| mismatch(field, "an int32", v))?)
+            } else {
+                n
+            };
+            put_key(out, tag, 0);
+            // Go's `uint64(x)`: negative numbers sign-extend to 10 bytes.
+            put_varint(out, n as u64);
+        }
+        Scalar::U32 | Scalar::U64 => {
+            let n = match v {
+                Value::Null => 0,
+                _ => v
+                    .as_u64()
+                    .ok_or_else(|| mismatch(field, "an unsigned integer", v))?,
+            };
+            if *ty == Scalar::U32 && u32::try_from(n).is_err() {
+                return Err(mismatch(field, "a uint32", v));
+            }
+            put_key(out, tag, 0);
+            put_varint(out, n);
+        }
+        Scalar::F64 | Scalar::F32 => {
+            let f = match v {
+                Value::Null => 0.0,
+                _ => v.as_f64().ok_or_else(|| mismatch(field, "a number", v))?,
+            };
+            if *ty == Scalar::F64 {
+                put_key(out, tag, 1);
+                out.extend_from_slice(&f.to_bits().to_le_bytes());
+            } else {
+                put_key(out, tag, 5);
+                out.extend_from_slice(&(f as f32).to_bits().to_le_bytes());
+            }
+        }
+        Scalar::Msg(m) => {
+            let b = message_bytes(schema, v, m, field, depth + 1)?;
+            put_bytes(out, tag, &b);
+        }
+    }
+    Ok(())
+}
+
+/// An integer JSON value (`null` is 0; integral floats are accepted as Go's
+/// decoder would have read them).
+fn json_int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Null => Some(0),
+        Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
+                .map(|f| f as i64)
+        }),
+        _ => None,
+    }
+}
+
+/// The bytes of a message value, special messages included.
+fn message_bytes(
+    schema: &Schema,
+    v: &Value,
+    message: &str,
+    field: &str,
+    depth: usize,
+) -> EncodeResult<Vec<u8>> {
+    let mut out = Vec::new();
+    match message {
+        "meta.v1.Time" | "meta.v1.MicroTime" => {
+            // A zero time marshals to an empty message.
+            let Some(s) = v.as_str() else {
+                if v.is_null() {
+                    return Ok(out);
+                }
+                return Err(mismatch(field, "an RFC 3339 time", v));
+            };
+            let ts: jiff::Timestamp = s
+                .parse()
+                .map_err(|e| format!("cannot encode field {field:?} as protobuf: {e}"))?;
+            put_key(&mut out, 1, 0);
+            put_varint(&mut out, ts.as_second() as u64);
+            put_key(&mut out, 2, 0);
+            put_varint(&mut out, i64::from(ts.subsec_nanosecond()) as u64);
+        }
+        "meta.v1.Duration" => {
+            let ns = match v {
+                Value::String(s) => {
+                    parse_go_duration(s).ok_or_else(|| format!("time: invalid duration {s:?}"))?
+                }
+                Value::Null => 0,
+                _ => return Err(mismatch(field, "a duration string", v)),
+            };
+            put_key(&mut out, 1, 0);
+            put_varint(&mut out, ns as u64);
+        }
+        "resource.Quantity" => {
+            let s = match v {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Null => "0".to_string(),
+                _ => return Err(mismatch(field, "a quantity", v)),
+            };
+            put_bytes(&mut out, 1, s.as_bytes());
+        }
+        "intstr.IntOrString" => {
+            // gogo writes all three fields.
+            let (ty, int_val, str_val) = match v {
+                Value::String(s) => (1u64, 0i64, s.as_str()),
+                _ => {
+                    let n = json_int(v).ok_or_else(|| mismatch(field, "an int or string", v))?;
+                    let n = i32::try_from(n).map_err(|_| mismatch(field, "an int32", v))?;
+                    (0, i64::from(n), "")
+                }
+            };
+            put_key(&mut out, 1, 0);
+            put_varint(&mut out, ty);
+            put_key(&mut out, 2, 0);
+            put_varint(&mut out, int_val as u64);
+            put_bytes(&mut out, 3, str_val.as_bytes());
+        }
+        "runtime.RawExtension" | "meta.v1.FieldsV1" => {
+            let raw = serde_json::to_vec(v).map_err(|e| e.to_string())?;
+            put_bytes(&mut out, 1, &raw);
+        }
+        _ => {
+            let is_list = schema.messages.get(message).is_some_and(|m| m.list);
+            if is_list {
+                let mut wrapper = Map::new();
+                wrapper.insert("items".into(), v.clone());
+                encode_fields(schema, &wrapper, message, depth, &mut out)?;
+            } else {
+                match v {
+                    Value::Object(m) => encode_fields(schema, m, message, depth, &mut out)?,
+                    Value::Null => {}
+                    _ => return Err(mismatch(field, "an object", v)),
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Go's `time.ParseDuration` (`1h2m3.5s`, `300ms`, `-1.5µs`) in nanoseconds.
+fn parse_go_duration(s: &str) -> Option<i64> {
+    let (neg, mut rest) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if rest == "0" {
+        return Some(0);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total: f64 = 0.0;
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let num: f64 = rest[..num_end].parse().ok()?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = match &rest[..unit_end] {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        rest = &rest[unit_end..];
+        total += num * unit;
+    }
+    if total > i64::MAX as f64 {
+        return None;
+    }
+    let ns = total.round() as i64;
+    Some(if neg { -ns } else { ns })
+}
+
 /// The message table (see the module doc). Lines: `=<apiVersion> <Kind>
 /// <message>` maps a kind to its message; `<message> [!list]
 /// <jsonName>=<field number>:<type> …` describes one message, with types
@@ -841,19 +1273,61 @@ const SCHEMA_TEXT: &str = r#"
 =authentication.k8s.io/v1 SelfSubjectReview authentication.v1.SelfSubjectReview
 =authentication.k8s.io/v1 TokenReview authentication.v1.TokenReview
 =authentication.k8s.io/v1 TokenRequest authentication.v1.TokenRequest
+=v1 NamespaceList core.v1.NamespaceList
+=v1 ConfigMapList core.v1.ConfigMapList
+=v1 SecretList core.v1.SecretList
+=v1 ServiceList core.v1.ServiceList
+=v1 EndpointsList core.v1.EndpointsList
+=v1 ServiceAccountList core.v1.ServiceAccountList
+=v1 EventList core.v1.EventList
+=v1 LimitRangeList core.v1.LimitRangeList
+=v1 ResourceQuotaList core.v1.ResourceQuotaList
+=v1 PersistentVolumeClaimList core.v1.PersistentVolumeClaimList
+=v1 PersistentVolumeList core.v1.PersistentVolumeList
+=v1 PodTemplateList core.v1.PodTemplateList
+=v1 ReplicationControllerList core.v1.ReplicationControllerList
+=v1 PodList core.v1.PodList
+=v1 NodeList core.v1.NodeList
+=apps/v1 DeploymentList apps.v1.DeploymentList
+=apps/v1 ReplicaSetList apps.v1.ReplicaSetList
+=apps/v1 StatefulSetList apps.v1.StatefulSetList
+=apps/v1 DaemonSetList apps.v1.DaemonSetList
+=apps/v1 ControllerRevisionList apps.v1.ControllerRevisionList
+=batch/v1 JobList batch.v1.JobList
+=batch/v1 CronJobList batch.v1.CronJobList
+=autoscaling/v1 HorizontalPodAutoscalerList autoscaling.v1.HorizontalPodAutoscalerList
+=autoscaling/v2 HorizontalPodAutoscalerList autoscaling.v2.HorizontalPodAutoscalerList
+=networking.k8s.io/v1 IngressList networking.v1.IngressList
+=networking.k8s.io/v1 IngressClassList networking.v1.IngressClassList
+=networking.k8s.io/v1 NetworkPolicyList networking.v1.NetworkPolicyList
+=policy/v1 PodDisruptionBudgetList policy.v1.PodDisruptionBudgetList
+=rbac.authorization.k8s.io/v1 RoleList rbac.v1.RoleList
+=rbac.authorization.k8s.io/v1 RoleBindingList rbac.v1.RoleBindingList
+=rbac.authorization.k8s.io/v1 ClusterRoleList rbac.v1.ClusterRoleList
+=rbac.authorization.k8s.io/v1 ClusterRoleBindingList rbac.v1.ClusterRoleBindingList
+=coordination.k8s.io/v1 LeaseList coordination.v1.LeaseList
+=events.k8s.io/v1 EventList events.v1.EventList
+=discovery.k8s.io/v1 EndpointSliceList discovery.v1.EndpointSliceList
+=v1 Status meta.v1.Status
+=meta.k8s.io/v1 PartialObjectMetadata meta.v1.PartialObjectMetadata
+=meta.k8s.io/v1 PartialObjectMetadataList meta.v1.PartialObjectMetadataList
 apps.v1.ControllerRevision metadata=1:@meta.v1.ObjectMeta data=2:@runtime.RawExtension revision=3:i64
+apps.v1.ControllerRevisionList metadata=1:@meta.v1.ListMeta items=2:*@apps.v1.ControllerRevision
 apps.v1.DaemonSet metadata=1:@meta.v1.ObjectMeta spec=2:@apps.v1.DaemonSetSpec status=3:@apps.v1.DaemonSetStatus
 apps.v1.DaemonSetCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
+apps.v1.DaemonSetList metadata=1:@meta.v1.ListMeta items=2:*@apps.v1.DaemonSet
 apps.v1.DaemonSetSpec selector=1:@meta.v1.LabelSelector template=2:@core.v1.PodTemplateSpec updateStrategy=3:@apps.v1.DaemonSetUpdateStrategy minReadySeconds=4:i32 revisionHistoryLimit=6:i32
 apps.v1.DaemonSetStatus currentNumberScheduled=1:i32 numberMisscheduled=2:i32 desiredNumberScheduled=3:i32 numberReady=4:i32 observedGeneration=5:i64 updatedNumberScheduled=6:i32 numberAvailable=7:i32 numberUnavailable=8:i32 collisionCount=9:i32 conditions=10:*@apps.v1.DaemonSetCondition
 apps.v1.DaemonSetUpdateStrategy type=1:s rollingUpdate=2:@apps.v1.RollingUpdateDaemonSet
 apps.v1.Deployment metadata=1:@meta.v1.ObjectMeta spec=2:@apps.v1.DeploymentSpec status=3:@apps.v1.DeploymentStatus
 apps.v1.DeploymentCondition type=1:s status=2:s reason=4:s message=5:s lastUpdateTime=6:@meta.v1.Time lastTransitionTime=7:@meta.v1.Time
+apps.v1.DeploymentList metadata=1:@meta.v1.ListMeta items=2:*@apps.v1.Deployment
 apps.v1.DeploymentSpec replicas=1:i32 selector=2:@meta.v1.LabelSelector template=3:@core.v1.PodTemplateSpec strategy=4:@apps.v1.DeploymentStrategy minReadySeconds=5:i32 revisionHistoryLimit=6:i32 paused=7:b progressDeadlineSeconds=9:i32
 apps.v1.DeploymentStatus observedGeneration=1:i64 replicas=2:i32 updatedReplicas=3:i32 availableReplicas=4:i32 unavailableReplicas=5:i32 conditions=6:*@apps.v1.DeploymentCondition readyReplicas=7:i32 collisionCount=8:i32 terminatingReplicas=9:i32
 apps.v1.DeploymentStrategy type=1:s rollingUpdate=2:@apps.v1.RollingUpdateDeployment
 apps.v1.ReplicaSet metadata=1:@meta.v1.ObjectMeta spec=2:@apps.v1.ReplicaSetSpec status=3:@apps.v1.ReplicaSetStatus
 apps.v1.ReplicaSetCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
+apps.v1.ReplicaSetList metadata=1:@meta.v1.ListMeta items=2:*@apps.v1.ReplicaSet
 apps.v1.ReplicaSetSpec replicas=1:i32 selector=2:@meta.v1.LabelSelector template=3:@core.v1.PodTemplateSpec minReadySeconds=4:i32
 apps.v1.ReplicaSetStatus replicas=1:i32 fullyLabeledReplicas=2:i32 observedGeneration=3:i64 readyReplicas=4:i32 availableReplicas=5:i32 conditions=6:*@apps.v1.ReplicaSetCondition terminatingReplicas=7:i32
 apps.v1.RollingUpdateDaemonSet maxUnavailable=1:@intstr.IntOrString maxSurge=2:@intstr.IntOrString
@@ -861,6 +1335,7 @@ apps.v1.RollingUpdateDeployment maxUnavailable=1:@intstr.IntOrString maxSurge=2:
 apps.v1.RollingUpdateStatefulSetStrategy partition=1:i32 maxUnavailable=2:@intstr.IntOrString
 apps.v1.StatefulSet metadata=1:@meta.v1.ObjectMeta spec=2:@apps.v1.StatefulSetSpec status=3:@apps.v1.StatefulSetStatus
 apps.v1.StatefulSetCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
+apps.v1.StatefulSetList metadata=1:@meta.v1.ListMeta items=2:*@apps.v1.StatefulSet
 apps.v1.StatefulSetOrdinals start=1:i32
 apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy whenDeleted=1:s whenScaled=2:s
 apps.v1.StatefulSetSpec replicas=1:i32 selector=2:@meta.v1.LabelSelector template=3:@core.v1.PodTemplateSpec volumeClaimTemplates=4:*@core.v1.PersistentVolumeClaim serviceName=5:s podManagementPolicy=6:s updateStrategy=7:@apps.v1.StatefulSetUpdateStrategy revisionHistoryLimit=8:i32 minReadySeconds=9:i32 persistentVolumeClaimRetentionPolicy=10:@apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy ordinals=11:@apps.v1.StatefulSetOrdinals
@@ -895,6 +1370,7 @@ authorization.v1.SubjectAccessReviewStatus allowed=1:b reason=2:s evaluationErro
 authorization.v1.SubjectRulesReviewStatus resourceRules=1:*@authorization.v1.ResourceRule nonResourceRules=2:*@authorization.v1.NonResourceRule incomplete=3:b evaluationError=4:s
 autoscaling.v1.CrossVersionObjectReference kind=1:s name=2:s apiVersion=3:s
 autoscaling.v1.HorizontalPodAutoscaler metadata=1:@meta.v1.ObjectMeta spec=2:@autoscaling.v1.HorizontalPodAutoscalerSpec status=3:@autoscaling.v1.HorizontalPodAutoscalerStatus
+autoscaling.v1.HorizontalPodAutoscalerList metadata=1:@meta.v1.ListMeta items=2:*@autoscaling.v1.HorizontalPodAutoscaler
 autoscaling.v1.HorizontalPodAutoscalerSpec scaleTargetRef=1:@autoscaling.v1.CrossVersionObjectReference minReplicas=2:i32 maxReplicas=3:i32 targetCPUUtilizationPercentage=4:i32
 autoscaling.v1.HorizontalPodAutoscalerStatus observedGeneration=1:i64 lastScaleTime=2:@meta.v1.Time currentReplicas=3:i32 desiredReplicas=4:i32 currentCPUUtilizationPercentage=5:i32
 autoscaling.v1.Scale metadata=1:@meta.v1.ObjectMeta spec=2:@autoscaling.v1.ScaleSpec status=3:@autoscaling.v1.ScaleStatus
@@ -908,6 +1384,7 @@ autoscaling.v2.ExternalMetricStatus metric=1:@autoscaling.v2.MetricIdentifier cu
 autoscaling.v2.HorizontalPodAutoscaler metadata=1:@meta.v1.ObjectMeta spec=2:@autoscaling.v2.HorizontalPodAutoscalerSpec status=3:@autoscaling.v2.HorizontalPodAutoscalerStatus
 autoscaling.v2.HorizontalPodAutoscalerBehavior scaleUp=1:@autoscaling.v2.HpaScalingRules scaleDown=2:@autoscaling.v2.HpaScalingRules
 autoscaling.v2.HorizontalPodAutoscalerCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
+autoscaling.v2.HorizontalPodAutoscalerList metadata=1:@meta.v1.ListMeta items=2:*@autoscaling.v2.HorizontalPodAutoscaler
 autoscaling.v2.HorizontalPodAutoscalerSpec scaleTargetRef=1:@autoscaling.v2.CrossVersionObjectReference minReplicas=2:i32 maxReplicas=3:i32 metrics=4:*@autoscaling.v2.MetricSpec behavior=5:@autoscaling.v2.HorizontalPodAutoscalerBehavior
 autoscaling.v2.HorizontalPodAutoscalerStatus observedGeneration=1:i64 lastScaleTime=2:@meta.v1.Time currentReplicas=3:i32 desiredReplicas=4:i32 currentMetrics=5:*@autoscaling.v2.MetricStatus conditions=6:*@autoscaling.v2.HorizontalPodAutoscalerCondition
 autoscaling.v2.HpaScalingPolicy type=1:s value=2:i32 periodSeconds=3:i32
@@ -924,10 +1401,12 @@ autoscaling.v2.PodsMetricStatus metric=1:@autoscaling.v2.MetricIdentifier curren
 autoscaling.v2.ResourceMetricSource name=1:s target=2:@autoscaling.v2.MetricTarget
 autoscaling.v2.ResourceMetricStatus name=1:s current=2:@autoscaling.v2.MetricValueStatus
 batch.v1.CronJob metadata=1:@meta.v1.ObjectMeta spec=2:@batch.v1.CronJobSpec status=3:@batch.v1.CronJobStatus
+batch.v1.CronJobList metadata=1:@meta.v1.ListMeta items=2:*@batch.v1.CronJob
 batch.v1.CronJobSpec schedule=1:s startingDeadlineSeconds=2:i64 concurrencyPolicy=3:s suspend=4:b jobTemplate=5:@batch.v1.JobTemplateSpec successfulJobsHistoryLimit=6:i32 failedJobsHistoryLimit=7:i32 timeZone=8:s
 batch.v1.CronJobStatus active=1:*@core.v1.ObjectReference lastScheduleTime=4:@meta.v1.Time lastSuccessfulTime=5:@meta.v1.Time
 batch.v1.Job metadata=1:@meta.v1.ObjectMeta spec=2:@batch.v1.JobSpec status=3:@batch.v1.JobStatus
 batch.v1.JobCondition type=1:s status=2:s lastProbeTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
+batch.v1.JobList metadata=1:@meta.v1.ListMeta items=2:*@batch.v1.Job
 batch.v1.JobSpec parallelism=1:i32 completions=2:i32 activeDeadlineSeconds=3:i64 selector=4:@meta.v1.LabelSelector manualSelector=5:b template=6:@core.v1.PodTemplateSpec backoffLimit=7:i32 ttlSecondsAfterFinished=8:i32 completionMode=9:s suspend=10:b podFailurePolicy=11:@batch.v1.PodFailurePolicy backoffLimitPerIndex=12:i32 maxFailedIndexes=13:i32 podReplacementPolicy=14:s managedBy=15:s successPolicy=16:@batch.v1.SuccessPolicy
 batch.v1.JobStatus conditions=1:*@batch.v1.JobCondition startTime=2:@meta.v1.Time completionTime=3:@meta.v1.Time active=4:i32 succeeded=5:i32 failed=6:i32 completedIndexes=7:s uncountedTerminatedPods=8:@batch.v1.UncountedTerminatedPods ready=9:i32 failedIndexes=10:s terminating=11:i32
 batch.v1.JobTemplateSpec metadata=1:@meta.v1.ObjectMeta spec=2:@batch.v1.JobSpec
@@ -939,6 +1418,7 @@ batch.v1.SuccessPolicy rules=1:*@batch.v1.SuccessPolicyRule
 batch.v1.SuccessPolicyRule succeededIndexes=1:s succeededCount=2:i32
 batch.v1.UncountedTerminatedPods succeeded=1:*s failed=2:*s
 coordination.v1.Lease metadata=1:@meta.v1.ObjectMeta spec=2:@coordination.v1.LeaseSpec
+coordination.v1.LeaseList metadata=1:@meta.v1.ListMeta items=2:*@coordination.v1.Lease
 coordination.v1.LeaseSpec holderIdentity=1:s leaseDurationSeconds=2:i32 acquireTime=3:@meta.v1.MicroTime renewTime=4:@meta.v1.MicroTime leaseTransitions=5:i32 strategy=6:s preferredHolder=7:s
 core.v1.Affinity nodeAffinity=1:@core.v1.NodeAffinity podAffinity=2:@core.v1.PodAffinity podAntiAffinity=3:@core.v1.PodAntiAffinity
 core.v1.AppArmorProfile type=1:s localhostProfile=2:s
@@ -960,6 +1440,7 @@ core.v1.ClusterTrustBundleProjection name=1:s signerName=2:s labelSelector=3:@me
 core.v1.ConfigMap metadata=1:@meta.v1.ObjectMeta data=2:{s,s} binaryData=3:{s,y} immutable=4:b
 core.v1.ConfigMapEnvSource local_object_reference=1:^@core.v1.LocalObjectReference optional=2:b
 core.v1.ConfigMapKeySelector local_object_reference=1:^@core.v1.LocalObjectReference key=2:s optional=3:b
+core.v1.ConfigMapList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.ConfigMap
 core.v1.ConfigMapNodeConfigSource namespace=1:s name=2:s uid=3:s resourceVersion=4:s kubeletConfigKey=5:s
 core.v1.ConfigMapProjection local_object_reference=1:^@core.v1.LocalObjectReference items=2:*@core.v1.KeyToPath optional=4:b
 core.v1.ConfigMapVolumeSource local_object_reference=1:^@core.v1.LocalObjectReference items=2:*@core.v1.KeyToPath defaultMode=3:i32 optional=4:b
@@ -985,6 +1466,7 @@ core.v1.EndpointAddress ip=1:s targetRef=2:@core.v1.ObjectReference hostname=3:s
 core.v1.EndpointPort name=1:s port=2:i32 protocol=3:s appProtocol=4:s
 core.v1.EndpointSubset addresses=1:*@core.v1.EndpointAddress notReadyAddresses=2:*@core.v1.EndpointAddress ports=3:*@core.v1.EndpointPort
 core.v1.Endpoints metadata=1:@meta.v1.ObjectMeta subsets=2:*@core.v1.EndpointSubset
+core.v1.EndpointsList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.Endpoints
 core.v1.EnvFromSource prefix=1:s configMapRef=2:@core.v1.ConfigMapEnvSource secretRef=3:@core.v1.SecretEnvSource
 core.v1.EnvVar name=1:s value=2:s valueFrom=3:@core.v1.EnvVarSource
 core.v1.EnvVarSource fieldRef=1:@core.v1.ObjectFieldSelector resourceFieldRef=2:@core.v1.ResourceFieldSelector configMapKeyRef=3:@core.v1.ConfigMapKeySelector secretKeyRef=4:@core.v1.SecretKeySelector fileKeyRef=5:@core.v1.FileKeySelector
@@ -992,6 +1474,7 @@ core.v1.EphemeralContainer ephemeral_container_common=1:^@core.v1.EphemeralConta
 core.v1.EphemeralContainerCommon name=1:s image=2:s command=3:*s args=4:*s workingDir=5:s ports=6:*@core.v1.ContainerPort env=7:*@core.v1.EnvVar resources=8:@core.v1.ResourceRequirements volumeMounts=9:*@core.v1.VolumeMount livenessProbe=10:@core.v1.Probe readinessProbe=11:@core.v1.Probe lifecycle=12:@core.v1.Lifecycle terminationMessagePath=13:s imagePullPolicy=14:s securityContext=15:@core.v1.SecurityContext stdin=16:b stdinOnce=17:b tty=18:b envFrom=19:*@core.v1.EnvFromSource terminationMessagePolicy=20:s volumeDevices=21:*@core.v1.VolumeDevice startupProbe=22:@core.v1.Probe resizePolicy=23:*@core.v1.ContainerResizePolicy restartPolicy=24:s restartPolicyRules=25:*@core.v1.ContainerRestartRule
 core.v1.EphemeralVolumeSource volumeClaimTemplate=1:@core.v1.PersistentVolumeClaimTemplate
 core.v1.Event metadata=1:@meta.v1.ObjectMeta involvedObject=2:@core.v1.ObjectReference reason=3:s message=4:s source=5:@core.v1.EventSource firstTimestamp=6:@meta.v1.Time lastTimestamp=7:@meta.v1.Time count=8:i32 type=9:s eventTime=10:@meta.v1.MicroTime series=11:@core.v1.EventSeries action=12:s related=13:@core.v1.ObjectReference reportingComponent=14:s reportingInstance=15:s
+core.v1.EventList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.Event
 core.v1.EventSeries count=1:i32 lastObservedTime=2:@meta.v1.MicroTime
 core.v1.EventSource component=1:s host=2:s
 core.v1.ExecAction command=1:*s
@@ -1018,6 +1501,7 @@ core.v1.Lifecycle postStart=1:@core.v1.LifecycleHandler preStop=2:@core.v1.Lifec
 core.v1.LifecycleHandler exec=1:@core.v1.ExecAction httpGet=2:@core.v1.HttpGetAction tcpSocket=3:@core.v1.TcpSocketAction sleep=4:@core.v1.SleepAction
 core.v1.LimitRange metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.LimitRangeSpec
 core.v1.LimitRangeItem type=1:s max=2:{s,@resource.Quantity} min=3:{s,@resource.Quantity} default=4:{s,@resource.Quantity} defaultRequest=5:{s,@resource.Quantity} maxLimitRequestRatio=6:{s,@resource.Quantity}
+core.v1.LimitRangeList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.LimitRange
 core.v1.LimitRangeSpec limits=1:*@core.v1.LimitRangeItem
 core.v1.LinuxContainerUser uid=1:i64 gid=2:i64 supplementalGroups=3:*i64
 core.v1.LoadBalancerIngress ip=1:s hostname=2:s ipMode=3:s ports=4:*@core.v1.PortStatus
@@ -1027,6 +1511,7 @@ core.v1.LocalVolumeSource path=1:s fsType=2:s
 core.v1.ModifyVolumeStatus targetVolumeAttributesClassName=1:s status=2:s
 core.v1.Namespace metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.NamespaceSpec status=3:@core.v1.NamespaceStatus
 core.v1.NamespaceCondition type=1:s status=2:s lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
+core.v1.NamespaceList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.Namespace
 core.v1.NamespaceSpec finalizers=1:*s
 core.v1.NamespaceStatus phase=1:s conditions=2:*@core.v1.NamespaceCondition
 core.v1.NfsVolumeSource server=1:s path=2:s readOnly=3:b
@@ -1038,6 +1523,7 @@ core.v1.NodeConfigSource configMap=2:@core.v1.ConfigMapNodeConfigSource
 core.v1.NodeConfigStatus assigned=1:@core.v1.NodeConfigSource active=2:@core.v1.NodeConfigSource lastKnownGood=3:@core.v1.NodeConfigSource error=4:s
 core.v1.NodeDaemonEndpoints kubeletEndpoint=1:@core.v1.DaemonEndpoint
 core.v1.NodeFeatures supplementalGroupsPolicy=1:b
+core.v1.NodeList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.Node
 core.v1.NodeRuntimeHandler name=1:s features=2:@core.v1.NodeRuntimeHandlerFeatures
 core.v1.NodeRuntimeHandlerFeatures recursiveReadOnlyMounts=1:b userNamespaces=2:b
 core.v1.NodeSelector nodeSelectorTerms=1:*@core.v1.NodeSelectorTerm
@@ -1052,10 +1538,12 @@ core.v1.ObjectReference kind=1:s namespace=2:s name=3:s uid=4:s apiVersion=5:s r
 core.v1.PersistentVolume metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.PersistentVolumeSpec status=3:@core.v1.PersistentVolumeStatus
 core.v1.PersistentVolumeClaim metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.PersistentVolumeClaimSpec status=3:@core.v1.PersistentVolumeClaimStatus
 core.v1.PersistentVolumeClaimCondition type=1:s status=2:s lastProbeTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
+core.v1.PersistentVolumeClaimList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.PersistentVolumeClaim
 core.v1.PersistentVolumeClaimSpec accessModes=1:*s resources=2:@core.v1.VolumeResourceRequirements volumeName=3:s selector=4:@meta.v1.LabelSelector storageClassName=5:s volumeMode=6:s dataSource=7:@core.v1.TypedLocalObjectReference dataSourceRef=8:@core.v1.TypedObjectReference volumeAttributesClassName=9:s
 core.v1.PersistentVolumeClaimStatus phase=1:s accessModes=2:*s capacity=3:{s,@resource.Quantity} conditions=4:*@core.v1.PersistentVolumeClaimCondition allocatedResources=5:{s,@resource.Quantity} allocatedResourceStatuses=7:{s,s} currentVolumeAttributesClassName=8:s modifyVolumeStatus=9:@core.v1.ModifyVolumeStatus
 core.v1.PersistentVolumeClaimTemplate metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.PersistentVolumeClaimSpec
 core.v1.PersistentVolumeClaimVolumeSource claimName=1:s readOnly=2:b
+core.v1.PersistentVolumeList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.PersistentVolume
 core.v1.PersistentVolumeSource gcePersistentDisk=1:@core.v1.GcePersistentDiskVolumeSource awsElasticBlockStore=2:@core.v1.AwsElasticBlockStoreVolumeSource hostPath=3:@core.v1.HostPathVolumeSource glusterfs=4:@core.v1.GlusterfsPersistentVolumeSource nfs=5:@core.v1.NfsVolumeSource rbd=6:@core.v1.RbdPersistentVolumeSource iscsi=7:@core.v1.IscsiPersistentVolumeSource cinder=8:@core.v1.CinderPersistentVolumeSource cephfs=9:@core.v1.CephFsPersistentVolumeSource fc=10:@core.v1.FcVolumeSource flocker=11:@core.v1.FlockerVolumeSource flexVolume=12:@core.v1.FlexPersistentVolumeSource azureFile=13:@core.v1.AzureFilePersistentVolumeSource vsphereVolume=14:@core.v1.VsphereVirtualDiskVolumeSource quobyte=15:@core.v1.QuobyteVolumeSource azureDisk=16:@core.v1.AzureDiskVolumeSource photonPersistentDisk=17:@core.v1.PhotonPersistentDiskVolumeSource portworxVolume=18:@core.v1.PortworxVolumeSource scaleIO=19:@core.v1.ScaleIoPersistentVolumeSource local=20:@core.v1.LocalVolumeSource storageos=21:@core.v1.StorageOsPersistentVolumeSource csi=22:@core.v1.CSIPersistentVolumeSource
 core.v1.PersistentVolumeSpec capacity=1:{s,@resource.Quantity} persistent_volume_source=2:^@core.v1.PersistentVolumeSource accessModes=3:*s claimRef=4:@core.v1.ObjectReference persistentVolumeReclaimPolicy=5:s storageClassName=6:s mountOptions=7:*s volumeMode=8:s nodeAffinity=9:@core.v1.VolumeNodeAffinity volumeAttributesClassName=10:s
 core.v1.PersistentVolumeStatus phase=1:s message=2:s reason=3:s lastPhaseTransitionTime=4:@meta.v1.Time
@@ -1070,6 +1558,7 @@ core.v1.PodDnsConfig nameservers=1:*s searches=2:*s options=3:*@core.v1.PodDnsCo
 core.v1.PodDnsConfigOption name=1:s value=2:s
 core.v1.PodExtendedResourceClaimStatus requestMappings=1:*@core.v1.ContainerExtendedResourceRequest resourceClaimName=2:s
 core.v1.PodIp ip=1:s
+core.v1.PodList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.Pod
 core.v1.PodOs name=1:s
 core.v1.PodReadinessGate conditionType=1:s
 core.v1.PodResourceClaim name=1:s resourceClaimName=3:s resourceClaimTemplateName=4:s
@@ -1079,6 +1568,7 @@ core.v1.PodSecurityContext seLinuxOptions=1:@core.v1.SeLinuxOptions runAsUser=2:
 core.v1.PodSpec volumes=1:*@core.v1.Volume containers=2:*@core.v1.Container restartPolicy=3:s terminationGracePeriodSeconds=4:i64 activeDeadlineSeconds=5:i64 dnsPolicy=6:s nodeSelector=7:{s,s} serviceAccountName=8:s serviceAccount=9:s nodeName=10:s hostNetwork=11:b hostPID=12:b hostIPC=13:b securityContext=14:@core.v1.PodSecurityContext imagePullSecrets=15:*@core.v1.LocalObjectReference hostname=16:s subdomain=17:s affinity=18:@core.v1.Affinity schedulerName=19:s initContainers=20:*@core.v1.Container automountServiceAccountToken=21:b tolerations=22:*@core.v1.Toleration hostAliases=23:*@core.v1.HostAlias priorityClassName=24:s priority=25:i32 dnsConfig=26:@core.v1.PodDnsConfig shareProcessNamespace=27:b readinessGates=28:*@core.v1.PodReadinessGate runtimeClassName=29:s enableServiceLinks=30:b preemptionPolicy=31:s overhead=32:{s,@resource.Quantity} topologySpreadConstraints=33:*@core.v1.TopologySpreadConstraint ephemeralContainers=34:*@core.v1.EphemeralContainer setHostnameAsFQDN=35:b os=36:@core.v1.PodOs hostUsers=37:b schedulingGates=38:*@core.v1.PodSchedulingGate resourceClaims=39:*@core.v1.PodResourceClaim resources=40:@core.v1.ResourceRequirements hostnameOverride=41:s workloadRef=42:@core.v1.WorkloadReference
 core.v1.PodStatus phase=1:s conditions=2:*@core.v1.PodCondition message=3:s reason=4:s hostIP=5:s podIP=6:s startTime=7:@meta.v1.Time containerStatuses=8:*@core.v1.ContainerStatus qosClass=9:s initContainerStatuses=10:*@core.v1.ContainerStatus nominatedNodeName=11:s podIPs=12:*@core.v1.PodIp ephemeralContainerStatuses=13:*@core.v1.ContainerStatus resize=14:s resourceClaimStatuses=15:*@core.v1.PodResourceClaimStatus hostIPs=16:*@core.v1.HostIp observedGeneration=17:i64 extendedResourceClaimStatus=18:@core.v1.PodExtendedResourceClaimStatus allocatedResources=19:{s,@resource.Quantity} resources=20:@core.v1.ResourceRequirements
 core.v1.PodTemplate metadata=1:@meta.v1.ObjectMeta template=2:@core.v1.PodTemplateSpec
+core.v1.PodTemplateList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.PodTemplate
 core.v1.PodTemplateSpec metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.PodSpec
 core.v1.PortStatus port=1:i32 protocol=2:s error=3:s
 core.v1.PortworxVolumeSource volumeID=1:s fsType=2:s readOnly=3:b
@@ -1091,12 +1581,14 @@ core.v1.RbdPersistentVolumeSource monitors=1:*s image=2:s fsType=3:s pool=4:s us
 core.v1.RbdVolumeSource monitors=1:*s image=2:s fsType=3:s pool=4:s user=5:s keyring=6:s secretRef=7:@core.v1.LocalObjectReference readOnly=8:b
 core.v1.ReplicationController metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.ReplicationControllerSpec status=3:@core.v1.ReplicationControllerStatus
 core.v1.ReplicationControllerCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
+core.v1.ReplicationControllerList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.ReplicationController
 core.v1.ReplicationControllerSpec replicas=1:i32 selector=2:{s,s} template=3:@core.v1.PodTemplateSpec minReadySeconds=4:i32
 core.v1.ReplicationControllerStatus replicas=1:i32 fullyLabeledReplicas=2:i32 observedGeneration=3:i64 readyReplicas=4:i32 availableReplicas=5:i32 conditions=6:*@core.v1.ReplicationControllerCondition
 core.v1.ResourceClaim name=1:s request=2:s
 core.v1.ResourceFieldSelector containerName=1:s resource=2:s divisor=3:@resource.Quantity
 core.v1.ResourceHealth resourceID=1:s health=2:s
 core.v1.ResourceQuota metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.ResourceQuotaSpec status=3:@core.v1.ResourceQuotaStatus
+core.v1.ResourceQuotaList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.ResourceQuota
 core.v1.ResourceQuotaSpec hard=1:{s,@resource.Quantity} scopes=2:*s scopeSelector=3:@core.v1.ScopeSelector
 core.v1.ResourceQuotaStatus hard=1:{s,@resource.Quantity} used=2:{s,@resource.Quantity}
 core.v1.ResourceRequirements limits=1:{s,@resource.Quantity} requests=2:{s,@resource.Quantity} claims=3:*@core.v1.ResourceClaim
@@ -1110,13 +1602,16 @@ core.v1.SeccompProfile type=1:s localhostProfile=2:s
 core.v1.Secret metadata=1:@meta.v1.ObjectMeta data=2:{s,y} type=3:s stringData=4:{s,s} immutable=5:b
 core.v1.SecretEnvSource local_object_reference=1:^@core.v1.LocalObjectReference optional=2:b
 core.v1.SecretKeySelector local_object_reference=1:^@core.v1.LocalObjectReference key=2:s optional=3:b
+core.v1.SecretList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.Secret
 core.v1.SecretProjection local_object_reference=1:^@core.v1.LocalObjectReference items=2:*@core.v1.KeyToPath optional=4:b
 core.v1.SecretReference name=1:s namespace=2:s
 core.v1.SecretVolumeSource secretName=1:s items=2:*@core.v1.KeyToPath defaultMode=3:i32 optional=4:b
 core.v1.SecurityContext capabilities=1:@core.v1.Capabilities privileged=2:b seLinuxOptions=3:@core.v1.SeLinuxOptions runAsUser=4:i64 runAsNonRoot=5:b readOnlyRootFilesystem=6:b allowPrivilegeEscalation=7:b runAsGroup=8:i64 procMount=9:s windowsOptions=10:@core.v1.WindowsSecurityContextOptions seccompProfile=11:@core.v1.SeccompProfile appArmorProfile=12:@core.v1.AppArmorProfile
 core.v1.Service metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.ServiceSpec status=3:@core.v1.ServiceStatus
 core.v1.ServiceAccount metadata=1:@meta.v1.ObjectMeta secrets=2:*@core.v1.ObjectReference imagePullSecrets=3:*@core.v1.LocalObjectReference automountServiceAccountToken=4:b
+core.v1.ServiceAccountList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.ServiceAccount
 core.v1.ServiceAccountTokenProjection audience=1:s expirationSeconds=2:i64 path=3:s
+core.v1.ServiceList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.Service
 core.v1.ServicePort name=1:s protocol=2:s port=3:i32 targetPort=4:@intstr.IntOrString nodePort=5:i32 appProtocol=6:s
 core.v1.ServiceSpec ports=1:*@core.v1.ServicePort selector=2:{s,s} clusterIP=3:s type=4:s externalIPs=5:*s sessionAffinity=7:s loadBalancerIP=8:s loadBalancerSourceRanges=9:*s externalName=10:s externalTrafficPolicy=11:s healthCheckNodePort=12:i32 publishNotReadyAddresses=13:b sessionAffinityConfig=14:@core.v1.SessionAffinityConfig ipFamilyPolicy=17:s clusterIPs=18:*s ipFamilies=19:*s allocateLoadBalancerNodePorts=20:b loadBalancerClass=21:s internalTrafficPolicy=22:s trafficDistribution=23:s
 core.v1.ServiceStatus loadBalancer=1:@core.v1.LoadBalancerStatus conditions=2:*@meta.v1.Condition
@@ -1148,26 +1643,37 @@ discovery.v1.EndpointConditions ready=1:b serving=2:b terminating=3:b
 discovery.v1.EndpointHints forZones=1:*@discovery.v1.ForZone forNodes=2:*@discovery.v1.ForNode
 discovery.v1.EndpointPort name=1:s protocol=2:s port=3:i32 appProtocol=4:s
 discovery.v1.EndpointSlice metadata=1:@meta.v1.ObjectMeta endpoints=2:*@discovery.v1.Endpoint ports=3:*@discovery.v1.EndpointPort addressType=4:s
+discovery.v1.EndpointSliceList metadata=1:@meta.v1.ListMeta items=2:*@discovery.v1.EndpointSlice
 discovery.v1.ForNode name=1:s
 discovery.v1.ForZone name=1:s
 events.v1.Event metadata=1:@meta.v1.ObjectMeta eventTime=2:@meta.v1.MicroTime series=3:@events.v1.EventSeries reportingController=4:s reportingInstance=5:s action=6:s reason=7:s regarding=8:@core.v1.ObjectReference related=9:@core.v1.ObjectReference note=10:s type=11:s deprecatedSource=12:@core.v1.EventSource deprecatedFirstTimestamp=13:@meta.v1.Time deprecatedLastTimestamp=14:@meta.v1.Time deprecatedCount=15:i32
+events.v1.EventList metadata=1:@meta.v1.ListMeta items=2:*@events.v1.Event
 events.v1.EventSeries count=1:i32 lastObservedTime=2:@meta.v1.MicroTime
 meta.v1.Condition type=1:s status=2:s observedGeneration=3:i64 lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
 meta.v1.DeleteOptions gracePeriodSeconds=1:i64 preconditions=2:@meta.v1.Preconditions orphanDependents=3:b propagationPolicy=4:s dryRun=5:*s ignoreStoreReadErrorWithClusterBreakingPotential=6:b
 meta.v1.FieldSelectorRequirement key=1:s operator=2:s values=3:*s
 meta.v1.LabelSelector matchLabels=1:{s,s} matchExpressions=2:*@meta.v1.LabelSelectorRequirement
 meta.v1.LabelSelectorRequirement key=1:s operator=2:s values=3:*s
+meta.v1.ListMeta selfLink=1:s resourceVersion=2:s continue=3:s remainingItemCount=4:i64
 meta.v1.ManagedFieldsEntry manager=1:s operation=2:s apiVersion=3:s time=4:@meta.v1.Time fieldsType=6:s fieldsV1=7:@meta.v1.FieldsV1 subresource=8:s
 meta.v1.ObjectMeta name=1:s generateName=2:s namespace=3:s selfLink=4:s uid=5:s resourceVersion=6:s generation=7:i64 creationTimestamp=8:@meta.v1.Time deletionTimestamp=9:@meta.v1.Time deletionGracePeriodSeconds=10:i64 labels=11:{s,s} annotations=12:{s,s} ownerReferences=13:*@meta.v1.OwnerReference finalizers=14:*s managedFields=17:*@meta.v1.ManagedFieldsEntry
 meta.v1.OwnerReference kind=1:s name=3:s uid=4:s apiVersion=5:s controller=6:b blockOwnerDeletion=7:b
+meta.v1.PartialObjectMetadata metadata=1:@meta.v1.ObjectMeta
+meta.v1.PartialObjectMetadataList metadata=1:@meta.v1.ListMeta items=2:*@meta.v1.PartialObjectMetadata
 meta.v1.Preconditions uid=1:s resourceVersion=2:s
+meta.v1.Status metadata=1:@meta.v1.ListMeta status=2:s message=3:s reason=4:s details=5:@meta.v1.StatusDetails code=6:i32
+meta.v1.StatusCause reason=1:s message=2:s field=3:s
+meta.v1.StatusDetails name=1:s group=2:s kind=3:s causes=4:*@meta.v1.StatusCause retryAfterSeconds=5:i32 uid=6:s
+meta.v1.WatchEvent type=1:s object=2:@runtime.RawExtension
 networking.v1.HttpIngressPath path=1:s backend=2:@networking.v1.IngressBackend pathType=3:s
 networking.v1.HttpIngressRuleValue paths=1:*@networking.v1.HttpIngressPath
 networking.v1.Ingress metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.IngressSpec status=3:@networking.v1.IngressStatus
 networking.v1.IngressBackend resource=3:@core.v1.TypedLocalObjectReference service=4:@networking.v1.IngressServiceBackend
 networking.v1.IngressClass metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.IngressClassSpec
+networking.v1.IngressClassList metadata=1:@meta.v1.ListMeta items=2:*@networking.v1.IngressClass
 networking.v1.IngressClassParametersReference apiGroup=1:s kind=2:s name=3:s scope=4:s namespace=5:s
 networking.v1.IngressClassSpec controller=1:s parameters=2:@networking.v1.IngressClassParametersReference
+networking.v1.IngressList metadata=1:@meta.v1.ListMeta items=2:*@networking.v1.Ingress
 networking.v1.IngressLoadBalancerIngress ip=1:s hostname=2:s ports=4:*@networking.v1.IngressPortStatus
 networking.v1.IngressLoadBalancerStatus ingress=1:*@networking.v1.IngressLoadBalancerIngress
 networking.v1.IngressPortStatus port=1:i32 protocol=2:s error=3:s
@@ -1181,20 +1687,26 @@ networking.v1.IpBlock cidr=1:s except=2:*s
 networking.v1.NetworkPolicy metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.NetworkPolicySpec
 networking.v1.NetworkPolicyEgressRule ports=1:*@networking.v1.NetworkPolicyPort to=2:*@networking.v1.NetworkPolicyPeer
 networking.v1.NetworkPolicyIngressRule ports=1:*@networking.v1.NetworkPolicyPort from=2:*@networking.v1.NetworkPolicyPeer
+networking.v1.NetworkPolicyList metadata=1:@meta.v1.ListMeta items=2:*@networking.v1.NetworkPolicy
 networking.v1.NetworkPolicyPeer podSelector=1:@meta.v1.LabelSelector namespaceSelector=2:@meta.v1.LabelSelector ipBlock=3:@networking.v1.IpBlock
 networking.v1.NetworkPolicyPort protocol=1:s port=2:@intstr.IntOrString endPort=3:i32
 networking.v1.NetworkPolicySpec podSelector=1:@meta.v1.LabelSelector ingress=2:*@networking.v1.NetworkPolicyIngressRule egress=3:*@networking.v1.NetworkPolicyEgressRule policyTypes=4:*s
 networking.v1.ServiceBackendPort name=1:s number=2:i32
 policy.v1.Eviction metadata=1:@meta.v1.ObjectMeta deleteOptions=2:@meta.v1.DeleteOptions
 policy.v1.PodDisruptionBudget metadata=1:@meta.v1.ObjectMeta spec=2:@policy.v1.PodDisruptionBudgetSpec status=3:@policy.v1.PodDisruptionBudgetStatus
+policy.v1.PodDisruptionBudgetList metadata=1:@meta.v1.ListMeta items=2:*@policy.v1.PodDisruptionBudget
 policy.v1.PodDisruptionBudgetSpec minAvailable=1:@intstr.IntOrString selector=2:@meta.v1.LabelSelector maxUnavailable=3:@intstr.IntOrString unhealthyPodEvictionPolicy=4:s
 policy.v1.PodDisruptionBudgetStatus observedGeneration=1:i64 disruptedPods=2:{s,@meta.v1.Time} disruptionsAllowed=3:i32 currentHealthy=4:i32 desiredHealthy=5:i32 expectedPods=6:i32 conditions=7:*@meta.v1.Condition
 rbac.v1.AggregationRule clusterRoleSelectors=1:*@meta.v1.LabelSelector
 rbac.v1.ClusterRole metadata=1:@meta.v1.ObjectMeta rules=2:*@rbac.v1.PolicyRule aggregationRule=3:@rbac.v1.AggregationRule
 rbac.v1.ClusterRoleBinding metadata=1:@meta.v1.ObjectMeta subjects=2:*@rbac.v1.Subject roleRef=3:@rbac.v1.RoleRef
+rbac.v1.ClusterRoleBindingList metadata=1:@meta.v1.ListMeta items=2:*@rbac.v1.ClusterRoleBinding
+rbac.v1.ClusterRoleList metadata=1:@meta.v1.ListMeta items=2:*@rbac.v1.ClusterRole
 rbac.v1.PolicyRule verbs=1:*s apiGroups=2:*s resources=3:*s resourceNames=4:*s nonResourceURLs=5:*s
 rbac.v1.Role metadata=1:@meta.v1.ObjectMeta rules=2:*@rbac.v1.PolicyRule
 rbac.v1.RoleBinding metadata=1:@meta.v1.ObjectMeta subjects=2:*@rbac.v1.Subject roleRef=3:@rbac.v1.RoleRef
+rbac.v1.RoleBindingList metadata=1:@meta.v1.ListMeta items=2:*@rbac.v1.RoleBinding
+rbac.v1.RoleList metadata=1:@meta.v1.ListMeta items=2:*@rbac.v1.Role
 rbac.v1.RoleRef apiGroup=1:s kind=2:s name=3:s
 rbac.v1.Subject kind=1:s apiGroup=2:s name=3:s namespace=4:s
 "#;
@@ -1744,5 +2256,409 @@ mod tests {
         assert_eq!(go_duration(3_600_000_000_000), "1h0m0s");
         assert_eq!(go_duration(90_000_000_000), "1m30s");
         assert_eq!(go_duration(-5_000_000_000), "-5s");
+    }
+
+    // ---- encoding ----
+
+    /// encode → decode gives back the JSON, and the envelope is kube's.
+    fn round_trip(v: &Value) -> Vec<u8> {
+        let b = encode(v).unwrap();
+        assert_eq!(decode(&b).unwrap(), *v);
+        b
+    }
+
+    /// The `raw` of an encoded object, read back with k8s-pb's `Unknown`.
+    fn raw_of(b: &[u8], api_version: &str, kind: &str) -> Vec<u8> {
+        let u = Unknown::decode(b.strip_prefix(MAGIC).unwrap()).unwrap();
+        let tm = u.type_meta.unwrap();
+        assert_eq!(tm.api_version.as_deref(), Some(api_version));
+        assert_eq!(tm.kind.as_deref(), Some(kind));
+        assert_eq!(u.content_encoding.as_deref(), Some(""));
+        assert_eq!(u.content_type.as_deref(), Some(""));
+        u.raw.unwrap()
+    }
+
+    #[test]
+    fn config_map_encodes_byte_for_byte_as_kube_writes_it() {
+        let v = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cfg", "namespace": "default", "labels": {"b": "2", "a": "1"}},
+            "data": {"z": "last", "k": "v"},
+            "immutable": true
+        });
+        let b = round_trip(&v);
+        let cm = core::ConfigMap {
+            metadata: Some(meta::ObjectMeta {
+                name: Some("cfg".into()),
+                namespace: Some("default".into()),
+                labels: map(&[("a", "1"), ("b", "2")]),
+                ..Default::default()
+            }),
+            data: map(&[("k", "v"), ("z", "last")]),
+            binary_data: BTreeMap::new(),
+            immutable: Some(true),
+        };
+        // Magic, Unknown{typeMeta, raw, "", ""} with fields in tag order.
+        assert_eq!(b, body("v1", "ConfigMap", &cm));
+        assert_eq!(&b[..4], b"k8s\0");
+        assert_eq!(&b[b.len() - 4..], &[0x1a, 0x00, 0x22, 0x00]);
+        let decoded = core::ConfigMap::decode(raw_of(&b, "v1", "ConfigMap").as_slice()).unwrap();
+        assert_eq!(decoded, cm);
+    }
+
+    #[test]
+    fn secret_bytes_are_base64_decoded_on_the_wire() {
+        let v = json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "creationTimestamp": "2024-05-06T07:08:09Z", "uid": "u-1", "resourceVersion": "12"},
+            "data": {"password": "c2VjcmV0", "empty": ""},
+            "type": "Opaque"
+        });
+        let b = round_trip(&v);
+        let s = core::Secret::decode(raw_of(&b, "v1", "Secret").as_slice()).unwrap();
+        assert_eq!(s.data["password"], b"secret".to_vec());
+        assert_eq!(s.data["empty"], Vec::<u8>::new());
+        assert_eq!(s.r#type.as_deref(), Some("Opaque"));
+        let m = s.metadata.unwrap();
+        assert_eq!(
+            m.creation_timestamp,
+            Some(meta::Time {
+                seconds: Some(1_714_979_289),
+                nanos: Some(0)
+            })
+        );
+        assert_eq!(m.resource_version.as_deref(), Some("12"));
+    }
+
+    #[test]
+    fn deployment_encodes_int_or_string_quantities_and_inlined_structs() {
+        let v = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default", "generation": 2,
+                "managedFields": [{"manager": "kubectl", "operation": "Update", "apiVersion": "apps/v1",
+                    "time": "2024-01-01T00:00:00Z", "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:spec": {"f:replicas": {}}}}]},
+            "spec": {
+                "replicas": 3,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {
+                        "containers": [{
+                            "name": "nginx", "image": "nginx:1.27",
+                            "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                            "resources": {"limits": {"memory": "128Mi", "cpu": "500m"}},
+                            "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 5},
+                            "livenessProbe": {"tcpSocket": {"port": "http"}}
+                        }],
+                        "volumes": [{"name": "cfg", "configMap": {"name": "app-config", "defaultMode": 420}}],
+                        "terminationGracePeriodSeconds": 30
+                    }
+                },
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": "25%"}}
+            },
+            "status": {"observedGeneration": 2, "replicas": 3,
+                "conditions": [{"type": "Available", "status": "True", "lastUpdateTime": "2024-01-01T00:00:01Z"}]}
+        });
+        let b = round_trip(&v);
+        let d = apps::Deployment::decode(raw_of(&b, "apps/v1", "Deployment").as_slice()).unwrap();
+        let spec = d.spec.unwrap();
+        assert_eq!(spec.replicas, Some(3));
+        let ru = spec.strategy.unwrap().rolling_update.unwrap();
+        assert_eq!(
+            ru.max_surge,
+            Some(IntOrString {
+                r#type: Some(1),
+                int_val: Some(0),
+                str_val: Some("25%".into())
+            })
+        );
+        assert_eq!(
+            ru.max_unavailable,
+            Some(IntOrString {
+                r#type: Some(0),
+                int_val: Some(0),
+                str_val: Some(String::new())
+            })
+        );
+        let pod = spec.template.unwrap().spec.unwrap();
+        let c = &pod.containers[0];
+        assert_eq!(
+            c.resources.as_ref().unwrap().limits["cpu"],
+            Quantity {
+                string: Some("500m".into())
+            }
+        );
+        let probe = c.readiness_probe.as_ref().unwrap();
+        let http = probe.handler.as_ref().unwrap().http_get.as_ref().unwrap();
+        assert_eq!(http.port.as_ref().unwrap().int_val, Some(8080));
+        let cm = pod.volumes[0]
+            .volume_source
+            .as_ref()
+            .unwrap()
+            .config_map
+            .as_ref()
+            .unwrap();
+        assert_eq!(
+            cm.local_object_reference.as_ref().unwrap().name.as_deref(),
+            Some("app-config")
+        );
+        assert_eq!(cm.default_mode, Some(420));
+        let mf = &d.metadata.unwrap().managed_fields[0];
+        assert_eq!(
+            mf.fields_v1.as_ref().unwrap().raw.as_deref(),
+            Some(br#"{"f:spec":{"f:replicas":{}}}"#.as_slice())
+        );
+        assert_eq!(d.status.unwrap().replicas, Some(3));
+    }
+
+    #[test]
+    fn service_and_namespace_round_trip() {
+        let svc = json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "default", "annotations": {"a": "b"}},
+            "spec": {"type": "NodePort", "selector": {"app": "web"}, "clusterIP": "10.0.0.10",
+                "clusterIPs": ["10.0.0.10"], "ipFamilies": ["IPv4"],
+                "ports": [{"name": "http", "port": 80, "targetPort": "http", "nodePort": 30080, "protocol": "TCP"}],
+                "sessionAffinity": "None"},
+            "status": {"loadBalancer": {}}
+        });
+        let b = round_trip(&svc);
+        let s = core::Service::decode(raw_of(&b, "v1", "Service").as_slice()).unwrap();
+        let spec = s.spec.unwrap();
+        assert_eq!(spec.cluster_ips, vec!["10.0.0.10".to_string()]);
+        assert_eq!(spec.ports[0].node_port, Some(30080));
+        assert_eq!(
+            spec.ports[0]
+                .target_port
+                .as_ref()
+                .unwrap()
+                .str_val
+                .as_deref(),
+            Some("http")
+        );
+
+        let ns = json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "team-a", "labels": {"kubernetes.io/metadata.name": "team-a"},
+                "deletionTimestamp": "2025-02-03T04:05:06Z", "finalizers": ["x/y"]},
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Terminating"}
+        });
+        let b = round_trip(&ns);
+        let n = core::Namespace::decode(raw_of(&b, "v1", "Namespace").as_slice()).unwrap();
+        assert_eq!(n.spec.unwrap().finalizers, vec!["kubernetes".to_string()]);
+        assert_eq!(n.status.unwrap().phase.as_deref(), Some("Terminating"));
+    }
+
+    #[test]
+    fn event_micro_time_keeps_microseconds_on_the_wire() {
+        let v = json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "e.1", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+            "reason": "Started", "message": "Started container", "type": "Normal",
+            "count": 2,
+            "firstTimestamp": "2023-11-14T22:13:20Z",
+            "eventTime": "2023-11-14T22:13:20.123456Z",
+            "reportingComponent": "kubelet"
+        });
+        let b = round_trip(&v);
+        let e = core::Event::decode(raw_of(&b, "v1", "Event").as_slice()).unwrap();
+        assert_eq!(
+            e.event_time,
+            Some(meta::MicroTime {
+                seconds: Some(1_700_000_000),
+                nanos: Some(123_456_000)
+            })
+        );
+        assert_eq!(e.count, Some(2));
+    }
+
+    #[test]
+    fn a_list_encodes_its_list_meta_and_items() {
+        let v = json!({
+            "apiVersion": "v1", "kind": "ConfigMapList",
+            "metadata": {"resourceVersion": "42", "continue": "tok", "remainingItemCount": 3},
+            "items": [
+                {"metadata": {"name": "a", "namespace": "default"}, "data": {"k": "1"}},
+                {"metadata": {"name": "b", "namespace": "default"}, "binaryData": {"bin": "AAEC"}}
+            ]
+        });
+        let b = encode_list(&v).unwrap();
+        assert_eq!(decode(&b).unwrap(), v);
+        let l = core::ConfigMapList::decode(raw_of(&b, "v1", "ConfigMapList").as_slice()).unwrap();
+        let m = l.metadata.unwrap();
+        assert_eq!(m.resource_version.as_deref(), Some("42"));
+        assert_eq!(m.r#continue.as_deref(), Some("tok"));
+        assert_eq!(m.remaining_item_count, Some(3));
+        assert_eq!(l.items.len(), 2);
+        assert_eq!(l.items[1].binary_data["bin"], vec![0u8, 1, 2]);
+        // An empty list still writes its (empty) ListMeta.
+        let empty =
+            json!({"apiVersion": "apps/v1", "kind": "DeploymentList", "metadata": {}, "items": []});
+        let b = encode_list(&empty).unwrap();
+        let l = apps::DeploymentList::decode(raw_of(&b, "apps/v1", "DeploymentList").as_slice())
+            .unwrap();
+        assert!(l.items.is_empty());
+        assert!(l.metadata.is_some());
+        assert!(encode_list(&json!({"apiVersion": "v1", "kind": "ConfigMap"})).is_err());
+    }
+
+    #[test]
+    fn a_status_encodes_under_any_group_version() {
+        let v = ApiError::not_found("apps", "deployments", "web").status();
+        let b = round_trip(&v);
+        let s = meta::Status::decode(raw_of(&b, "v1", "Status").as_slice()).unwrap();
+        assert_eq!(s.code, Some(404));
+        assert_eq!(s.reason.as_deref(), Some("NotFound"));
+        assert_eq!(
+            s.message.as_deref(),
+            Some("deployments.apps \"web\" not found")
+        );
+        let d = s.details.unwrap();
+        assert_eq!(d.name.as_deref(), Some("web"));
+        assert_eq!(d.group.as_deref(), Some("apps"));
+        assert_eq!(d.kind.as_deref(), Some("deployments"));
+
+        let invalid = json!({
+            "apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Failure",
+            "message": "bad", "reason": "Invalid", "code": 422,
+            "details": {"name": "x", "kind": "ConfigMap", "causes": [
+                {"reason": "FieldValueRequired", "message": "Required value", "field": "data"}]}
+        });
+        let b = round_trip(&invalid);
+        let s = meta::Status::decode(raw_of(&b, "v1", "Status").as_slice()).unwrap();
+        assert_eq!(
+            s.details.unwrap().causes[0].reason.as_deref(),
+            Some("FieldValueRequired")
+        );
+        assert!(encodable("apps/v1", "Status"));
+    }
+
+    #[test]
+    fn a_watch_event_is_length_framed_with_the_object_enveloped_inside() {
+        let obj = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "default", "resourceVersion": "7"},
+            "data": {"k": "v"}
+        });
+        let framed = encode_watch_event("ADDED", &obj).unwrap();
+        let len = u32::from_be_bytes([framed[0], framed[1], framed[2], framed[3]]) as usize;
+        assert_eq!(len, framed.len() - 4);
+        let ev = meta::WatchEvent::decode(&framed[4..]).unwrap();
+        assert_eq!(ev.r#type.as_deref(), Some("ADDED"));
+        let raw = ev.object.unwrap().raw.unwrap();
+        assert_eq!(raw, encode(&obj).unwrap());
+        assert_eq!(decode(&raw).unwrap(), obj);
+        assert_eq!(
+            &framed[4..],
+            encode_watch_event_message("ADDED", &obj)
+                .unwrap()
+                .as_slice()
+        );
+
+        let err = ApiError::gone("too old resource version: 1 (5)").status();
+        let framed = encode_watch_event("ERROR", &err).unwrap();
+        let ev = meta::WatchEvent::decode(&framed[4..]).unwrap();
+        assert_eq!(ev.r#type.as_deref(), Some("ERROR"));
+        let raw = ev.object.unwrap().raw.unwrap();
+        assert_eq!(decode(&raw).unwrap()["code"], 410);
+    }
+
+    #[test]
+    fn only_built_in_kinds_are_encodable() {
+        assert!(encodable("v1", "ConfigMap"));
+        assert!(encodable("v1", "ConfigMapList"));
+        assert!(encodable("apps/v1", "Deployment"));
+        assert!(encodable("meta.k8s.io/v1", "PartialObjectMetadataList"));
+        assert!(!encodable("apps/v1", "ConfigMap"));
+        assert!(!encodable("stable.example.com/v1", "CronTab"));
+        assert!(!encodable("federation/v1beta1", "Cluster"));
+        let e =
+            encode(&json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab"})).unwrap_err();
+        assert_eq!(e.code, 500);
+    }
+
+    #[test]
+    fn unknown_json_fields_are_skipped_and_wrong_types_are_errors() {
+        let v = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "unknownField": {"x": 1}},
+            "extra": [1, 2, 3]
+        });
+        let b = encode(&v).unwrap();
+        assert_eq!(
+            decode(&b).unwrap(),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
+        );
+        let bad = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": "nope"});
+        assert_eq!(encode(&bad).unwrap_err().code, 500);
+        let bad = json!({"apiVersion": "v1", "kind": "Secret", "data": {"k": "!!"}});
+        assert_eq!(encode(&bad).unwrap_err().code, 500);
+    }
+
+    #[test]
+    fn negative_integers_sign_extend_as_go_does() {
+        let v = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "i"}], "priority": -5}
+        });
+        let b = round_trip(&v);
+        let p = core::Pod::decode(raw_of(&b, "v1", "Pod").as_slice()).unwrap();
+        assert_eq!(p.spec.unwrap().priority, Some(-5));
+    }
+
+    #[test]
+    fn durations_parse_like_time_parse_duration_and_round_trip() {
+        assert_eq!(parse_go_duration("1h0m0s"), Some(3_600_000_000_000));
+        assert_eq!(parse_go_duration("1.5s"), Some(1_500_000_000));
+        assert_eq!(parse_go_duration("-5s"), Some(-5_000_000_000));
+        assert_eq!(parse_go_duration("1.5µs"), Some(1_500));
+        assert_eq!(parse_go_duration("0"), Some(0));
+        assert_eq!(parse_go_duration("5"), None);
+        assert_eq!(parse_go_duration("1x"), None);
+        for ns in [
+            0,
+            1_500,
+            2_000_000,
+            90_000_000_000,
+            3_600_000_000_000,
+            -5_000_000_000,
+        ] {
+            assert_eq!(parse_go_duration(&go_duration(ns)), Some(ns));
+        }
+    }
+
+    #[test]
+    fn a_zero_creation_timestamp_from_a_go_client_is_left_out() {
+        // ObjectMeta{name: "c", creationTimestamp: <empty Time message>}.
+        let mut raw = Vec::new();
+        let mut om = Vec::new();
+        put_bytes(&mut om, 1, b"c");
+        put_bytes(&mut om, 8, b"");
+        put_bytes(&mut raw, 1, &om);
+        let unknown = Unknown {
+            type_meta: Some(TypeMeta {
+                api_version: Some("v1".into()),
+                kind: Some("ConfigMap".into()),
+            }),
+            raw: Some(raw),
+            ..Default::default()
+        };
+        let mut b = MAGIC.to_vec();
+        b.extend(unknown.encode_to_vec());
+        assert_eq!(decode(&b).unwrap()["metadata"], json!({"name": "c"}));
+    }
+
+    #[test]
+    fn every_message_lists_its_fields_in_tag_order_for_the_encoder() {
+        for (name, msg) in &SCHEMA.messages {
+            assert!(
+                msg.fields.windows(2).all(|w| w[0].tag < w[1].tag),
+                "{name} fields out of tag order"
+            );
+        }
     }
 }
