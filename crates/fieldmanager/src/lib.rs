@@ -16,7 +16,7 @@
 //!   merge, compare, removal, validation of an applied configuration.
 //! - [`managed`]: `metadata.managedFields` decoded per manager and written
 //!   back in kube's order.
-//! - [`apply`]: [`apply()`] and [`update()`], the entry points.
+//! - [`apply`](mod@apply): [`apply()`] and [`update()`], the entry points.
 //! - [`last_applied`]: the `kubectl.kubernetes.io/last-applied-configuration`
 //!   interplay.
 //!
@@ -60,6 +60,34 @@
 //! So `kubectl apply` (client-side) followed by `kubectl apply
 //! --server-side` of the same configuration succeeds, and the annotation
 //! stays in step for a later client-side apply.
+//!
+//! **Creates** compare against the kind's Go zero value
+//! ([`Schema::zero_object`]: `metadata`, `spec`, `status`, templates and
+//! strategies present as empty objects, required fields as `null`), so a
+//! created Deployment owns `f:spec` children but not `f:spec` itself, exactly
+//! as kube records it; a custom resource's zero value is `{}`.
+//!
+//! **Errors** ([`ApplyError`] → [`ubernetes_apimachinery::ApiError`]):
+//! conflicts are 409 `Conflict` with kube's message
+//! (`Apply failed with 1 conflict: conflict with "mgr" using v1: .data.a`)
+//! and one `FieldManagerConflict` cause per field; a wrong `apiVersion` or
+//! `metadata.managedFields` in the configuration is 400; a configuration that
+//! does not fit the schema (`field not declared in schema`, a map-list item
+//! without its key, duplicate items) is a 500 without a reason, prefixed
+//! `failed to create typed patch object (ns/name; group/version, Kind=K)`, as
+//! kube-apiserver answers it.
+//!
+//! ## Wiring (for the registry)
+//!
+//! - apply-patch: `apply(live.as_ref(), &applied, force, &ctx)`, `live` `None`
+//!   to create; then default, validate and store the result as for any write.
+//!   Unknown fields should be dropped first when `fieldValidation` is not
+//!   `Strict`, or they fail as `field not declared in schema`.
+//! - create / update / other patches: `update(old, &new, &ctx)` on the object
+//!   about to be stored (`old` `None` on create); it returns `new` with its
+//!   `metadata.managedFields` recomputed.
+//! - [`Context::ignored`]: the strategy's reset fields for the endpoint (e.g.
+//!   `status` on the main resource, everything but `status` on `/status`).
 //!
 //! Not done here (the caller's): defaulting and validation of the result,
 //! conversion between versions (one apiVersion per kind is assumed),

@@ -53,6 +53,11 @@ impl FieldSet {
         set
     }
 
+    /// The fields `value` sets, per its schema (see [`crate::typed::to_field_set`]).
+    pub fn from_value(value: &Value, schema: Schema<'_>) -> Self {
+        crate::typed::to_field_set(value, schema)
+    }
+
     /// Whether the set holds no path.
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()

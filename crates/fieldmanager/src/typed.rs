@@ -76,7 +76,7 @@ impl fmt::Display for ValidationErrors {
     }
 }
 
-/// The path element identifying `item` (at `index`) in a list of `list_type`.
+/// The path element identifying `item` in a list of `list_type`.
 fn item_element(
     schema: Schema<'_>,
     list_type: &ListType,
@@ -118,8 +118,8 @@ fn item_element(
 }
 
 /// The items of an associative list with their path elements; items whose
-/// element cannot be built are identified by position. Later duplicates
-/// are reported in `duplicates` and skipped.
+/// element cannot be built are identified by position, later duplicates are
+/// skipped (live objects are read leniently, as kube's `AllowDuplicates`).
 fn index_items<'v>(
     schema: Schema<'_>,
     list_type: &ListType,
