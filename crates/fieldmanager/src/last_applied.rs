@@ -13,6 +13,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::path::go_escape;
 use crate::schema::Schema;
 use crate::set::FieldSet;
 use crate::typed::{compare, to_field_set, validate};
@@ -98,20 +99,7 @@ pub fn set_last_applied(object: &mut Value, value: String) {
 /// JSON as Go's `encoding/json` writes a `map[string]interface{}`: object
 /// keys sorted, `<`, `>`, `&`, U+2028 and U+2029 escaped.
 pub fn go_json(value: &Value) -> String {
-    let sorted = sort_keys(value);
-    let text = sorted.to_string();
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
+    go_escape(&sort_keys(value).to_string())
 }
 
 fn sort_keys(value: &Value) -> Value {

@@ -22,6 +22,23 @@ pub enum PathElement {
     Index(i64),
 }
 
+/// Escape JSON text as Go's `encoding/json` does: `<`, `>`, `&`, U+2028 and
+/// U+2029 become `\u` escapes (they only occur inside strings).
+pub fn go_escape(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// A sequence of [`PathElement`]s from the root of an object.
 pub type Path = Vec<PathElement>;
 
@@ -43,9 +60,9 @@ impl PathElement {
             Self::Field(name) => format!("f:{name}"),
             Self::Key(fields) => {
                 let object: Map<String, Value> = fields.iter().cloned().collect();
-                format!("k:{}", Value::Object(object))
+                format!("k:{}", go_escape(&Value::Object(object).to_string()))
             }
-            Self::Value(v) => format!("v:{v}"),
+            Self::Value(v) => format!("v:{}", go_escape(&v.to_string())),
             Self::Index(i) => format!("i:{i}"),
         }
     }
@@ -235,6 +252,14 @@ mod tests {
             pe.to_fields_key(),
             r#"k:{"containerPort":80,"protocol":"TCP"}"#
         );
+    }
+
+    #[test]
+    fn keys_escape_html_characters_as_go_does() {
+        let pe = PathElement::key(vec![("name".into(), json!("a&b<c>"))]);
+        let key = pe.to_fields_key();
+        assert_eq!(key, r#"k:{"name":"a\u0026b\u003cc\u003e"}"#);
+        assert_eq!(PathElement::from_fields_key(&key), Some(pe));
     }
 
     #[test]
