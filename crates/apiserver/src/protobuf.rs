@@ -833,14 +833,22 @@ fn message_for(api_version: &str, kind: &str) -> Option<&'static str> {
 /// contentType: ""}` (fields 1–4 in order, the two empty strings written as
 /// gogo-protobuf writes every non-pointer string), `raw` being the kind's
 /// message with fields in tag order. JSON fields the table does not know are
-/// skipped. A kind that is not [`encodable`] or a value of the wrong JSON
-/// type is a 500 InternalError (the handler should have negotiated JSON).
+/// skipped. A kind that is not [`encodable`] (a custom resource) is kube's
+/// 406 NotAcceptable `object *unstructured.Unstructured does not implement
+/// the protobuf marshalling interface …`, which kube-apiserver answers when
+/// protobuf was negotiated for a CR; a value of the wrong JSON type is a 500.
 pub fn encode(obj: &Value) -> Result<Vec<u8>, ApiError> {
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     let Some(message) = message_for(api_version, kind) else {
-        return Err(ApiError::internal(format!(
-            "object {api_version}, Kind={kind} does not implement the protobuf marshalling interface and cannot be encoded to a protobuf message"
+        // kube's `errNotMarshalable` for the unstructured objects of CRs.
+        let go_type = if kind.ends_with("List") {
+            "*unstructured.UnstructuredList"
+        } else {
+            "*unstructured.Unstructured"
+        };
+        return Err(ApiError::not_acceptable(format!(
+            "object {go_type} does not implement the protobuf marshalling interface and cannot be encoded to a protobuf message"
         )));
     };
     let Some(fields) = obj.as_object() else {
@@ -2577,7 +2585,18 @@ mod tests {
         assert!(!encodable("federation/v1beta1", "Cluster"));
         let e =
             encode(&json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab"})).unwrap_err();
-        assert_eq!(e.code, 500);
+        assert_eq!(e.code, 406);
+        assert_eq!(e.reason, "NotAcceptable");
+        assert_eq!(
+            e.message,
+            "object *unstructured.Unstructured does not implement the protobuf marshalling interface and cannot be encoded to a protobuf message"
+        );
+        let e = encode(&json!({"apiVersion": "stable.example.com/v1", "kind": "CronTabList"}))
+            .unwrap_err();
+        assert!(
+            e.message
+                .starts_with("object *unstructured.UnstructuredList does not")
+        );
     }
 
     #[test]
