@@ -16,12 +16,15 @@
 #![forbid(unsafe_code)]
 
 pub mod authn;
+pub mod authz;
 pub mod discovery;
+pub mod field_manager;
 pub mod handlers;
 pub mod health;
 pub mod openapi_routes;
 pub mod options;
 pub mod protobuf;
+pub mod reviews;
 pub mod serve;
 pub mod state;
 pub mod table;

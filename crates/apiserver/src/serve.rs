@@ -12,7 +12,8 @@
 //!
 //! The filter chain ([`build_router`]), outermost first: request tracing →
 //! panic catcher (500 Status; a panic never kills the server) → watch closer
-//! (ends watch streams on shutdown) → authentication (401 Status) → body-size
+//! (ends watch streams on shutdown) → authentication (401 Status) →
+//! authorization and impersonation ([`crate::authz`]: 403 Status) → body-size
 //! limit (413 Status) → routes (health + [`crate::state::api_router`]), with
 //! empty 404/405 answers turned into Status bodies.
 //!
@@ -55,6 +56,7 @@ use tower_http::trace::TraceLayer;
 use ubernetes_apimachinery::ApiError;
 
 use crate::authn::{self, Authenticator, ClientCertificate};
+use crate::authz::{self, Authorization};
 use crate::health::{self, Health};
 use crate::options::ServerOptions;
 use crate::state::{api_router, build_state};
@@ -112,16 +114,6 @@ pub async fn start(
     tracing::info!(data_dir = %data_dir.display(), "using data dir");
 
     let tls = load_tls(&options)?;
-    let authenticator = Arc::new(
-        Authenticator::new(options.token_auth_file.as_deref())
-            .context("cannot load --token-auth-file")?,
-    );
-    if options.token_auth_file.is_some() {
-        tracing::info!(
-            tokens = authenticator.token_count(),
-            "loaded bearer tokens from --token-auth-file"
-        );
-    }
 
     let bind = SocketAddr::new(options.bind_address, options.secure_port);
     let listener = TcpListener::bind(bind)
@@ -133,6 +125,14 @@ pub async fn start(
     // Endpoints) when `--secure-port 0` picked one.
     options.secure_port = local_addr.port();
     let state = build_state(&options).await?;
+    let authenticator = state.authenticator.clone();
+    if options.token_auth_file.is_some() {
+        tracing::info!(
+            tokens = authenticator.token_count(),
+            "loaded bearer tokens from --token-auth-file"
+        );
+    }
+    let authorization = state.authz.clone();
     let health = Health::new();
     let watch_shutdown = CancellationToken::new();
     // When the listener closes, the in-server controllers stop too, so the
@@ -149,6 +149,7 @@ pub async fn start(
         api_router(state),
         health.clone(),
         authenticator,
+        authorization,
         options.max_request_body_bytes,
         watch_shutdown.clone(),
     );
@@ -220,6 +221,7 @@ pub fn build_router(
     api: Router,
     health: Arc<Health>,
     authenticator: Arc<Authenticator>,
+    authorization: Arc<Authorization>,
     max_request_body_bytes: u64,
     watch_shutdown: CancellationToken,
 ) -> Router {
@@ -228,6 +230,10 @@ pub fn build_router(
         .layer(middleware::map_response(status_for_empty_errors))
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn_with_state(limit, limit_body))
+        .layer(middleware::from_fn_with_state(
+            authorization,
+            authz::authorize,
+        ))
         .layer(middleware::from_fn_with_state(
             authenticator,
             authn::authenticate,
@@ -677,6 +683,10 @@ mod tests {
             api,
             Health::new(),
             Arc::new(Authenticator::default()),
+            Arc::new(Authorization::new(
+                ubernetes_rbac::Mode::Rbac,
+                Arc::new(ubernetes_registry::rbac_sync::RbacCache::new()),
+            )),
             16,
             token,
         )

@@ -13,10 +13,14 @@ use ubernetes_apimachinery::{ApiError, ResourceInfo};
 use ubernetes_registry::controllers::{
     self, BootstrapOptions, GarbageCollector, NamespaceController,
 };
+use ubernetes_registry::rbac_sync::{self, RbacCache};
+use ubernetes_registry::store::WriteOptions;
 use ubernetes_registry::{Registry, RegistryOptions};
 use ubernetes_storage::Storage;
 use ubernetes_storage::sled_engine::SledStorage;
 
+use crate::authn::Authenticator;
+use crate::authz::Authorization;
 use crate::handlers::{self, ErrorResponse, HandlerResult, bytes_response};
 use crate::options::ServerOptions;
 
@@ -24,9 +28,20 @@ use crate::options::ServerOptions;
 pub struct AppState {
     pub options: ServerOptions,
     pub registry: Arc<Registry>,
+    /// The authorizer (mode + live RBAC snapshot).
+    pub authz: Arc<Authorization>,
+    /// The authenticators (bearer tokens of `--token-auth-file`).
+    pub authenticator: Arc<Authenticator>,
 }
 
 impl AppState {
+    /// Every served resource, with the create-only reviews, for discovery.
+    pub fn resources(&self) -> Vec<ResourceInfo> {
+        let mut all = self.registry.resources();
+        all.extend(crate::reviews::review_resources());
+        all
+    }
+
     /// Whether the kind has a built-in (compiled-in) schema, which strategic
     /// merge patch needs; custom resources do not (415, as kube-apiserver).
     pub fn has_builtin_schema(&self, info: &ResourceInfo) -> bool {
@@ -76,6 +91,12 @@ pub async fn build_state_on(
     options: &ServerOptions,
     storage: Arc<dyn Storage>,
 ) -> anyhow::Result<Arc<AppState>> {
+    let mode = crate::authz::parse_modes(&options.authorization_modes())
+        .map_err(|e| anyhow::anyhow!("--authorization-mode: {e}"))?;
+    let authenticator = Arc::new(
+        Authenticator::new(options.token_auth_file.as_deref())
+            .map_err(|e| anyhow::anyhow!("cannot load --token-auth-file: {e}"))?,
+    );
     let unknown: ubernetes_registry::validation::UnknownFieldsFn =
         Arc::new(|info: &ResourceInfo, obj: &serde_json::Value| {
             ubernetes_openapi::unknown_fields(&info.definition, obj)
@@ -90,6 +111,7 @@ pub async fn build_state_on(
                 window: options.default_watch_cache_size.max(1),
                 ..Default::default()
             },
+            field_manager: Some(Arc::new(crate::field_manager::SchemaFieldManager)),
         },
     )
     .await
@@ -108,13 +130,98 @@ pub async fn build_state_on(
     )
     .await
     .map_err(|e| anyhow::anyhow!("bootstrapping default objects: {e}"))?;
+    bootstrap_rbac(&registry)
+        .await
+        .map_err(|e| anyhow::anyhow!("bootstrapping the RBAC policy: {e}"))?;
+    let rbac = RbacCache::start(&registry)
+        .await
+        .map_err(|e| anyhow::anyhow!("reading roles and bindings: {e}"))?;
+    rbac_sync::start_aggregation(&registry, &rbac, ubernetes_rbac::aggregate_cluster_roles);
     GarbageCollector::start(registry.clone());
     NamespaceController::start(registry.clone());
     spawn_compactor(storage, registry.stop_token());
     Ok(Arc::new(AppState {
         options: options.clone(),
         registry,
+        authz: Arc::new(Authorization::new(mode, rbac)),
+        authenticator,
     }))
+}
+
+/// Create every object of the bootstrap policy that is missing (kube's
+/// `--authorization-mode=RBAC` policy "ensure"; existing objects, maybe
+/// edited by users, are left alone), with the namespaces their Roles need.
+/// ClusterRoles are created with their aggregated rules filled in.
+pub async fn bootstrap_rbac(registry: &Registry) -> Result<(), ApiError> {
+    use ubernetes_rbac::bootstrap::to_api_json;
+    const GROUP: &str = rbac_sync::RBAC_GROUP;
+    let namespaces = registry.namespaces();
+    async fn ensure(
+        store: &ubernetes_registry::Store,
+        namespaces: Option<&ubernetes_registry::Store>,
+        namespace: Option<&str>,
+        obj: serde_json::Value,
+    ) -> Result<(), ApiError> {
+        match store
+            .create(namespaces, namespace, obj, &WriteOptions::default())
+            .await
+        {
+            Ok(_) | Err(ApiError { code: 409, .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+    let mut cluster_roles = ubernetes_rbac::bootstrap_cluster_roles();
+    ubernetes_rbac::aggregate_cluster_roles(&mut cluster_roles);
+    if let Some(store) = registry.get(GROUP, "v1", "clusterroles") {
+        for r in &cluster_roles {
+            ensure(&store, None, None, to_api_json("ClusterRole", r)).await?;
+        }
+    }
+    if let Some(store) = registry.get(GROUP, "v1", "clusterrolebindings") {
+        for b in ubernetes_rbac::bootstrap_cluster_role_bindings() {
+            ensure(&store, None, None, to_api_json("ClusterRoleBinding", &b)).await?;
+        }
+    }
+    let roles = ubernetes_rbac::bootstrap_roles();
+    let bindings = ubernetes_rbac::bootstrap_role_bindings();
+    if let Some(ns_store) = &namespaces {
+        let mut wanted: Vec<String> = roles
+            .iter()
+            .filter_map(|r| r.metadata.namespace.clone())
+            .chain(bindings.iter().filter_map(|b| b.metadata.namespace.clone()))
+            .collect();
+        wanted.sort();
+        wanted.dedup();
+        for ns in wanted {
+            let obj = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            ensure(ns_store, None, None, obj).await?;
+        }
+    }
+    if let Some(store) = registry.get(GROUP, "v1", "roles") {
+        for r in &roles {
+            let ns = r.metadata.namespace.clone();
+            ensure(
+                &store,
+                namespaces.as_deref(),
+                ns.as_deref(),
+                to_api_json("Role", r),
+            )
+            .await?;
+        }
+    }
+    if let Some(store) = registry.get(GROUP, "v1", "rolebindings") {
+        for b in &bindings {
+            let ns = b.metadata.namespace.clone();
+            ensure(
+                &store,
+                namespaces.as_deref(),
+                ns.as_deref(),
+                to_api_json("RoleBinding", b),
+            )
+            .await?;
+        }
+    }
+    Ok(())
 }
 
 /// Compact history older than five minutes, every five minutes (what
@@ -152,6 +259,7 @@ async fn compact_forever(storage: Arc<dyn Storage>) {
 /// version routes are added by `serve`; authentication wraps it all.
 pub fn api_router(state: Arc<AppState>) -> Router {
     Router::new()
+        .merge(crate::reviews::router())
         .route("/api", get(api_root))
         .route("/api/v1", get(core_resources))
         .route("/api/v1/", get(core_resources))
@@ -190,7 +298,7 @@ fn json_response(v: &serde_json::Value, content_type: &str) -> HandlerResult {
 }
 
 async fn api_root(State(state): State<Arc<AppState>>, headers: HeaderMap) -> HandlerResult {
-    let resources = state.registry.resources();
+    let resources = state.resources();
     if crate::discovery::wants_aggregated(accept(&headers)) {
         return json_response(
             &crate::discovery::aggregated(&resources, true),
@@ -205,7 +313,7 @@ async fn api_root(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Han
 }
 
 async fn apis_root(State(state): State<Arc<AppState>>, headers: HeaderMap) -> HandlerResult {
-    let resources = state.registry.resources();
+    let resources = state.resources();
     if crate::discovery::wants_aggregated(accept(&headers)) {
         return json_response(
             &crate::discovery::aggregated(&resources, false),
@@ -219,7 +327,7 @@ async fn apis_root(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Ha
 }
 
 async fn core_resources(State(state): State<Arc<AppState>>) -> HandlerResult {
-    let resources = state.registry.resources();
+    let resources = state.resources();
     let list =
         crate::discovery::api_resource_list(&resources, "", "v1").ok_or_else(ApiError::no_route)?;
     json_response(&list, "application/json")
@@ -229,7 +337,7 @@ async fn group_root(
     State(state): State<Arc<AppState>>,
     Path(group): Path<String>,
 ) -> HandlerResult {
-    let resources = state.registry.resources();
+    let resources = state.resources();
     let g = crate::discovery::api_group(&resources, &group).ok_or_else(ApiError::no_route)?;
     json_response(&g, "application/json")
 }
@@ -238,7 +346,7 @@ async fn group_resources(
     State(state): State<Arc<AppState>>,
     Path((group, version)): Path<(String, String)>,
 ) -> HandlerResult {
-    let resources = state.registry.resources();
+    let resources = state.resources();
     let list = crate::discovery::api_resource_list(&resources, &group, &version)
         .ok_or_else(ApiError::no_route)?;
     json_response(&list, "application/json")

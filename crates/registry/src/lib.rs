@@ -19,6 +19,7 @@ pub mod kinds;
 pub mod lifecycle;
 pub mod managed_fields;
 pub mod printers;
+pub mod rbac_sync;
 pub mod registry;
 pub mod store;
 pub mod strategy;
