@@ -587,14 +587,14 @@ async fn invalid_patches_get_kube_apiserver_codes_and_change_nothing() -> Result
             415,
             "UnsupportedMediaType",
         ),
-        // Server-side apply is not served yet: kube-apiserver without it
-        // rejects the content type the same way.
+        // Server-side apply needs an explicit fieldManager (kube's
+        // ValidatePatchOptions: 422 on PatchOptions).
         (
-            "apply patch",
+            "apply patch without a field manager",
             "application/apply-patch+yaml",
             "{}",
-            415,
-            "UnsupportedMediaType",
+            422,
+            "Invalid",
         ),
     ];
     for (what, ct, body, code, reason) in cases {

@@ -1,12 +1,44 @@
-//! `metadata.managedFields` bookkeeping for non-apply writes: one `Update`
-//! entry per (manager, subresource) with the set of fields the object has,
-//! in `FieldsV1` form. Server-side apply (a later issue) replaces this with
-//! full field ownership.
+//! `metadata.managedFields` bookkeeping.
+//!
+//! The server plugs in a [`FieldManager`] (server-side apply and field
+//! ownership over the kinds' schemas: the `ubernetes-fieldmanager` crate),
+//! so the registry needs no schema knowledge. Without one, [`record_update`]
+//! keeps a coarse `Update` entry per manager listing every field the object
+//! has.
 
 use serde_json::{Map, Value, json};
 use ubernetes_apimachinery::ResourceInfo;
 
+use ubernetes_apimachinery::ApiError;
+
 use crate::store::{WriteOptions, now_rfc3339};
+
+/// Field ownership, as kube-apiserver's field manager.
+pub trait FieldManager: Send + Sync {
+    /// `new` with its `metadata.managedFields` recomputed after a create,
+    /// update or non-apply patch by `manager` (`old` is `None` on create).
+    fn update(
+        &self,
+        info: &ResourceInfo,
+        old: Option<&Value>,
+        new: Value,
+        manager: &str,
+        subresource: &str,
+    ) -> Value;
+
+    /// The object after `manager` applies the configuration `applied` to
+    /// `live` (`None`: the object does not exist yet), with its managed
+    /// fields; conflicts are a 409 unless `force`.
+    fn apply(
+        &self,
+        info: &ResourceInfo,
+        live: Option<&Value>,
+        applied: &Value,
+        manager: &str,
+        force: bool,
+        subresource: &str,
+    ) -> Result<Value, ApiError>;
+}
 
 /// `FieldsV1` of an object: every map key as `f:<key>`; lists are leaves.
 fn fields_v1(v: &Value) -> Value {

@@ -22,6 +22,9 @@ pub struct RegistryOptions {
     pub unknown_fields: Option<crate::validation::UnknownFieldsFn>,
     /// Watch-cache settings of every resource.
     pub cache: ubernetes_storage::cache::CacheConfig,
+    /// Field ownership and server-side apply (none: apply is refused and
+    /// managedFields are coarse).
+    pub field_manager: Option<Arc<dyn crate::managed_fields::FieldManager>>,
 }
 
 impl Default for RegistryOptions {
@@ -30,6 +33,7 @@ impl Default for RegistryOptions {
             service_cluster_ip_range: "10.96.0.0/12".into(),
             unknown_fields: None,
             cache: Default::default(),
+            field_manager: None,
         }
     }
 }
@@ -92,6 +96,7 @@ impl Registry {
                 shared.then(|| info.version.clone()),
                 self.options.unknown_fields.clone(),
                 self.options.cache.clone(),
+                self.options.field_manager.clone(),
             )
             .await?,
         );
@@ -113,6 +118,18 @@ impl Registry {
             .read()
             .get(&(group.to_string(), version.to_string(), resource.to_string()))
             .cloned()
+    }
+
+    /// Stop serving `group/version/resource` (a CRD version that went away or
+    /// changed); returns its store. Stored objects are left alone.
+    pub fn remove(&self, group: &str, version: &str, resource: &str) -> Option<Arc<Store>> {
+        let removed = self.by_gvr.write().remove(&(
+            group.to_string(),
+            version.to_string(),
+            resource.to_string(),
+        ))?;
+        self.stores.write().retain(|s| !Arc::ptr_eq(s, &removed));
+        Some(removed)
     }
 
     /// The store serving `kind` in `group` (first registered version; used

@@ -51,6 +51,11 @@ pub struct WriteOptions {
     /// `fieldManager`, defaulted from the user agent by the HTTP layer.
     pub field_manager: Option<String>,
     pub field_validation: FieldValidation,
+    /// The managed fields were already computed (server-side apply): do not
+    /// recompute them as an Update.
+    pub fields_tracked: bool,
+    /// Server-side apply only: take fields other managers own (`force=true`).
+    pub force: bool,
 }
 
 /// The answer of a write: the object as stored (with resourceVersion) and
@@ -116,6 +121,7 @@ pub struct Store {
     last_write: AtomicU64,
     admission: Vec<Arc<dyn crate::admission::Admission>>,
     unknown_fields: Option<crate::validation::UnknownFieldsFn>,
+    field_manager: Option<Arc<dyn crate::managed_fields::FieldManager>>,
 }
 
 /// The storage prefix of a resource.
@@ -288,6 +294,7 @@ impl Store {
         version_prefix: Option<String>,
         unknown_fields: Option<crate::validation::UnknownFieldsFn>,
         cache_config: ubernetes_storage::cache::CacheConfig,
+        field_manager: Option<Arc<dyn crate::managed_fields::FieldManager>>,
     ) -> Result<Self, ApiError> {
         let mut prefix = storage_prefix(strategy.info());
         if let Some(v) = version_prefix {
@@ -309,6 +316,7 @@ impl Store {
             last_write: AtomicU64::new(0),
             admission,
             unknown_fields,
+            field_manager,
         })
     }
 
@@ -656,6 +664,116 @@ impl Store {
         }
     }
 
+    /// Recompute `metadata.managedFields` for a non-apply write.
+    fn track_fields(
+        &self,
+        obj: &mut Value,
+        old: Option<&Value>,
+        opts: &WriteOptions,
+        subresource: Option<&str>,
+    ) {
+        if opts.fields_tracked {
+            return;
+        }
+        match (&self.field_manager, opts.field_manager.as_deref()) {
+            (Some(fm), Some(manager)) => {
+                let new = std::mem::take(obj);
+                *obj = fm.update(self.info(), old, new, manager, subresource.unwrap_or(""));
+            }
+            (Some(_), None) => {
+                // No manager to credit: keep what the object had.
+                if let Some(entries) = old.and_then(|o| o.pointer("/metadata/managedFields")) {
+                    meta_mut(obj).insert("managedFields".into(), entries.clone());
+                }
+            }
+            (None, _) => {
+                crate::managed_fields::record_update(obj, old, opts, self.info(), subresource)
+            }
+        }
+    }
+
+    /// Server-side apply (PATCH `application/apply-patch+yaml`): merge the
+    /// configuration as `opts.field_manager`, creating the object if it does
+    /// not exist. Runs inside the guaranteed-update loop like any patch.
+    pub async fn apply(
+        &self,
+        namespaces: Option<&Store>,
+        namespace: Option<&str>,
+        name: &str,
+        applied: Value,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+    ) -> Result<WriteResult, ApiError> {
+        let info = self.info().clone();
+        let force = opts.force;
+        let Some(fm) = self.field_manager.clone() else {
+            return Err(ApiError::unsupported_media_type(
+                "application/apply-patch+yaml",
+            ));
+        };
+        let manager = opts.field_manager.clone().unwrap_or_default();
+        if !applied.is_object() {
+            return Err(ApiError::bad_request(
+                "the apply configuration must be an object",
+            ));
+        }
+        // Unknown fields: Strict refuses, Warn warns; either way the
+        // configuration the field manager sees has only known fields.
+        let mut warnings = self.field_validation(&applied, opts.field_validation)?;
+        let tracked = WriteOptions {
+            fields_tracked: true,
+            ..opts.clone()
+        };
+        let sub = subresource.unwrap_or("");
+        for _ in 0..MAX_WRITE_ATTEMPTS {
+            let mut w = Vec::new();
+            let res = self
+                .guaranteed_update(namespace, name, opts.dry_run, |current| {
+                    let merged = fm.apply(&info, Some(&current), &applied, &manager, force, sub)?;
+                    let (new_obj, more) =
+                        self.apply_update(&current, merged, namespace, subresource, &tracked)?;
+                    w = more;
+                    Ok(Some(new_obj))
+                })
+                .await;
+            match res {
+                Ok(mut r) => {
+                    warnings.extend(w);
+                    r.warnings = warnings;
+                    return Ok(r);
+                }
+                Err(e) if e.code == 404 && subresource.is_none() => {
+                    let mut created = fm.apply(&info, None, &applied, &manager, force, sub)?;
+                    if meta_str(&created, "name").is_none_or(str::is_empty) {
+                        meta_mut(&mut created).insert("name".into(), json!(name));
+                    }
+                    if meta_str(&created, "name") != Some(name) {
+                        return Err(ApiError::bad_request(
+                            "the name of the object does not match the name on the URL",
+                        ));
+                    }
+                    match self.create(namespaces, namespace, created, &tracked).await {
+                        Ok(mut r) => {
+                            warnings.extend(r.warnings);
+                            r.warnings = warnings;
+                            return Ok(r);
+                        }
+                        // Created meanwhile: apply to it instead.
+                        Err(e) if e.code == 409 && e.reason == "AlreadyExists" => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ApiError::conflict(
+            &info.group,
+            &info.resource,
+            name,
+            ApiError::OBJECT_MODIFIED,
+        ))
+    }
+
     /// Create (POST).
     pub async fn create(
         &self,
@@ -710,7 +828,7 @@ impl Store {
             m.remove("status");
         }
         self.strategy.prepare_for_create(&mut obj);
-        crate::managed_fields::record_update(&mut obj, None, opts, &info, None);
+        self.track_fields(&mut obj, None, opts, None);
         self.validate(&obj, None)?;
         self.check_namespace(namespaces, namespace, &name, true)
             .await?;
@@ -933,7 +1051,7 @@ impl Store {
         {
             meta_mut(&mut new_obj).insert("resourceVersion".into(), json!(rv));
         }
-        crate::managed_fields::record_update(&mut new_obj, Some(current), opts, &info, subresource);
+        self.track_fields(&mut new_obj, Some(current), opts, subresource);
         self.validate(&new_obj, Some(current))?;
         Ok((new_obj, warnings))
     }

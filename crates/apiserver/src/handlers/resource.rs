@@ -198,14 +198,14 @@ async fn dispatch(
             )
         }
         (Method::PATCH, Some(name), sub) => {
-            let res = patch(&state, &target, name, sub, &query, &headers, &body).await?;
-            render_value(
-                &info,
-                &res.0,
-                negotiate::output(&headers)?,
-                StatusCode::OK,
-                &res.1,
-            )
+            let (obj, warnings, created) =
+                patch(&state, &target, name, sub, &query, &headers, &body).await?;
+            let status = if created && !query.dry_run()? {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            render_value(&info, &obj, negotiate::output(&headers)?, status, &warnings)
         }
         (Method::DELETE, Some(name), None) => {
             let opts = delete_options(&query, &body)?;
@@ -289,6 +289,8 @@ pub fn write_options(query: &Query, headers: &HeaderMap) -> Result<WriteOptions,
         dry_run: query.dry_run()?,
         field_manager,
         field_validation: query.field_validation()?,
+        fields_tracked: false,
+        force: query.flag("force"),
     })
 }
 
@@ -691,7 +693,7 @@ async fn finalize_namespace(
         .await
 }
 
-const PATCH_TYPES: &str = "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json";
+const PATCH_TYPES: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json";
 
 async fn patch(
     state: &State,
@@ -701,7 +703,7 @@ async fn patch(
     query: &Query,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<(Value, Vec<String>), ApiError> {
+) -> Result<(Value, Vec<String>, bool), ApiError> {
     let ct = headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -723,6 +725,18 @@ async fn patch(
             ),
         )
     };
+    let force = query.flag("force");
+    if ct == "application/apply-patch+yaml" {
+        return apply_patch(state, target, name, sub, query, &opts, body).await;
+    }
+    if force {
+        return Err(patch_options_invalid(
+            ubernetes_apimachinery::error::field::forbidden(
+                "force",
+                "may not be specified for non-apply patch",
+            ),
+        ));
+    }
     let kind = match ct.as_str() {
         "application/json-patch+json" => PatchKind::Json,
         "application/merge-patch+json" => PatchKind::Merge,
@@ -777,11 +791,60 @@ async fn patch(
             })
             .await?;
         let obj = target.store.get_value(ns, name).await?;
-        return Ok((to_scale(&target.store, &obj)?, Vec::new()));
+        return Ok((to_scale(&target.store, &obj)?, Vec::new(), false));
     } else {
         target.store.patch(ns, name, sub, &opts, apply).await?
     };
-    Ok((res.object, res.warnings))
+    Ok((res.object, res.warnings, false))
+}
+
+/// 422 on the request's PatchOptions, as kube-apiserver's
+/// `ValidatePatchOptions`.
+fn patch_options_invalid(cause: ubernetes_apimachinery::Cause) -> ApiError {
+    ApiError::invalid("meta.k8s.io", "PatchOptions", "", vec![cause])
+}
+
+/// Server-side apply: the body is the manager's whole intent for the object.
+async fn apply_patch(
+    state: &State,
+    target: &Target,
+    name: &str,
+    sub: Option<&str>,
+    query: &Query,
+    opts: &WriteOptions,
+    body: &[u8],
+) -> Result<(Value, Vec<String>, bool), ApiError> {
+    // Apply needs an explicit manager: no user-agent default.
+    if query.get("fieldManager").is_none_or(str::is_empty) {
+        return Err(patch_options_invalid(
+            ubernetes_apimachinery::error::field::required(
+                "fieldManager",
+                "is required for apply patch",
+            ),
+        ));
+    }
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request("the body of the request was empty"));
+    }
+    if sub == Some("scale") {
+        return Err(ApiError::unsupported_media_type(
+            "application/apply-patch+yaml",
+        ));
+    }
+    let applied = negotiate::decode_yaml(body)?;
+    let namespaces = state.registry.namespaces();
+    let res = target
+        .store
+        .apply(
+            namespaces.as_deref(),
+            target.namespace.as_deref(),
+            name,
+            applied,
+            sub,
+            opts,
+        )
+        .await?;
+    Ok((res.object, res.warnings, res.created))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
