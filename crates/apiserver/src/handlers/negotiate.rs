@@ -19,12 +19,27 @@ pub enum Output {
     Table,
     /// `as=PartialObjectMetadata` / `as=PartialObjectMetadataList`.
     PartialMetadata,
+    /// `application/vnd.kubernetes.protobuf` (built-in kinds; others are
+    /// answered in JSON, see [`for_kind`]).
+    Protobuf,
+}
+
+/// The representation actually used for `apiVersion`/`kind`: protobuf only
+/// for kinds that have a protobuf form (custom resources and our own
+/// federation kinds fall back to JSON, which every client also accepts).
+pub fn for_kind(output: Output, api_version: &str, kind: &str) -> Output {
+    if output == Output::Protobuf && !crate::protobuf::encodable(api_version, kind) {
+        Output::Json
+    } else {
+        output
+    }
 }
 
 /// The media type of an Output.
 pub fn content_type(output: Output) -> &'static str {
     match output {
         Output::Yaml => "application/yaml",
+        Output::Protobuf => crate::protobuf::PROTOBUF_CONTENT_TYPE,
         _ => "application/json",
     }
 }
@@ -71,6 +86,9 @@ pub fn output(headers: &HeaderMap) -> Result<Output, ApiError> {
                 _ => continue,
             },
             "application/yaml" if as_kind.is_none() => return Ok(Output::Yaml),
+            "application/vnd.kubernetes.protobuf" if as_kind.is_none() => {
+                return Ok(Output::Protobuf);
+            }
             _ => continue,
         }
     }
@@ -131,6 +149,7 @@ pub fn encode(value: &Value, output: Output) -> Result<Vec<u8>, ApiError> {
         Output::Yaml => serde_saphyr::to_string(value)
             .map(String::into_bytes)
             .map_err(|e| ApiError::internal(format!("encoding YAML: {e}"))),
+        Output::Protobuf => crate::protobuf::encode(value),
         _ => serde_json::to_vec(value).map_err(|e| ApiError::internal(e.to_string())),
     }
 }
@@ -284,10 +303,18 @@ mod tests {
     }
 
     #[test]
-    fn protobuf_first_falls_back_to_json() {
+    fn client_go_protobuf_preference_negotiates_protobuf() {
         assert_eq!(
-            accept("application/vnd.kubernetes.protobuf, */*").ok(),
-            Some(Output::Json)
+            accept("application/vnd.kubernetes.protobuf, application/json").ok(),
+            Some(Output::Protobuf)
+        );
+        assert_eq!(
+            for_kind(Output::Protobuf, "v1", "ConfigMap"),
+            Output::Protobuf
+        );
+        assert_eq!(
+            for_kind(Output::Protobuf, "federation/v1beta1", "Cluster"),
+            Output::Json
         );
     }
 

@@ -415,7 +415,19 @@ fn list_metadata(result: &ListResult) -> Value {
 /// re-encoding them.
 pub fn render_list(info: &ResourceInfo, result: ListResult, output: Output) -> HandlerResult {
     let meta = list_metadata(&result);
+    let output = negotiate::for_kind(output, &info.api_version(), &info.list_kind());
     match output {
+        Output::Protobuf => {
+            let items = parse_items(&result.items)?;
+            let list = json!({"apiVersion": info.api_version(), "kind": info.list_kind(), "metadata": meta, "items": items});
+            let body = crate::protobuf::encode_list(&list)?;
+            Ok(bytes_response(
+                StatusCode::OK,
+                crate::protobuf::PROTOBUF_CONTENT_TYPE,
+                body,
+                &[],
+            ))
+        }
         Output::Json => {
             let head = format!(
                 "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
@@ -522,10 +534,20 @@ pub fn render_value(
         Output::PartialMetadata if !is_status => partial_metadata(obj),
         _ => obj.clone(),
     };
-    let out = if output == Output::Yaml {
-        Output::Yaml
-    } else {
-        Output::Json
+    let out = match output {
+        Output::Yaml => Output::Yaml,
+        Output::Protobuf => negotiate::for_kind(
+            Output::Protobuf,
+            rendered
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            rendered
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        ),
+        _ => Output::Json,
     };
     let body = negotiate::encode(&rendered, out)?;
     Ok(bytes_response(

@@ -61,6 +61,10 @@ impl Encoder {
     }
 
     fn event_value(&mut self, kind: &str, obj: &Value) -> Result<Bytes, ApiError> {
+        if self.output == Output::Protobuf {
+            // Length-delimited WatchEvent frames (Status objects included).
+            return crate::protobuf::encode_watch_event(kind, obj).map(Bytes::from);
+        }
         let is_meta = matches!(kind, "BOOKMARK" | "ERROR");
         let rendered = match self.output {
             Output::Table if !is_meta => {
@@ -104,7 +108,11 @@ pub async fn watch(
     headers: &HeaderMap,
 ) -> HandlerResult {
     let _ = state;
-    let output = negotiate::output(headers)?;
+    let output = negotiate::for_kind(
+        negotiate::output(headers)?,
+        &target.store.info().api_version(),
+        &target.store.info().kind,
+    );
     if output == Output::Yaml {
         return Err(ApiError::not_acceptable("watch is served as JSON only").into());
     }
@@ -259,12 +267,12 @@ pub async fn watch(
         }
     });
     let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
-    let mut resp = bytes_response(
-        StatusCode::OK,
-        "application/json",
-        Body::from_stream(stream),
-        &[],
-    );
+    let content_type = if output == Output::Protobuf {
+        crate::protobuf::PROTOBUF_WATCH_CONTENT_TYPE
+    } else {
+        "application/json"
+    };
+    let mut resp = bytes_response(StatusCode::OK, content_type, Body::from_stream(stream), &[]);
     resp.headers_mut().insert(
         http::header::CACHE_CONTROL,
         http::HeaderValue::from_static("no-cache, private"),
