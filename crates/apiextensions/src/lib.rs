@@ -15,11 +15,14 @@
 //! - [`custom`]: the strategy of one served version of a custom resource.
 //! - [`printer`]: `additionalPrinterColumns` and their Table cells.
 //! - [`openapi`]: the schema kube publishes for a custom kind.
+//! - [`controller`]: the in-server controller that serves CRDs (status,
+//!   stores, OpenAPI, cleanup on deletion).
 //!
-//! Everything is pure (JSON in, JSON or causes out); wiring into the server
-//! is the registry's and the apiserver's business.
+//! Everything but [`controller`] is pure (JSON in, JSON or causes out);
+//! the controller wires CRDs into a running [`Registry`](ubernetes_registry::Registry).
 #![forbid(unsafe_code)]
 
+pub mod controller;
 pub mod crd;
 pub mod custom;
 pub mod defaults;

@@ -45,10 +45,13 @@ impl AppState {
     /// Whether the kind has a built-in (compiled-in) schema, which strategic
     /// merge patch needs; custom resources do not (415, as kube-apiserver).
     pub fn has_builtin_schema(&self, info: &ResourceInfo) -> bool {
-        ubernetes_openapi::definitions()
-            .snapshot()
-            .get(&info.definition)
-            .is_some()
+        // CRD schemas are published into the same definitions; only the
+        // compiled-in ones (io.k8s.*, io.ubernetes.*) carry patch metadata.
+        (info.definition.starts_with("io.k8s.") || info.definition.starts_with("io.ubernetes."))
+            && ubernetes_openapi::definitions()
+                .snapshot()
+                .get(&info.definition)
+                .is_some()
     }
 
     /// Strategic-merge metadata of a kind.
@@ -103,7 +106,11 @@ pub async fn build_state_on(
         });
     let registry = Registry::new(
         storage.clone(),
-        ubernetes_registry::kinds::builtin(),
+        {
+            let mut kinds = ubernetes_registry::kinds::builtin();
+            kinds.push(ubernetes_apiextensions::crd_strategy());
+            kinds
+        },
         RegistryOptions {
             service_cluster_ip_range: options.service_cluster_ip_range.clone(),
             unknown_fields: Some(unknown),
@@ -137,7 +144,8 @@ pub async fn build_state_on(
         .await
         .map_err(|e| anyhow::anyhow!("reading roles and bindings: {e}"))?;
     rbac_sync::start_aggregation(&registry, &rbac, ubernetes_rbac::aggregate_cluster_roles);
-    GarbageCollector::start(registry.clone());
+    let gc = GarbageCollector::start(registry.clone());
+    ubernetes_apiextensions::controller::CrdController::start(registry.clone(), Some(gc)).await;
     NamespaceController::start(registry.clone());
     spawn_compactor(storage, registry.stop_token());
     Ok(Arc::new(AppState {
