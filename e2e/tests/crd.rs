@@ -146,6 +146,15 @@ fn a_crontab_crd_is_served_validated_printed_and_cleaned_up() -> Result<()> {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown field \"spec.foo\""), "{err}");
+    // --validate=warn: accepted with a warning, pruned.
+    let warned = unknown.replace("name: pruned", "name: warned");
+    let out = server.kubectl_stdin(&["apply", "--validate=warn", "-f", "-"], &warned)?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("Warning: unknown field \"spec.foo\""), "{err}");
+    let ct = json(&server, &["get", "ct", "warned"])?;
+    assert!(ct["spec"].get("foo").is_none(), "{ct}");
+    server.kubectl_ok(&["delete", "ct", "warned"])?;
     // --validate=false: pruned silently.
     server.kubectl_stdin_ok(&["apply", "--validate=false", "-f", "-"], &unknown)?;
     let ct = json(&server, &["get", "ct", "pruned"])?;

@@ -443,3 +443,130 @@ where
         }
     });
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing test may panic
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use ubernetes_registry::RegistryOptions;
+    use ubernetes_registry::store::WriteOptions;
+    use ubernetes_storage::Storage;
+    use ubernetes_storage::sled_engine::SledStorage;
+
+    fn crd() -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}],
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}
+        })
+    }
+
+    async fn registry(dir: &std::path::Path) -> Arc<Registry> {
+        let storage: Arc<dyn Storage> = Arc::new(SledStorage::open(dir).unwrap());
+        registry_on(storage).await
+    }
+
+    async fn registry_on(storage: Arc<dyn Storage>) -> Arc<Registry> {
+        Registry::new(
+            storage,
+            vec![crate::crd_strategy()],
+            RegistryOptions::default(),
+        )
+        .await
+        .unwrap()
+    }
+
+    /// Poll `f` (the controller works in the background) for up to 10 s.
+    async fn until(mut f: impl AsyncFnMut() -> bool) {
+        for _ in 0..200 {
+            if f().await {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("condition not met in time");
+    }
+
+    #[tokio::test]
+    async fn an_established_crd_is_served_and_its_deletion_deletes_its_objects_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = registry(dir.path()).await;
+        CrdController::start(registry.clone(), None).await.unwrap();
+        let crds = registry.get(GROUP, "v1", RESOURCE).unwrap();
+        crds.create(None, None, crd(), &WriteOptions::default())
+            .await
+            .unwrap();
+        until(async || registry.get("example.com", "v1", "widgets").is_some()).await;
+        let stored = crds.get_value(None, "widgets.example.com").await.unwrap();
+        assert!(is_established(&stored));
+        assert_eq!(finalizers(&stored), [CLEANUP_FINALIZER]);
+        let info = registry
+            .get("example.com", "v1", "widgets")
+            .unwrap()
+            .info()
+            .clone();
+        assert_eq!(
+            printer_columns_of(&info).unwrap()[0]["jsonPath"],
+            ".spec.size"
+        );
+
+        let widgets = registry.get("example.com", "v1", "widgets").unwrap();
+        let w = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "default"}, "spec": {"size": 3}});
+        widgets
+            .create(None, Some("default"), w, &WriteOptions::default())
+            .await
+            .unwrap();
+
+        crds.delete(None, "widgets.example.com", &DeleteOptions::default())
+            .await
+            .unwrap();
+        until(async || {
+            crds.get_value(None, "widgets.example.com")
+                .await
+                .is_err_and(|e| e.code == 404)
+        })
+        .await;
+        assert!(registry.get("example.com", "v1", "widgets").is_none());
+        assert!(printer_columns_of(&info).is_none());
+        let left = widgets
+            .list(None, None, 0, None, ReadAt::Latest)
+            .await
+            .unwrap();
+        assert!(left.items.is_empty(), "objects outlived their CRD");
+        registry.shutdown();
+    }
+
+    #[tokio::test]
+    async fn established_crds_are_served_again_when_the_controller_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        // One engine, two servers one after the other (a restart).
+        let storage: Arc<dyn Storage> = Arc::new(SledStorage::open(dir.path()).unwrap());
+        {
+            let registry = registry_on(storage.clone()).await;
+            CrdController::start(registry.clone(), None).await.unwrap();
+            let crds = registry.get(GROUP, "v1", RESOURCE).unwrap();
+            let mut c = crd();
+            c["metadata"]["name"] = json!("gadgets.example.org");
+            c["spec"]["group"] = json!("example.org");
+            c["spec"]["names"] =
+                json!({"plural": "gadgets", "singular": "gadget", "kind": "Gadget"});
+            crds.create(None, None, c, &WriteOptions::default())
+                .await
+                .unwrap();
+            until(async || registry.get("example.org", "v1", "gadgets").is_some()).await;
+            registry.shutdown();
+        }
+        let registry = registry_on(storage).await;
+        CrdController::start(registry.clone(), None).await.unwrap();
+        // Served as soon as start returns, without waiting for the loop.
+        assert!(registry.get("example.org", "v1", "gadgets").is_some());
+        registry.shutdown();
+    }
+}
