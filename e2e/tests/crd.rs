@@ -138,6 +138,28 @@ fn a_crontab_crd_is_served_validated_printed_and_cleaned_up() -> Result<()> {
     );
 
     server.kubectl_stdin_ok(&["apply", "-f", "-"], CRONTAB)?;
+    // Re-applying an existing custom object: kubectl uses a merge patch
+    // (no strategic-merge metadata for custom kinds, as kube-apiserver).
+    let changed = CRONTAB.replace("my-awesome-cron-image", "my-better-cron-image");
+    let out = server.kubectl_stdin_ok(&["apply", "-f", "-"], &changed)?;
+    assert!(out.contains("configured"), "{out}");
+    let again = server.kubectl_stdin_ok(&["apply", "-f", "-"], &changed)?;
+    assert!(again.contains("unchanged"), "{again}");
+    // Server-side apply on a custom resource, against the CRD's schema.
+    let ssa = changed.replace("my-better-cron-image", "my-ssa-cron-image");
+    let out = server.kubectl_stdin_ok(
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        &ssa,
+    )?;
+    assert!(out.contains("serverside-applied"), "{out}");
+    let image = server.kubectl_ok(&[
+        "get",
+        "ct",
+        "my-new-cron-object",
+        "-o",
+        "jsonpath={.spec.image}",
+    ])?;
+    assert_eq!(image, "my-ssa-cron-image");
     // Strict by default: the schema's unknown fields are refused.
     let unknown = CRONTAB
         .replace("my-new-cron-object", "pruned")

@@ -488,9 +488,18 @@ impl Target<'_> {
             format!("partially update {}the specified {}", self.of, self.kind),
         );
         op.params = vec![dry_run(), field_manager(true), field_validation(), force()];
+        // Custom resources have no strategic-merge metadata: kube-apiserver
+        // does not offer that patch type for them, and kubectl (which picks
+        // its patch type from this list) must not try it.
+        let builtin =
+            self.definition.starts_with("io.k8s.") || self.definition.starts_with("io.ubernetes.");
         op.body = Some(Body {
             definition: PATCH.to_string(),
-            content_types: PATCH_CONTENT_TYPES.to_vec(),
+            content_types: PATCH_CONTENT_TYPES
+                .iter()
+                .copied()
+                .filter(|ct| builtin || *ct != "application/strategic-merge-patch+json")
+                .collect(),
         });
         op.responses = vec![
             ok(&self.definition),
