@@ -31,7 +31,7 @@ if ! "$venv/bin/python" -c "import kubernetes, pytest; assert kubernetes.__versi
     "kubernetes==${PYTHON_CLIENT_VERSION}" "pytest==${PYTEST_VERSION}"
 fi
 export KUBECTL="$venv/bin/kubectl"
-"$KUBECTL" version --client | head -1
+"$KUBECTL" version --client
 
 echo "==> building (the e2e tests run the real ubernetes binary)"
 cargo build --workspace --bins --tests --examples 2>&1 | tail -3
