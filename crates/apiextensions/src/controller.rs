@@ -189,6 +189,15 @@ impl CrdController {
             .collect();
         let status = accepted_status(&crd, &all);
         if crd.get("status") != Some(&status) {
+            // Serve before reporting Established, so a client that waits for
+            // the condition can use the resource at once (as kube-apiserver).
+            let mut candidate = crd.clone();
+            if let Value::Object(m) = &mut candidate {
+                m.insert("status".into(), status.clone());
+            }
+            if is_established(&candidate) {
+                self.serve(&candidate).await?;
+            }
             let res = crds
                 .system_update(None, name, |mut cur| {
                     if cur.get("status") == Some(&status) {

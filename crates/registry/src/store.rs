@@ -1005,6 +1005,13 @@ impl Store {
                         }
                     }
                 }
+                // A server-side apply computed the managed fields already
+                // (its entry for the status subresource); keep them.
+                if opts.fields_tracked
+                    && let Some(mf) = new_obj.pointer("/metadata/managedFields").cloned()
+                {
+                    meta_mut(&mut merged).insert("managedFields".into(), mf);
+                }
                 new_obj = merged;
             }
             _ => {
