@@ -450,3 +450,96 @@ fn always_allow_mode_lets_every_authenticated_user_in() -> Result<()> {
     assert_eq!(out.trim(), "yes");
     Ok(())
 }
+
+/// Escalation prevention: a user allowed to write Roles may only grant
+/// permissions they hold themselves (kube's "is attempting to grant RBAC
+/// permissions not currently held"), on create, update and patch.
+#[test]
+fn a_user_cannot_grant_permissions_they_do_not_hold() -> Result<()> {
+    let env = start(&[])?;
+    env.bob_views_team()?;
+    // bob may also manage Roles in team.
+    env.server.kubectl_ok(&[
+        "create",
+        "role",
+        "role-writer",
+        "-n",
+        "team",
+        "--verb=create,update,patch,get",
+        "--resource=roles.rbac.authorization.k8s.io",
+    ])?;
+    env.server.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "bob-role-writer",
+        "-n",
+        "team",
+        "--role=role-writer",
+        "--user=bob",
+    ])?;
+    // Granting what view already gives him is fine.
+    eventually_ok(|| {
+        env.bob_ok(&[
+            "create",
+            "role",
+            "reader",
+            "-n",
+            "team",
+            "--verb=get",
+            "--resource=configmaps",
+        ])
+    })?;
+    // Granting create on configmaps (which he lacks) is refused.
+    let err = env.bob_err(&[
+        "create",
+        "role",
+        "writer",
+        "-n",
+        "team",
+        "--verb=create",
+        "--resource=configmaps",
+    ])?;
+    assert!(
+        err.contains("is attempting to grant RBAC permissions not currently held"),
+        "{err}"
+    );
+    // So is widening the allowed role through a patch.
+    let err = env.bob_err(&[
+        "patch",
+        "role",
+        "reader",
+        "-n",
+        "team",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/rules/0/verbs/-","value":"delete"}]"#,
+    ])?;
+    assert!(
+        err.contains("is attempting to grant RBAC permissions not currently held"),
+        "{err}"
+    );
+    // The admin (system:masters) may grant anything.
+    env.server.kubectl_ok(&[
+        "create",
+        "role",
+        "writer",
+        "-n",
+        "team",
+        "--verb=create",
+        "--resource=configmaps",
+    ])?;
+    Ok(())
+}
+
+/// Retry a kubectl call for a few seconds (bindings reach the authorizer's
+/// snapshot through a watch).
+fn eventually_ok(mut f: impl FnMut() -> Result<String>) -> Result<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match f() {
+            Ok(out) => return Ok(out),
+            Err(e) if std::time::Instant::now() > deadline => return Err(e),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+        }
+    }
+}

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, RawQuery, State as AxState};
+use axum::extract::{Extension, Path, RawQuery, State as AxState};
 use axum::http::{HeaderMap, Method, StatusCode};
 use serde_json::{Value, json};
 use ubernetes_apimachinery::{ApiError, ResourceInfo};
@@ -16,6 +16,7 @@ use ubernetes_storage::cache::FilterFn;
 
 use super::negotiate::{self, Output, Query};
 use super::{HandlerResult, State, bytes_response};
+use crate::authn::UserInfo;
 
 /// What a URL names.
 pub struct Target {
@@ -86,10 +87,18 @@ pub async fn core(
     Path(rest): Path<String>,
     method: Method,
     RawQuery(query): RawQuery,
+    user: Option<Extension<UserInfo>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> HandlerResult {
-    dispatch(state, "", "v1", &rest, method, query, headers, body).await
+    let req = Req {
+        method,
+        query,
+        user: user.map(|Extension(u)| u),
+        headers,
+        body,
+    };
+    dispatch(state, "", "v1", &rest, req).await
 }
 
 /// `/apis/{group}/{version}/{*rest}`.
@@ -98,23 +107,72 @@ pub async fn grouped(
     Path((group, version, rest)): Path<(String, String, String)>,
     method: Method,
     RawQuery(query): RawQuery,
+    user: Option<Extension<UserInfo>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> HandlerResult {
-    dispatch(state, &group, &version, &rest, method, query, headers, body).await
+    let req = Req {
+        method,
+        query,
+        user: user.map(|Extension(u)| u),
+        headers,
+        body,
+    };
+    dispatch(state, &group, &version, &rest, req).await
 }
 
-#[allow(clippy::too_many_arguments)] // the parts of one HTTP request
-async fn dispatch(
-    state: State,
-    group: &str,
-    version: &str,
-    rest: &str,
+/// The parts of one request the handlers use.
+struct Req {
     method: Method,
-    raw_query: Option<String>,
+    query: Option<String>,
+    /// The authenticated (or impersonated) user; absent only in unit tests
+    /// that call the router without the authentication layer.
+    user: Option<UserInfo>,
     headers: HeaderMap,
     body: Bytes,
-) -> HandlerResult {
+}
+
+/// A check every write of this resource must pass on its final object
+/// (`new`, and the stored `old` for updates): RBAC's escalation prevention
+/// for roles and bindings (kube-apiserver's RBAC REST storage).
+type WriteGuard = Arc<dyn Fn(&Value, Option<&Value>) -> Result<(), ApiError> + Send + Sync>;
+
+fn write_guard(
+    state: &State,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    user: Option<&UserInfo>,
+) -> Option<WriteGuard> {
+    if info.group != "rbac.authorization.k8s.io" {
+        return None;
+    }
+    let is_role = match info.resource.as_str() {
+        "roles" | "clusterroles" => true,
+        "rolebindings" | "clusterrolebindings" => false,
+        _ => return None,
+    };
+    let user = crate::authz::to_rbac_user(user?);
+    let authz = state.authz.clone();
+    let resource = info.resource.clone();
+    let ns = ns.unwrap_or("").to_string();
+    Some(Arc::new(move |new: &Value, old: Option<&Value>| {
+        let authorizer = authz.authorizer();
+        if is_role {
+            ubernetes_rbac::check_role_write(&authorizer, &user, &resource, &ns, new, old)
+        } else {
+            ubernetes_rbac::check_binding_write(&authorizer, &user, &resource, &ns, new, old)
+        }
+    }))
+}
+
+async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req) -> HandlerResult {
+    let Req {
+        method,
+        query: raw_query,
+        user,
+        headers,
+        body,
+    } = req;
     let (target, legacy_watch) = resolve(&state, group, version, rest)?;
     let query = Query::parse(raw_query.as_deref());
     let info = target.store.info().clone();
@@ -153,6 +211,9 @@ async fn dispatch(
             }
             let obj = negotiate::decode_body(&headers, &body, &info.kind)?;
             let opts = write_options(&query, &headers)?;
+            if let Some(guard) = write_guard(&state, &info, ns, user.as_ref()) {
+                guard(&obj, None)?;
+            }
             let namespaces = state.registry.namespaces();
             let res = target
                 .store
@@ -182,7 +243,19 @@ async fn dispatch(
             let res = match sub {
                 Some("scale") => update_scale(&target.store, ns, name, obj, &opts).await?,
                 Some("finalize") => finalize_namespace(&target.store, name, obj, &opts).await?,
-                _ => target.store.update(ns, name, obj, sub, &opts).await?,
+                _ => match write_guard(&state, &info, ns, user.as_ref()) {
+                    // Checked against the stored object inside the update loop.
+                    Some(guard) => {
+                        target
+                            .store
+                            .patch(ns, name, sub, &opts, move |cur| {
+                                guard(&obj, Some(cur))?;
+                                Ok(obj.clone())
+                            })
+                            .await?
+                    }
+                    None => target.store.update(ns, name, obj, sub, &opts).await?,
+                },
             };
             let out = if sub == Some("scale") {
                 to_scale(&target.store, &res.object)?
@@ -198,8 +271,9 @@ async fn dispatch(
             )
         }
         (Method::PATCH, Some(name), sub) => {
+            let guard = write_guard(&state, &info, ns, user.as_ref());
             let (obj, warnings, created) =
-                patch(&state, &target, name, sub, &query, &headers, &body).await?;
+                patch(&state, &target, name, sub, &query, &headers, &body, guard).await?;
             let status = if created && !query.dry_run()? {
                 StatusCode::CREATED
             } else {
@@ -717,6 +791,7 @@ async fn finalize_namespace(
 
 const PATCH_TYPES: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json";
 
+#[allow(clippy::too_many_arguments)] // the parts of one patch request
 async fn patch(
     state: &State,
     target: &Target,
@@ -725,6 +800,7 @@ async fn patch(
     query: &Query,
     headers: &HeaderMap,
     body: &[u8],
+    guard: Option<WriteGuard>,
 ) -> Result<(Value, Vec<String>, bool), ApiError> {
     let ct = headers
         .get(http::header::CONTENT_TYPE)
@@ -786,7 +862,7 @@ async fn patch(
         } else {
             None
         };
-    let apply = |doc: &Value| -> Result<Value, ApiError> {
+    let apply_patch_body = |doc: &Value| -> Result<Value, ApiError> {
         match kind {
             PatchKind::Json => ubernetes_apimachinery::patch::json_patch(doc, body),
             PatchKind::Merge => ubernetes_apimachinery::patch::merge_patch(doc, body),
@@ -798,6 +874,13 @@ async fn patch(
                     .unwrap_or(&ubernetes_apimachinery::patch::NoPatchMeta),
             ),
         }
+    };
+    let apply = |doc: &Value| -> Result<Value, ApiError> {
+        let patched = apply_patch_body(doc)?;
+        if let Some(g) = &guard {
+            g(&patched, Some(doc))?;
+        }
+        Ok(patched)
     };
     let res = if sub == Some("scale") {
         let store = target.store.clone();
