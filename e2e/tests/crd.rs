@@ -308,3 +308,92 @@ fn a_crontab_crd_is_served_validated_printed_and_cleaned_up() -> Result<()> {
     assert!(err.contains("No resources found"), "{err}");
     Ok(())
 }
+
+const TWO_VERSIONS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.multi.example.com
+spec:
+  group: multi.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  conversion: {strategy: None}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+  - name: v2
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+"#;
+
+/// A CRD served in two versions with `None` conversion: one object, seen
+/// through either version with that version's apiVersion; a change made
+/// through one version is seen through the other.
+#[test]
+fn every_served_version_of_a_crd_serves_the_same_objects() -> Result<()> {
+    let server = Server::start()?;
+    server.kubectl_stdin_ok(&["apply", "-f", "-"], TWO_VERSIONS)?;
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/widgets.multi.example.com",
+        "--timeout=30s",
+    ])?;
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        "apiVersion: multi.example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {size: 1}\n",
+    )?;
+    let v2: serde_json::Value = serde_json::from_str(&server.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/apis/multi.example.com/v2/namespaces/default/widgets/w1",
+    ])?)?;
+    assert_eq!(v2["apiVersion"], "multi.example.com/v2");
+    assert_eq!(v2["spec"]["size"], 1);
+    // A merge patch through v2 is seen through v1.
+    server.kubectl_ok(&[
+        "patch",
+        "widgets.v2.multi.example.com",
+        "w1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"size":2}}"#,
+    ])?;
+    let v1: serde_json::Value = serde_json::from_str(&server.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/apis/multi.example.com/v1/namespaces/default/widgets/w1",
+    ])?)?;
+    assert_eq!(v1["apiVersion"], "multi.example.com/v1");
+    assert_eq!(v1["spec"]["size"], 2);
+    // Both versions list the one object.
+    for v in ["v1", "v2"] {
+        let list: serde_json::Value = serde_json::from_str(&server.kubectl_ok(&[
+            "get",
+            "--raw",
+            &format!("/apis/multi.example.com/{v}/namespaces/default/widgets"),
+        ])?)?;
+        assert_eq!(
+            list["items"].as_array().map(Vec::len),
+            Some(1),
+            "{v}: {list}"
+        );
+        assert_eq!(
+            list["items"][0]["apiVersion"],
+            format!("multi.example.com/{v}")
+        );
+    }
+    Ok(())
+}

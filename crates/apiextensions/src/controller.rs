@@ -285,7 +285,7 @@ impl CrdController {
             }
             let store = self
                 .registry
-                .add(crate::custom::custom_resource_strategy(crd, &info.version))
+                .add_shared_version(crate::custom::custom_resource_strategy(crd, &info.version))
                 .await?;
             COLUMNS
                 .write()

@@ -21,6 +21,7 @@ pub mod managed_fields;
 pub mod printers;
 pub mod rbac_sync;
 pub mod registry;
+pub mod stamp;
 pub mod store;
 pub mod strategy;
 pub mod validation;

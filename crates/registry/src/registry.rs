@@ -112,6 +112,38 @@ impl Registry {
         Ok(store)
     }
 
+    /// Serve one more version of a resource whose versions share one storage
+    /// (a CRD version, `None` conversion): its objects are the same as every
+    /// other version's, read with this version's `apiVersion`.
+    pub async fn add_shared_version(
+        &self,
+        strategy: Arc<dyn Strategy>,
+    ) -> Result<Arc<Store>, ApiError> {
+        let info = strategy.info().clone();
+        let storage: Arc<dyn Storage> = Arc::new(crate::stamp::ApiVersionStamp::new(
+            self.storage.clone(),
+            &info.api_version(),
+        ));
+        let store = Arc::new(
+            Store::new_with_prefix(
+                strategy,
+                storage,
+                Vec::new(),
+                None,
+                self.options.unknown_fields.clone(),
+                self.options.cache.clone(),
+                self.options.field_manager.clone(),
+            )
+            .await?,
+        );
+        self.stores.write().push(store.clone());
+        self.by_gvr.write().insert(
+            (info.group.clone(), info.version.clone(), info.resource.clone()),
+            store.clone(),
+        );
+        Ok(store)
+    }
+
     /// The store of `group/version/resource`.
     pub fn get(&self, group: &str, version: &str, resource: &str) -> Option<Arc<Store>> {
         self.by_gvr
