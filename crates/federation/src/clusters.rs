@@ -1,0 +1,19 @@
+//! TODO: the Cluster health controller.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::FederationOptions;
+use crate::members::Members;
+
+/// Run the Cluster controller until `stop`.
+pub async fn run(
+    _client: kube::Client,
+    _members: Arc<Members>,
+    _options: FederationOptions,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
+    stop.cancelled().await;
+    Ok(())
+}
