@@ -9,7 +9,14 @@
 //! 2. the TLS client certificate ([`ClientCertificate`], set by the listener
 //!    after rustls verified the chain against the client CA): CN = user,
 //!    every O = a group; a certificate with an empty CN is ignored;
-//! 3. a bearer token from `--token-auth-file` (kube's CSV format).
+//! 3. a bearer token from `--token-auth-file` (kube's CSV format);
+//! 4. a service-account token (the `data.token` of a Secret of type
+//!    `kubernetes.io/service-account-token`, filled in by the registry's
+//!    token controller), looked up in the registry's in-memory
+//!    [`TokenIndex`]: user `system:serviceaccount:NS:NAME` (uid: the
+//!    account's), groups `system:serviceaccounts` and
+//!    `system:serviceaccounts:NS`. A token whose Secret or ServiceAccount is
+//!    gone or being deleted is unknown (401), as kube's legacy validator.
 //!
 //! Authenticated users get the group `system:authenticated`. A request no
 //! authenticator recognises gets 401 with a `metav1.Status` body, except on
@@ -28,6 +35,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::header::{AUTHORIZATION, CONTENT_TYPE};
 use ubernetes_apimachinery::ApiError;
+use ubernetes_registry::tokens::TokenIndex;
 
 /// The group every authenticated user is in.
 pub const ALL_AUTHENTICATED: &str = "system:authenticated";
@@ -110,6 +118,8 @@ pub enum TokenFileError {
 #[derive(Debug, Default)]
 pub struct Authenticator {
     tokens: HashMap<String, UserInfo>,
+    /// Service-account tokens (none: not checked).
+    service_accounts: Option<Arc<TokenIndex>>,
 }
 
 impl Authenticator {
@@ -119,12 +129,24 @@ impl Authenticator {
             Some(path) => load_token_file(path)?,
             None => HashMap::new(),
         };
-        Ok(Self { tokens })
+        Ok(Self {
+            tokens,
+            service_accounts: None,
+        })
     }
 
     /// An authenticator with the given static tokens.
     pub fn with_tokens(tokens: HashMap<String, UserInfo>) -> Self {
-        Self { tokens }
+        Self {
+            tokens,
+            service_accounts: None,
+        }
+    }
+
+    /// Also accept the service-account tokens of `index`.
+    pub fn with_service_account_tokens(mut self, index: Arc<TokenIndex>) -> Self {
+        self.service_accounts = Some(index);
+        self
     }
 
     /// How many bearer tokens are known.
@@ -152,10 +174,20 @@ impl Authenticator {
             })));
         }
         match bearer_token(&parts.headers) {
-            Some(token) => match self.tokens.get(token) {
-                Some(user) => Ok(Some(with_authenticated_group(user.clone()))),
-                None => Err(AuthnError::InvalidBearerToken),
-            },
+            Some(token) => {
+                if let Some(user) = self.tokens.get(token) {
+                    return Ok(Some(with_authenticated_group(user.clone())));
+                }
+                match self.service_accounts.as_ref().and_then(|i| i.lookup(token)) {
+                    Some(account) => Ok(Some(with_authenticated_group(UserInfo {
+                        name: account.username(),
+                        uid: account.uid.clone(),
+                        groups: account.groups(),
+                        extra: BTreeMap::new(),
+                    }))),
+                    None => Err(AuthnError::InvalidBearerToken),
+                }
+            }
             None => Ok(None),
         }
     }
@@ -466,6 +498,63 @@ mod tests {
         assert_eq!(
             call(req).await,
             (StatusCode::OK, "alice|dev,system:authenticated".to_string())
+        );
+    }
+
+    fn service_account_tokens() -> Authenticator {
+        use ubernetes_storage::EventType;
+        let index = TokenIndex::new();
+        index.observe_service_account(
+            EventType::Added,
+            &serde_json::json!({"metadata": {"namespace": "ns1", "name": "robot", "uid": "sa-uid"}}),
+        );
+        index.observe_secret(
+            EventType::Added,
+            &serde_json::json!({
+                "type": "kubernetes.io/service-account-token",
+                "metadata": {"namespace": "ns1", "name": "robot-token",
+                             "annotations": {"kubernetes.io/service-account.name": "robot"}},
+                "data": {"token": "c2EtdG9rZW4="}
+            }),
+        );
+        tokens().with_service_account_tokens(index)
+    }
+
+    #[test]
+    fn a_service_account_token_authenticates_as_its_service_account() {
+        let p = parts(http::Request::get("/api").header("Authorization", "Bearer sa-token"));
+        let user = service_account_tokens()
+            .authenticate(&p)
+            .expect("ok")
+            .expect("user");
+        assert_eq!(user.name, "system:serviceaccount:ns1:robot");
+        assert_eq!(user.uid, "sa-uid");
+        assert_eq!(
+            user.groups,
+            vec![
+                "system:serviceaccounts",
+                "system:serviceaccounts:ns1",
+                "system:authenticated"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_token_file_is_tried_before_service_account_tokens() {
+        let p = parts(http::Request::get("/api").header("Authorization", "Bearer secret"));
+        let user = service_account_tokens()
+            .authenticate(&p)
+            .expect("ok")
+            .expect("user");
+        assert_eq!(user.name, "alice");
+    }
+
+    #[test]
+    fn a_token_neither_in_the_file_nor_a_service_account_token_is_an_error() {
+        let p = parts(http::Request::get("/api").header("Authorization", "Bearer other"));
+        assert_eq!(
+            service_account_tokens().authenticate(&p),
+            Err(AuthnError::InvalidBearerToken)
         );
     }
 

@@ -124,7 +124,7 @@ pub async fn start(
     // The state sees the real port (e.g. for the `default/kubernetes`
     // Endpoints) when `--secure-port 0` picked one.
     options.secure_port = local_addr.port();
-    let state = build_state(&options).await?;
+    let state = build_state(&options, Some(tls.kubeconfig_ca_pem.clone())).await?;
     let authenticator = state.authenticator.clone();
     if options.token_auth_file.is_some() {
         tracing::info!(

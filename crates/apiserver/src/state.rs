@@ -15,6 +15,7 @@ use ubernetes_registry::controllers::{
 };
 use ubernetes_registry::rbac_sync::{self, RbacCache};
 use ubernetes_registry::store::WriteOptions;
+use ubernetes_registry::tokens::{TokenController, TokenIndex};
 use ubernetes_registry::{Registry, RegistryOptions};
 use ubernetes_storage::Storage;
 use ubernetes_storage::sled_engine::SledStorage;
@@ -65,8 +66,13 @@ impl AppState {
 
 /// Open the store under `options.data_dir`, build the registry, bootstrap
 /// the default namespaces and Service, start the watch caches and the
-/// in-server controllers (garbage collector, namespace lifecycle).
-pub async fn build_state(options: &ServerOptions) -> anyhow::Result<Arc<AppState>> {
+/// in-server controllers (garbage collector, namespace lifecycle,
+/// service-account tokens). `root_ca_pem` is the CA clients trust for this
+/// server, written into service-account token Secrets as `ca.crt`.
+pub async fn build_state(
+    options: &ServerOptions,
+    root_ca_pem: Option<String>,
+) -> anyhow::Result<Arc<AppState>> {
     let store_dir = options.data_dir.join("store");
     std::fs::create_dir_all(&store_dir).map_err(|e| {
         anyhow::anyhow!(
@@ -86,20 +92,19 @@ pub async fn build_state(options: &ServerOptions) -> anyhow::Result<Arc<AppState
     let storage: Arc<dyn Storage> = Arc::new(storage);
     let revision = storage.current_revision().await.unwrap_or(0);
     tracing::info!(dir = %store_dir.display(), revision, "store opened");
-    build_state_on(options, storage).await
+    build_state_on(options, storage, root_ca_pem).await
 }
 
 /// [`build_state`] over an already opened storage engine.
 pub async fn build_state_on(
     options: &ServerOptions,
     storage: Arc<dyn Storage>,
+    root_ca_pem: Option<String>,
 ) -> anyhow::Result<Arc<AppState>> {
     let mode = crate::authz::parse_modes(&options.authorization_modes())
         .map_err(|e| anyhow::anyhow!("--authorization-mode: {e}"))?;
-    let authenticator = Arc::new(
-        Authenticator::new(options.token_auth_file.as_deref())
-            .map_err(|e| anyhow::anyhow!("cannot load --token-auth-file: {e}"))?,
-    );
+    let authenticator = Authenticator::new(options.token_auth_file.as_deref())
+        .map_err(|e| anyhow::anyhow!("cannot load --token-auth-file: {e}"))?;
     let unknown: ubernetes_registry::validation::UnknownFieldsFn =
         Arc::new(|info: &ResourceInfo, obj: &serde_json::Value| {
             ubernetes_openapi::unknown_fields(&info.definition, obj)
@@ -147,6 +152,9 @@ pub async fn build_state_on(
     let gc = GarbageCollector::start(registry.clone());
     ubernetes_apiextensions::controller::CrdController::start(registry.clone(), Some(gc)).await;
     NamespaceController::start(registry.clone());
+    TokenController::start(registry.clone(), root_ca_pem);
+    let authenticator =
+        Arc::new(authenticator.with_service_account_tokens(TokenIndex::start(&registry)));
     spawn_compactor(storage, registry.stop_token());
     Ok(Arc::new(AppState {
         options: options.clone(),

@@ -79,7 +79,7 @@ fn owner_uids(obj: &Value) -> Vec<String> {
 /// Follow every change of `store` from its current state: `handle` gets each
 /// object (initially as `Added`), forever; the watch is re-established after
 /// errors (e.g. a 410 after falling behind) with a fresh list.
-fn follow<H>(stop: CancellationToken, store: Arc<Store>, handle: H)
+pub(crate) fn follow<H>(stop: CancellationToken, store: Arc<Store>, handle: H)
 where
     H: Fn(&Arc<Store>, EventType, Value) + Send + Sync + 'static,
 {
@@ -124,7 +124,7 @@ where
 }
 
 /// Run `work` until it ends or the server stops.
-fn spawn_until(
+pub(crate) fn spawn_until(
     stop: CancellationToken,
     work: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
@@ -137,20 +137,20 @@ fn spawn_until(
 }
 
 /// A deduplicating work queue with delayed retries.
-struct Queue<T> {
+pub(crate) struct Queue<T> {
     items: Mutex<(VecDeque<T>, HashSet<T>)>,
     notify: Notify,
 }
 
 impl<T: Clone + Eq + std::hash::Hash + Send + 'static> Queue<T> {
-    fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self {
             items: Mutex::new((VecDeque::new(), HashSet::new())),
             notify: Notify::new(),
         })
     }
 
-    fn add(&self, item: T) {
+    pub(crate) fn add(&self, item: T) {
         let mut g = self.items.lock();
         if g.1.insert(item.clone()) {
             g.0.push_back(item);
@@ -159,7 +159,7 @@ impl<T: Clone + Eq + std::hash::Hash + Send + 'static> Queue<T> {
         }
     }
 
-    fn add_after(self: &Arc<Self>, item: T, delay: Duration) {
+    pub(crate) fn add_after(self: &Arc<Self>, item: T, delay: Duration) {
         let q = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
@@ -167,7 +167,7 @@ impl<T: Clone + Eq + std::hash::Hash + Send + 'static> Queue<T> {
         });
     }
 
-    async fn next(&self) -> T {
+    pub(crate) async fn next(&self) -> T {
         loop {
             {
                 let mut g = self.items.lock();

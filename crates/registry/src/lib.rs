@@ -24,6 +24,7 @@ pub mod registry;
 pub mod stamp;
 pub mod store;
 pub mod strategy;
+pub mod tokens;
 pub mod validation;
 
 pub use registry::{Registry, RegistryOptions};
