@@ -1,1 +1,954 @@
-//! TODO: member_object
+//! What is sent to a member cluster, and what is never propagated
+//! (SPEC §3.4).
+//!
+//! - [`is_propagated`]: the objects the federation keeps to itself (system
+//!   namespaces and what lives in them, per-cluster defaults such as the
+//!   `default` service account or `kube-root-ca.crt`, service-account
+//!   tokens, bootstrap RBAC, CRDs not labelled federated, objects marked as
+//!   the federation control plane's own).
+//! - [`member_copy`]: the object server-side-applied to a member: the
+//!   user's intent only — never a field the federation's own server
+//!   assigned (uid, resourceVersion, a Service's clusterIP and node ports, a
+//!   Job's generated selector …) nor our control annotations — marked with
+//!   [`MANAGED_LABEL`] and [`ORIGIN_UID_ANNOTATION`], per-cluster overrides
+//!   applied.
+//! - [`content_hash`]: a stable hash of a member copy, for the record of
+//!   what was last applied ([`crate::record`]).
+//! - [`is_subset`]: whether a member's object still carries everything that
+//!   was applied (drift detection that tolerates member defaults and other
+//!   field managers).
+//!
+//! Pure functions over `serde_json::Value`, no I/O.
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::overrides::{OVERRIDES_ANNOTATION, apply_overrides};
+
+/// Label on every member object the federation manages (value `"true"`).
+pub const MANAGED_LABEL: &str = "federation.kubernetes.io/managed";
+/// Annotation on every member object: the uid of its federated object.
+pub const ORIGIN_UID_ANNOTATION: &str = "federation.kubernetes.io/origin-uid";
+/// Annotation (value `"true"`) on objects that belong to the federation's
+/// own control plane: never propagated.
+pub const CONTROL_PLANE_ANNOTATION: &str = "federation.kubernetes.io/federation-control-plane";
+/// Label (value `"true"`) on a CRD whose custom resources are federated.
+pub const FEDERATED_CRD_LABEL: &str = "federation.kubernetes.io/federated";
+/// Annotation on a federated object: `"abort"` refuses adopting a
+/// pre-existing member object of the same name.
+pub const CONFLICT_RESOLUTION_ANNOTATION: &str = "federation.kubernetes.io/conflict-resolution";
+
+/// Namespaces whose content is never propagated (each member has its own).
+pub const SYSTEM_NAMESPACES: [&str; 4] = [
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    "federation-system",
+];
+
+/// Namespaces never propagated themselves: the system ones and `default`.
+const UNPROPAGATED_NAMESPACES: [&str; 5] = [
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    "federation-system",
+];
+
+/// Annotations of the federated object that are never sent to members: our
+/// control annotations, and kubectl's record of the federation-side apply.
+pub const STRIPPED_ANNOTATIONS: [&str; 12] = [
+    "kubectl.kubernetes.io/last-applied-configuration",
+    crate::record::PROPAGATION_ANNOTATION,
+    OVERRIDES_ANNOTATION,
+    CONFLICT_RESOLUTION_ANNOTATION,
+    crate::placement::CLUSTER_SELECTOR_ANNOTATION,
+    "federation.kubernetes.io/replica-set-preferences",
+    "federation.kubernetes.io/deployment-preferences",
+    "federation.alpha.kubernetes.io/replica-set-preferences",
+    "federation.alpha.kubernetes.io/deployment-preferences",
+    "federation.kubernetes.io/service-ingresses",
+    CONTROL_PLANE_ANNOTATION,
+    ORIGIN_UID_ANNOTATION,
+];
+
+/// The template labels the job strategy generates (legacy and current).
+const JOB_GENERATED_LABELS: [&str; 4] = [
+    "controller-uid",
+    "batch.kubernetes.io/controller-uid",
+    "job-name",
+    "batch.kubernetes.io/job-name",
+];
+
+/// `configmaps`, `apps/deployments`, `deployments.apps` → the plural alone.
+fn base_resource(resource: &str) -> &str {
+    let r = resource.rsplit('/').next().unwrap_or(resource);
+    r.split('.').next().unwrap_or(r)
+}
+
+fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(field)?.as_str()
+}
+
+fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    obj.pointer("/metadata/labels")?.get(key)?.as_str()
+}
+
+fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    obj.pointer("/metadata/annotations")?.get(key)?.as_str()
+}
+
+/// Whether the federated object `obj` of `resource` (plural, e.g.
+/// "configmaps"; a group-qualified name is fine) is propagated at all.
+pub fn is_propagated(resource: &str, obj: &Value) -> bool {
+    let resource = base_resource(resource);
+    let Some(name) = meta_str(obj, "name").filter(|n| !n.is_empty()) else {
+        return false;
+    };
+    let namespace = meta_str(obj, "namespace").unwrap_or_default();
+    if annotation(obj, CONTROL_PLANE_ANNOTATION) == Some("true") {
+        return false;
+    }
+    if SYSTEM_NAMESPACES.contains(&namespace) {
+        return false;
+    }
+    match resource {
+        // Per-cluster by nature (SPEC §3.4: events, leases, clusters).
+        "events" | "leases" | "clusters" => false,
+        "namespaces" => !UNPROPAGATED_NAMESPACES.contains(&name),
+        "configmaps" => name != "kube-root-ca.crt",
+        "serviceaccounts" => name != "default",
+        "services" => !(namespace == "default" && name == "kubernetes"),
+        "secrets" => {
+            obj.get("type").and_then(Value::as_str) != Some("kubernetes.io/service-account-token")
+        }
+        "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings" => {
+            let bootstrap = obj
+                .pointer("/metadata/labels")
+                .and_then(|l| l.get("kubernetes.io/bootstrapping"))
+                .is_some();
+            !bootstrap && !name.starts_with("system:")
+        }
+        "customresourcedefinitions" => label(obj, FEDERATED_CRD_LABEL) == Some("true"),
+        _ => true,
+    }
+}
+
+/// The object to server-side-apply to `cluster`: built from the federated
+/// object, overrides applied. Err only from the overrides annotation.
+///
+/// Kept: apiVersion, kind, metadata.{name, namespace, labels, annotations}
+/// and every other top-level field but `status`; then the control
+/// annotations are removed ([`STRIPPED_ANNOTATIONS`]), the fields the
+/// federation's server assigned are removed per kind, [`MANAGED_LABEL`] and
+/// [`ORIGIN_UID_ANNOTATION`] are set, the overrides applied, and the label
+/// and annotation set again (an override cannot detach the member object
+/// from its federated object).
+pub fn member_copy(resource: &str, fed: &Value, cluster: &str) -> Result<Value, String> {
+    let mut out = Map::new();
+    if let Some(fields) = fed.as_object() {
+        for (k, v) in fields {
+            match k.as_str() {
+                "status" => {}
+                "metadata" => {
+                    out.insert(k.clone(), Value::Object(copy_metadata(v)));
+                }
+                _ => {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+    if !out.contains_key("metadata") {
+        out.insert("metadata".into(), Value::Object(Map::new()));
+    }
+    let mut copy = Value::Object(out);
+    match base_resource(resource) {
+        "services" => strip_service(&mut copy),
+        "jobs" => strip_job(&mut copy),
+        "namespaces" => strip_namespace(&mut copy),
+        "serviceaccounts" => {
+            if let Some(o) = copy.as_object_mut() {
+                o.remove("secrets");
+            }
+        }
+        _ => {}
+    }
+    let uid = meta_str(fed, "uid").unwrap_or_default();
+    mark(&mut copy, uid);
+    apply_overrides(&mut copy, annotation(fed, OVERRIDES_ANNOTATION), cluster)?;
+    mark(&mut copy, uid);
+    Ok(copy)
+}
+
+/// name, namespace, labels and annotations (minus ours) of the federated
+/// object's metadata.
+fn copy_metadata(meta: &Value) -> Map<String, Value> {
+    let mut m = Map::new();
+    for key in ["name", "namespace", "labels", "annotations"] {
+        if let Some(v) = meta.get(key).filter(|v| !v.is_null()) {
+            m.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(Value::Object(ann)) = m.get_mut("annotations") {
+        for a in STRIPPED_ANNOTATIONS {
+            ann.shift_remove(a);
+        }
+    }
+    m
+}
+
+/// Set [`MANAGED_LABEL`] and [`ORIGIN_UID_ANNOTATION`] (when the federated
+/// object has a uid).
+fn mark(copy: &mut Value, uid: &str) {
+    let Some(meta) = copy.get_mut("metadata") else {
+        return;
+    };
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    set_in(meta, "labels", MANAGED_LABEL, "true");
+    if !uid.is_empty() {
+        set_in(meta, "annotations", ORIGIN_UID_ANNOTATION, uid);
+    }
+}
+
+/// `meta[map][key] = value`, creating the map if missing or not a map.
+fn set_in(meta: &mut Value, map: &str, key: &str, value: &str) {
+    let Some(meta) = meta.as_object_mut() else {
+        return;
+    };
+    let entry = meta.entry(map).or_insert_with(|| Value::Object(Map::new()));
+    if !entry.is_object() {
+        *entry = Value::Object(Map::new());
+    }
+    if let Some(m) = entry.as_object_mut() {
+        m.insert(key.into(), Value::String(value.into()));
+    }
+}
+
+/// Services: clusterIP(s) (unless headless), node ports and the health-check
+/// node port are the federation server's allocations.
+fn strip_service(copy: &mut Value) {
+    let Some(spec) = copy.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if spec.get("clusterIP").and_then(Value::as_str) != Some("None") {
+        spec.shift_remove("clusterIP");
+    }
+    let headless_ips = spec
+        .get("clusterIPs")
+        .and_then(Value::as_array)
+        .is_some_and(|ips| !ips.is_empty() && ips.iter().all(|ip| ip.as_str() == Some("None")));
+    if !headless_ips {
+        spec.shift_remove("clusterIPs");
+    }
+    spec.shift_remove("healthCheckNodePort");
+    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+            p.shift_remove("nodePort");
+        }
+    }
+}
+
+/// Jobs without a manual selector: the selector and template labels the
+/// job strategy generated from the federated object's uid.
+fn strip_job(copy: &mut Value) {
+    let Some(spec) = copy.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if spec.get("manualSelector").and_then(Value::as_bool) == Some(true) {
+        return;
+    }
+    spec.shift_remove("selector");
+    let Some(meta) = spec
+        .get_mut("template")
+        .and_then(|t| t.get_mut("metadata"))
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    if let Some(labels) = meta.get_mut("labels").and_then(Value::as_object_mut) {
+        for l in JOB_GENERATED_LABELS {
+            labels.shift_remove(l);
+        }
+        if labels.is_empty() {
+            meta.shift_remove("labels");
+        }
+    }
+}
+
+/// Namespaces: `spec.finalizers` (`kubernetes`) is each cluster's own.
+fn strip_namespace(copy: &mut Value) {
+    let Some(obj) = copy.as_object_mut() else {
+        return;
+    };
+    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.shift_remove("finalizers");
+        if spec.is_empty() {
+            obj.shift_remove("spec");
+        }
+    }
+}
+
+/// A stable content hash of a member copy: hex of the first 16 bytes of the
+/// sha256 of its compact JSON with object keys sorted (so key order does
+/// not matter).
+pub fn content_hash(v: &Value) -> String {
+    let mut canonical = String::new();
+    write_canonical(v, &mut canonical);
+    let digest = Sha256::digest(canonical.as_bytes());
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Compact JSON with object keys sorted.
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                if let Some(child) = m.get(k) {
+                    write_canonical(child, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, e) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(e, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// Whether every field of `desired` is present with the same value in
+/// `actual` (the member's object): objects: each key of desired recursively
+/// a subset; arrays: same length and element-wise subset; scalars: equal
+/// (numbers by value, so `1` and `1.0` are equal). At the top level, only
+/// metadata's labels, annotations, name and namespace are compared.
+///
+/// A desired field whose value is empty (`null`, `""`, `0`, `false`, `{}`,
+/// `[]`) is also satisfied by its absence, since the member's server drops
+/// such values from `omitempty` fields.
+pub fn is_subset(desired: &Value, actual: &Value) -> bool {
+    let (Value::Object(d), Value::Object(a)) = (desired, actual) else {
+        return subset(desired, actual);
+    };
+    d.iter().all(|(k, dv)| {
+        if k == "metadata" {
+            let Some(dm) = dv.as_object() else {
+                return true;
+            };
+            let am = a.get("metadata").unwrap_or(&Value::Null);
+            ["name", "namespace", "labels", "annotations"]
+                .iter()
+                .all(|f| field_subset(dm.get(*f), am.get(*f)))
+        } else {
+            field_subset(Some(dv), a.get(k))
+        }
+    })
+}
+
+/// An object field: absent in desired, or empty and absent in actual, or a
+/// subset.
+fn field_subset(desired: Option<&Value>, actual: Option<&Value>) -> bool {
+    match (desired, actual) {
+        (None, _) => true,
+        (Some(d), None) => is_empty_value(d),
+        (Some(d), Some(a)) => subset(d, a),
+    }
+}
+
+fn subset(desired: &Value, actual: &Value) -> bool {
+    match (desired, actual) {
+        (Value::Object(d), Value::Object(a)) => {
+            d.iter().all(|(k, dv)| field_subset(Some(dv), a.get(k)))
+        }
+        (Value::Array(d), Value::Array(a)) => {
+            d.len() == a.len() && d.iter().zip(a).all(|(dv, av)| subset(dv, av))
+        }
+        (Value::Number(d), Value::Number(a)) => {
+            d == a || matches!((d.as_f64(), a.as_f64()), (Some(x), Some(y)) if x == y)
+        }
+        (Value::Null, Value::Null) => true,
+        // Empty desired collections match their null/absent rendering.
+        (d, Value::Null) => is_empty_value(d),
+        (d, a) => d == a,
+    }
+}
+
+/// `null`, `""`, `0`, `false`, `{}`, `[]`, or an object of only such values.
+fn is_empty_value(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.values().all(is_empty_value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(resource_meta: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "X", "metadata": resource_meta})
+    }
+
+    fn copy(resource: &str, fed: &Value) -> Value {
+        match member_copy(resource, fed, "east") {
+            Ok(v) => v,
+            Err(e) => panic!("member_copy failed: {e}"),
+        }
+    }
+
+    // --- is_propagated ---------------------------------------------------
+
+    #[test]
+    fn ordinary_objects_are_propagated() {
+        let cm = obj(json!({"name": "app", "namespace": "shop"}));
+        assert!(is_propagated("configmaps", &cm));
+        assert!(is_propagated("deployments", &cm));
+        assert!(is_propagated("apps/deployments", &cm));
+        assert!(is_propagated("namespaces", &obj(json!({"name": "shop"}))));
+    }
+
+    #[test]
+    fn objects_without_a_name_are_not_propagated() {
+        assert!(!is_propagated(
+            "configmaps",
+            &obj(json!({"namespace": "shop"}))
+        ));
+        assert!(!is_propagated(
+            "configmaps",
+            &obj(json!({"name": "", "namespace": "shop"}))
+        ));
+        assert!(!is_propagated("configmaps", &json!({})));
+    }
+
+    #[test]
+    fn control_plane_objects_are_not_propagated() {
+        let o = obj(json!({"name": "a", "namespace": "shop",
+            "annotations": {CONTROL_PLANE_ANNOTATION: "true"}}));
+        assert!(!is_propagated("configmaps", &o));
+        let o = obj(json!({"name": "a", "namespace": "shop",
+            "annotations": {CONTROL_PLANE_ANNOTATION: "false"}}));
+        assert!(is_propagated("configmaps", &o));
+    }
+
+    #[test]
+    fn objects_in_system_namespaces_are_not_propagated() {
+        for ns in [
+            "kube-system",
+            "kube-public",
+            "kube-node-lease",
+            "federation-system",
+        ] {
+            let o = obj(json!({"name": "a", "namespace": ns}));
+            assert!(!is_propagated("configmaps", &o), "{ns}");
+        }
+        assert!(is_propagated(
+            "configmaps",
+            &obj(json!({"name": "a", "namespace": "default"}))
+        ));
+    }
+
+    #[test]
+    fn default_and_system_namespaces_themselves_are_not_propagated() {
+        for ns in [
+            "default",
+            "kube-system",
+            "kube-public",
+            "kube-node-lease",
+            "federation-system",
+        ] {
+            assert!(
+                !is_propagated("namespaces", &obj(json!({"name": ns}))),
+                "{ns}"
+            );
+        }
+    }
+
+    #[test]
+    fn per_cluster_defaults_are_not_propagated() {
+        let root_ca = obj(json!({"name": "kube-root-ca.crt", "namespace": "shop"}));
+        assert!(!is_propagated("configmaps", &root_ca));
+        let sa = obj(json!({"name": "default", "namespace": "shop"}));
+        assert!(!is_propagated("serviceaccounts", &sa));
+        assert!(is_propagated(
+            "serviceaccounts",
+            &obj(json!({"name": "builder", "namespace": "shop"}))
+        ));
+        let kubernetes = obj(json!({"name": "kubernetes", "namespace": "default"}));
+        assert!(!is_propagated("services", &kubernetes));
+        assert!(is_propagated(
+            "services",
+            &obj(json!({"name": "kubernetes", "namespace": "shop"}))
+        ));
+    }
+
+    #[test]
+    fn service_account_token_secrets_are_not_propagated() {
+        let mut s = obj(json!({"name": "tok", "namespace": "shop"}));
+        s["type"] = json!("kubernetes.io/service-account-token");
+        assert!(!is_propagated("secrets", &s));
+        s["type"] = json!("Opaque");
+        assert!(is_propagated("secrets", &s));
+    }
+
+    #[test]
+    fn bootstrap_rbac_is_not_propagated() {
+        for r in [
+            "roles",
+            "rolebindings",
+            "clusterroles",
+            "clusterrolebindings.rbac.authorization.k8s.io",
+        ] {
+            assert!(
+                !is_propagated(r, &obj(json!({"name": "system:controller:x"}))),
+                "{r}"
+            );
+            let labelled = obj(
+                json!({"name": "admin", "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"}}),
+            );
+            assert!(!is_propagated(r, &labelled), "{r}");
+            assert!(is_propagated(r, &obj(json!({"name": "reader"}))), "{r}");
+        }
+    }
+
+    #[test]
+    fn crds_are_propagated_only_when_labelled_federated() {
+        let plain = obj(json!({"name": "widgets.example.com"}));
+        assert!(!is_propagated("customresourcedefinitions", &plain));
+        let fed =
+            obj(json!({"name": "widgets.example.com", "labels": {FEDERATED_CRD_LABEL: "true"}}));
+        assert!(is_propagated("customresourcedefinitions", &fed));
+        assert!(is_propagated(
+            "customresourcedefinitions.apiextensions.k8s.io",
+            &fed
+        ));
+        let no =
+            obj(json!({"name": "widgets.example.com", "labels": {FEDERATED_CRD_LABEL: "false"}}));
+        assert!(!is_propagated("customresourcedefinitions", &no));
+    }
+
+    #[test]
+    fn events_leases_and_clusters_are_not_propagated() {
+        let o = obj(json!({"name": "a", "namespace": "shop"}));
+        for r in ["events", "events.k8s.io/events", "leases", "clusters"] {
+            assert!(!is_propagated(r, &o), "{r}");
+        }
+    }
+
+    // --- member_copy -----------------------------------------------------
+
+    fn fed_configmap() -> Value {
+        json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": "app", "namespace": "shop", "uid": "u-1", "resourceVersion": "12",
+                "generation": 3, "creationTimestamp": "2024-01-01T00:00:00Z",
+                "deletionTimestamp": "2024-01-02T00:00:00Z", "deletionGracePeriodSeconds": 0,
+                "managedFields": [{"manager": "kubectl"}], "selfLink": "/x",
+                "finalizers": ["federation.kubernetes.io/delete-from-underlying-clusters"],
+                "ownerReferences": [{"uid": "o"}], "generateName": "app-",
+                "labels": {"app": "web"},
+                "annotations": {
+                    "keep": "me",
+                    "kubectl.kubernetes.io/last-applied-configuration": "{}",
+                    "federation.kubernetes.io/propagation": "{}",
+                    "federation.kubernetes.io/overrides": "{}",
+                    "federation.kubernetes.io/conflict-resolution": "abort",
+                    "federation.alpha.kubernetes.io/cluster-selector": "[]",
+                    "federation.kubernetes.io/replica-set-preferences": "{}",
+                    "federation.kubernetes.io/deployment-preferences": "{}"
+                }
+            },
+            "data": {"k": "v"},
+            "status": {"whatever": true}
+        })
+    }
+
+    #[test]
+    fn member_copy_keeps_identity_user_fields_labels_and_annotations() {
+        let c = copy("configmaps", &fed_configmap());
+        assert_eq!(c["apiVersion"], json!("v1"));
+        assert_eq!(c["kind"], json!("ConfigMap"));
+        assert_eq!(c["data"], json!({"k": "v"}));
+        assert_eq!(c["metadata"]["name"], json!("app"));
+        assert_eq!(c["metadata"]["namespace"], json!("shop"));
+        assert_eq!(c["metadata"]["labels"]["app"], json!("web"));
+        assert_eq!(c["metadata"]["annotations"]["keep"], json!("me"));
+    }
+
+    #[test]
+    fn member_copy_drops_status_and_server_set_metadata() {
+        let c = copy("configmaps", &fed_configmap());
+        assert!(c.get("status").is_none());
+        let meta = c["metadata"].as_object().cloned().unwrap_or_default();
+        let keys: Vec<&str> = meta.keys().map(String::as_str).collect();
+        assert_eq!(keys, vec!["name", "namespace", "labels", "annotations"]);
+    }
+
+    #[test]
+    fn member_copy_strips_control_annotations() {
+        let c = copy("configmaps", &fed_configmap());
+        let ann = c["metadata"]["annotations"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let mut keys: Vec<&str> = ann.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, vec![ORIGIN_UID_ANNOTATION, "keep"]);
+    }
+
+    #[test]
+    fn member_copy_marks_managed_and_origin_uid() {
+        let c = copy("configmaps", &fed_configmap());
+        assert_eq!(c["metadata"]["labels"][MANAGED_LABEL], json!("true"));
+        assert_eq!(
+            c["metadata"]["annotations"][ORIGIN_UID_ANNOTATION],
+            json!("u-1")
+        );
+        // Without labels or annotations at all, they are created.
+        let bare = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "shop", "uid": "u-2"}});
+        let c = copy("configmaps", &bare);
+        assert_eq!(c["metadata"]["labels"], json!({MANAGED_LABEL: "true"}));
+        assert_eq!(
+            c["metadata"]["annotations"],
+            json!({ORIGIN_UID_ANNOTATION: "u-2"})
+        );
+    }
+
+    #[test]
+    fn member_copy_applies_overrides_for_the_cluster() {
+        let mut fed = fed_configmap();
+        fed["metadata"]["annotations"][OVERRIDES_ANNOTATION] = json!(
+            r#"{"*": [{"op": "replace", "path": "/data/k", "value": "all"}],
+                "east": [{"op": "add", "path": "/data/e", "value": "1"}]}"#
+        );
+        let east = copy("configmaps", &fed);
+        assert_eq!(east["data"], json!({"k": "all", "e": "1"}));
+        let west = match member_copy("configmaps", &fed, "west") {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(west["data"], json!({"k": "all"}));
+        assert!(
+            west["metadata"]["annotations"]
+                .get(OVERRIDES_ANNOTATION)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn overrides_cannot_remove_the_managed_marks() {
+        let mut fed = fed_configmap();
+        fed["metadata"]["annotations"][OVERRIDES_ANNOTATION] =
+            json!(r#"{"*": [{"op": "remove", "path": "/metadata/labels"}]}"#);
+        let c = copy("configmaps", &fed);
+        assert_eq!(c["metadata"]["labels"], json!({MANAGED_LABEL: "true"}));
+        assert_eq!(
+            c["metadata"]["annotations"][ORIGIN_UID_ANNOTATION],
+            json!("u-1")
+        );
+    }
+
+    #[test]
+    fn member_copy_fails_only_on_bad_overrides() {
+        let mut fed = fed_configmap();
+        fed["metadata"]["annotations"][OVERRIDES_ANNOTATION] = json!("{not json");
+        let e = member_copy("configmaps", &fed, "east");
+        assert!(e.is_err_and(|e| e.contains("invalid JSON")));
+        fed["metadata"]["annotations"][OVERRIDES_ANNOTATION] =
+            json!(r#"{"east": [{"op": "replace", "path": "/metadata/name", "value": "x"}]}"#);
+        assert!(member_copy("configmaps", &fed, "east").is_err());
+    }
+
+    #[test]
+    fn services_drop_allocated_ips_and_ports() {
+        let svc = json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "shop", "uid": "u"},
+            "spec": {
+                "type": "LoadBalancer",
+                "clusterIP": "10.0.0.7", "clusterIPs": ["10.0.0.7"],
+                "healthCheckNodePort": 31000, "externalTrafficPolicy": "Local",
+                "ports": [{"port": 80, "nodePort": 30080}, {"port": 443, "nodePort": 30443}],
+                "selector": {"app": "web"}
+            }
+        });
+        let c = copy("services", &svc);
+        assert_eq!(
+            c["spec"],
+            json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+                   "ports": [{"port": 80}, {"port": 443}], "selector": {"app": "web"}})
+        );
+    }
+
+    #[test]
+    fn headless_services_keep_cluster_ip_none() {
+        let svc = json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "db", "namespace": "shop"},
+            "spec": {"clusterIP": "None", "clusterIPs": ["None"], "ports": [{"port": 5432}]}
+        });
+        let c = copy("services", &svc);
+        assert_eq!(c["spec"]["clusterIP"], json!("None"));
+        assert_eq!(c["spec"]["clusterIPs"], json!(["None"]));
+    }
+
+    fn fed_job(manual: bool) -> Value {
+        json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "pi", "namespace": "shop", "uid": "u-j"},
+            "spec": {
+                "manualSelector": manual,
+                "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u-j"}},
+                "template": {
+                    "metadata": {"labels": {
+                        "controller-uid": "u-j", "batch.kubernetes.io/controller-uid": "u-j",
+                        "job-name": "pi", "batch.kubernetes.io/job-name": "pi", "app": "pi"
+                    }},
+                    "spec": {"containers": [{"name": "pi", "image": "perl"}], "restartPolicy": "Never"}
+                }
+            }
+        })
+    }
+
+    #[test]
+    fn jobs_drop_the_generated_selector_and_labels() {
+        let c = copy("jobs", &fed_job(false));
+        assert!(c["spec"].get("selector").is_none());
+        assert_eq!(
+            c["spec"]["template"]["metadata"]["labels"],
+            json!({"app": "pi"})
+        );
+        assert_eq!(
+            c["spec"]["template"]["spec"]["restartPolicy"],
+            json!("Never")
+        );
+    }
+
+    #[test]
+    fn jobs_drop_an_emptied_template_label_map() {
+        let mut job = fed_job(false);
+        if let Some(l) = job
+            .pointer_mut("/spec/template/metadata/labels")
+            .and_then(Value::as_object_mut)
+        {
+            l.shift_remove("app");
+        }
+        let c = copy("jobs", &job);
+        assert!(c["spec"]["template"]["metadata"].get("labels").is_none());
+    }
+
+    #[test]
+    fn jobs_with_a_manual_selector_keep_it() {
+        let job = fed_job(true);
+        let c = copy("jobs", &job);
+        assert_eq!(c["spec"]["selector"], job["spec"]["selector"]);
+        assert_eq!(c["spec"]["template"], job["spec"]["template"]);
+    }
+
+    #[test]
+    fn namespaces_drop_spec_finalizers() {
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "shop", "uid": "u"},
+            "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+        let c = copy("namespaces", &ns);
+        assert!(c.get("spec").is_none());
+        assert!(c.get("status").is_none());
+        assert_eq!(c["metadata"]["name"], json!("shop"));
+    }
+
+    #[test]
+    fn service_accounts_drop_secrets() {
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "builder", "namespace": "shop"},
+            "secrets": [{"name": "builder-token-abc"}],
+            "imagePullSecrets": [{"name": "registry"}]});
+        let c = copy("serviceaccounts", &sa);
+        assert!(c.get("secrets").is_none());
+        assert_eq!(c["imagePullSecrets"], json!([{"name": "registry"}]));
+    }
+
+    #[test]
+    fn other_kinds_keep_fields_named_like_stripped_ones() {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "shop"},
+            "secrets": "kept", "spec": {"clusterIP": "1.2.3.4", "finalizers": ["x"]}});
+        let c = copy("configmaps", &cm);
+        assert_eq!(c["secrets"], json!("kept"));
+        assert_eq!(
+            c["spec"],
+            json!({"clusterIP": "1.2.3.4", "finalizers": ["x"]})
+        );
+    }
+
+    // --- content_hash ----------------------------------------------------
+
+    #[test]
+    fn hash_is_stable_for_the_same_input() {
+        let c = copy("configmaps", &fed_configmap());
+        let h = content_hash(&c);
+        assert_eq!(h, content_hash(&copy("configmaps", &fed_configmap())));
+        assert_eq!(h.len(), 32);
+        assert!(h.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn hash_ignores_key_order_but_not_values() {
+        let a = json!({"a": 1, "b": {"x": [1, 2], "y": "s"}});
+        let b = json!({"b": {"y": "s", "x": [1, 2]}, "a": 1});
+        assert_eq!(content_hash(&a), content_hash(&b));
+        assert_ne!(
+            content_hash(&a),
+            content_hash(&json!({"a": 1, "b": {"x": [2, 1], "y": "s"}}))
+        );
+        assert_ne!(
+            content_hash(&a),
+            content_hash(&json!({"a": 2, "b": {"x": [1, 2], "y": "s"}}))
+        );
+        // Keys that would collide if concatenated naively do not.
+        assert_ne!(
+            content_hash(&json!({"ab": "c"})),
+            content_hash(&json!({"a": "bc"}))
+        );
+    }
+
+    #[test]
+    fn hash_of_a_known_value_does_not_change_between_releases() {
+        // sha256("{\"a\":1}") starts with 015abd7f5cc57a2dd94b7590f04ad808.
+        assert_eq!(
+            content_hash(&json!({"a": 1})),
+            "015abd7f5cc57a2dd94b7590f04ad808"
+        );
+    }
+
+    // --- is_subset -------------------------------------------------------
+
+    fn desired() -> Value {
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "shop",
+                "labels": {"app": "web", MANAGED_LABEL: "true"},
+                "annotations": {ORIGIN_UID_ANNOTATION: "u"}},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": [
+                {"name": "c", "image": "nginx:1", "ports": [{"containerPort": 80}]}
+            ]}}}
+        })
+    }
+
+    #[test]
+    fn object_with_member_defaults_added_is_a_superset() {
+        let mut actual = desired();
+        actual["metadata"]["uid"] = json!("member-uid");
+        actual["metadata"]["resourceVersion"] = json!("99");
+        actual["metadata"]["labels"]["extra"] = json!("by-someone-else");
+        actual["spec"]["strategy"] = json!({"type": "RollingUpdate"});
+        actual["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] =
+            json!("IfNotPresent");
+        actual["spec"]["template"]["spec"]["containers"][0]["ports"][0]["protocol"] = json!("TCP");
+        actual["status"] = json!({"replicas": 2});
+        assert!(is_subset(&desired(), &actual));
+        assert!(is_subset(&desired(), &desired()));
+    }
+
+    #[test]
+    fn changed_list_element_is_not_a_subset() {
+        let mut actual = desired();
+        actual["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:2");
+        assert!(!is_subset(&desired(), &actual));
+    }
+
+    #[test]
+    fn longer_or_shorter_list_is_not_a_subset() {
+        let mut actual = desired();
+        if let Some(cs) = actual
+            .pointer_mut("/spec/template/spec/containers")
+            .and_then(Value::as_array_mut)
+        {
+            cs.push(json!({"name": "sidecar", "image": "envoy"}));
+        }
+        assert!(!is_subset(&desired(), &actual));
+        let mut actual = desired();
+        actual["spec"]["template"]["spec"]["containers"] = json!([]);
+        assert!(!is_subset(&desired(), &actual));
+    }
+
+    #[test]
+    fn changed_or_missing_scalar_is_not_a_subset() {
+        let mut actual = desired();
+        actual["spec"]["replicas"] = json!(3);
+        assert!(!is_subset(&desired(), &actual));
+        if let Some(spec) = actual["spec"].as_object_mut() {
+            spec.shift_remove("replicas");
+        }
+        assert!(!is_subset(&desired(), &actual));
+    }
+
+    #[test]
+    fn removed_label_or_annotation_is_not_a_subset() {
+        let mut actual = desired();
+        if let Some(l) = actual
+            .pointer_mut("/metadata/labels")
+            .and_then(Value::as_object_mut)
+        {
+            l.shift_remove(MANAGED_LABEL);
+        }
+        assert!(!is_subset(&desired(), &actual));
+        let mut actual = desired();
+        actual["metadata"]["annotations"][ORIGIN_UID_ANNOTATION] = json!("other");
+        assert!(!is_subset(&desired(), &actual));
+    }
+
+    #[test]
+    fn only_identity_labels_and_annotations_of_metadata_are_compared() {
+        let mut d = desired();
+        d["metadata"]["uid"] = json!("federation-uid");
+        d["metadata"]["resourceVersion"] = json!("1");
+        let mut actual = desired();
+        actual["metadata"]["uid"] = json!("member-uid");
+        assert!(is_subset(&d, &actual));
+        actual["metadata"]["name"] = json!("other");
+        assert!(!is_subset(&d, &actual));
+    }
+
+    #[test]
+    fn numbers_compare_by_value() {
+        assert!(is_subset(&json!({"a": 1}), &json!({"a": 1.0})));
+        assert!(!is_subset(&json!({"a": 1}), &json!({"a": "1"})));
+    }
+
+    #[test]
+    fn empty_desired_values_match_their_absence() {
+        let d = json!({"spec": {"securityContext": {}, "args": [], "hostNetwork": false,
+            "x": null, "nested": {"empty": ""}}});
+        assert!(is_subset(&d, &json!({"spec": {}})));
+        assert!(is_subset(&d, &json!({"spec": {"securityContext": null}})));
+        // A non-empty desired value is still required.
+        assert!(!is_subset(
+            &json!({"spec": {"hostNetwork": true}}),
+            &json!({"spec": {}})
+        ));
+    }
+}
