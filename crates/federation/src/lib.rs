@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub mod clusters;
+pub mod events;
 pub mod kinds;
 pub mod member_object;
 pub mod members;

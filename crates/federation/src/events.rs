@@ -1,0 +1,161 @@
+//! Events on federated objects (core `v1` Events, so `kubectl describe` and
+//! `kubectl get events` show them), as the federation controllers of
+//! Federation v1 recorded them: reason `CreateInCluster`,
+//! `UpdateInCluster`, `DeleteInCluster`, `Adopted`, `Failed…`, with the
+//! cluster named in the message.
+//!
+//! Writing an event never blocks or fails a reconcile: it is sent from a
+//! task of its own and a failure is only logged.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use k8s_openapi::api::core::v1::Event;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+
+/// The component named in `source` / `reportingComponent`.
+pub const COMPONENT: &str = "ubernetes-federation";
+
+/// Normal or Warning, as Kubernetes events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+impl EventType {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Normal => "Normal",
+            Self::Warning => "Warning",
+        }
+    }
+}
+
+/// Records events through the federation's own API.
+#[derive(Clone)]
+pub struct Recorder {
+    client: kube::Client,
+    seq: std::sync::Arc<AtomicU64>,
+}
+
+impl Recorder {
+    /// A recorder writing with `client` (the in-process client).
+    pub fn new(client: kube::Client) -> Self {
+        Self {
+            client,
+            seq: std::sync::Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Record an event about `obj` (a federated object as JSON, with
+    /// apiVersion and kind). Cluster-scoped objects get their events in
+    /// namespace `default`, as kube-apiserver's recorders do.
+    pub fn record(&self, obj: &Value, kind: EventType, reason: &str, message: String) {
+        let Some(event) = self.build(obj, kind, reason, &message) else {
+            return;
+        };
+        let namespace = event
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_string());
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
+        tokio::spawn(async move {
+            if let Err(err) = api.create(&PostParams::default(), &event).await {
+                tracing::debug!(error = %err, "cannot record an event");
+            }
+        });
+    }
+
+    fn build(&self, obj: &Value, kind: EventType, reason: &str, message: &str) -> Option<Event> {
+        let meta = obj.get("metadata")?;
+        let name = meta.get("name")?.as_str()?;
+        let namespace = meta
+            .get("namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default");
+        let now = jiff::Timestamp::now();
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let suffix = format!(
+            "{:x}",
+            (now.as_nanosecond() as u64).wrapping_add(seq.wrapping_mul(0x9e37_79b9))
+        );
+        let ts = now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let micro = now.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+        let value = json!({
+            "metadata": {"name": format!("{name}.{suffix}"), "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion"),
+                "kind": obj.get("kind"),
+                "name": name,
+                "namespace": meta.get("namespace"),
+                "uid": meta.get("uid"),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "reason": reason,
+            "message": message,
+            "type": kind.as_str(),
+            "source": {"component": COMPONENT},
+            "firstTimestamp": ts,
+            "lastTimestamp": ts,
+            "eventTime": micro,
+            "count": 1,
+            "reportingComponent": COMPONENT,
+            "reportingInstance": COMPONENT,
+            "action": reason,
+        });
+        serde_json::from_value(value).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_event_names_the_object_reason_and_goes_to_its_namespace() {
+        // The client is never used by `build`.
+        let client = kube::Client::new(
+            tower::service_fn(|_req: http::Request<kube::client::Body>| async {
+                Err::<http::Response<kube::client::Body>, std::io::Error>(std::io::Error::other(
+                    "unused",
+                ))
+            }),
+            "default",
+        );
+        let rec = Recorder::new(client);
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cm", "namespace": "app", "uid": "u1", "resourceVersion": "7"}});
+        let ev = rec
+            .build(
+                &obj,
+                EventType::Normal,
+                "CreateInCluster",
+                "created in cluster m1",
+            )
+            .expect("event");
+        assert_eq!(ev.metadata.namespace.as_deref(), Some("app"));
+        assert!(ev.metadata.name.as_deref().unwrap_or("").starts_with("cm."));
+        assert_eq!(ev.involved_object.uid.as_deref(), Some("u1"));
+        assert_eq!(ev.reason.as_deref(), Some("CreateInCluster"));
+        assert_eq!(ev.type_.as_deref(), Some("Normal"));
+        let other = rec
+            .build(&obj, EventType::Normal, "CreateInCluster", "x")
+            .expect("event");
+        assert_ne!(ev.metadata.name, other.metadata.name, "names are unique");
+
+        let cluster_scoped = json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "app", "uid": "u2"}});
+        let ev = rec
+            .build(
+                &cluster_scoped,
+                EventType::Warning,
+                "FailedCreateInCluster",
+                "no",
+            )
+            .expect("event");
+        assert_eq!(ev.metadata.namespace.as_deref(), Some("default"));
+        assert_eq!(ev.type_.as_deref(), Some("Warning"));
+    }
+}
