@@ -1,0 +1,264 @@
+//! # bench
+//!
+//! The benchmark program (SPEC §5) and the crash harness (SPEC §6). It
+//! prints figures; it is not a test. Subcommands:
+//!
+//! - `bench api`: create/get/update/patch/list/watch throughput and latency
+//!   against any Kubernetes API endpoint (a kubeconfig), or against a
+//!   `ubernetes serve` it starts itself (`--start`), with the server's CPU
+//!   and memory read from `/proc` (see [`api`]);
+//! - `bench crash`: SIGKILL during a write storm, restart, check that every
+//!   acknowledged write is there, in a loop (see [`crash`]);
+//! - `bench federation`: not yet (the federation controllers are being written).
+//!
+//! Figures go to stdout, progress to stderr. Start reading at [`api`] and
+//! [`crash`]; [`server`] starts and kills the server process.
+#![forbid(unsafe_code)]
+
+mod api;
+mod client;
+mod crash;
+mod procfs;
+mod server;
+mod stats;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+
+use crate::server::{ManagedServer, ServerSpec};
+
+/// Benchmarks and the crash harness for Ubernetes (or any Kubernetes API).
+#[derive(Debug, Parser)]
+#[command(name = "bench", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// API throughput and latency: create, get, update, merge patch, list
+    /// (full, by label selector, paged) and watch delivery, with server CPU
+    /// and memory when the server process can be read.
+    Api(ApiArgs),
+    /// Crash harness: a write storm, SIGKILL at a random moment, restart on
+    /// the same data dir; every acknowledged write must survive. Prints
+    /// `crash: N rounds, A acknowledged writes, L lost`; exits non-zero on
+    /// any loss or failure.
+    Crash(CrashArgs),
+    /// Federation benchmarks (propagation to member clusters): not yet.
+    Federation,
+}
+
+/// How to start an `ubernetes serve`.
+#[derive(Debug, Args)]
+struct ServerArgs {
+    /// The `ubernetes` binary to start. Default: `ubernetes` in the same
+    /// directory as this `bench` binary (so `target/release/bench` starts
+    /// `target/release/ubernetes`).
+    #[arg(long, value_name = "PATH")]
+    ubernetes_bin: Option<PathBuf>,
+
+    /// The `--log-level` of the started server (its log goes to
+    /// server.log in its temporary directory).
+    #[arg(long, value_name = "FILTER", default_value = "warn")]
+    server_log_level: String,
+}
+
+impl ServerArgs {
+    fn spec(&self) -> ServerSpec {
+        ServerSpec {
+            bin: self
+                .ubernetes_bin
+                .clone()
+                .unwrap_or_else(server::default_bin),
+            log_level: self.server_log_level.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct ApiArgs {
+    /// Kubeconfig of the API endpoint to measure. Not needed with --start
+    /// (the started server's admin kubeconfig is used).
+    #[arg(long, value_name = "FILE", required_unless_present = "start")]
+    kubeconfig: Option<PathBuf>,
+
+    /// The kubeconfig context to use. Default: its current-context.
+    #[arg(long, value_name = "NAME")]
+    context: Option<String>,
+
+    /// Concurrent clients for create, get, update and patch (each its own
+    /// HTTP/1.1 connection).
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+
+    /// ConfigMaps to store (1 KiB of data each); also the size of the lists.
+    #[arg(long, default_value_t = 10_000)]
+    objects: usize,
+
+    /// Concurrent watchers in the watch-delivery scenario (0 skips it).
+    #[arg(long, default_value_t = 1000)]
+    watchers: usize,
+
+    /// Writes the watchers must each receive in the watch scenario.
+    #[arg(long, default_value_t = 100)]
+    watch_events: usize,
+
+    /// How many times each list scenario is repeated.
+    #[arg(long, default_value_t = 20)]
+    list_repeats: usize,
+
+    /// Keep the bench namespace and its objects at the end (default: delete it).
+    #[arg(long)]
+    keep: bool,
+
+    /// Read CPU time and memory of this existing server process (Linux
+    /// /proc) for the per-scenario CPU and the memory figures.
+    #[arg(long, value_name = "PID", conflicts_with = "start")]
+    server_pid: Option<u32>,
+
+    /// Start `ubernetes serve` on a temporary data dir and a free port,
+    /// measure it, and stop it at the end.
+    #[arg(long)]
+    start: bool,
+
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+#[derive(Debug, Args)]
+struct CrashArgs {
+    /// Rounds of write storm, SIGKILL, restart and checks.
+    #[arg(long, default_value_t = 10)]
+    rounds: usize,
+
+    /// Concurrent writers in each storm.
+    #[arg(long, default_value_t = 8)]
+    writers: usize,
+
+    /// Earliest moment of the kill after the storm starts, in milliseconds.
+    #[arg(long, default_value_t = 300)]
+    kill_min_ms: u64,
+
+    /// Latest moment of the kill after the storm starts, in milliseconds.
+    #[arg(long, default_value_t = 1500)]
+    kill_max_ms: u64,
+
+    /// Also re-check every earlier round's objects every this many rounds
+    /// (always after the last round); 0: only after the last round.
+    #[arg(long, default_value_t = 10)]
+    full_check_every: usize,
+
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("bench: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Cmd::Api(args) => run_api(args).await,
+        Cmd::Crash(args) => run_crash(args).await,
+        Cmd::Federation => bail!(
+            "bench federation: todo — not implemented yet (waits for the federation controllers)"
+        ),
+    }
+}
+
+async fn run_api(args: ApiArgs) -> Result<ExitCode> {
+    let opts = api::ApiOptions {
+        concurrency: args.concurrency,
+        objects: args.objects,
+        watchers: args.watchers,
+        watch_events: args.watch_events,
+        list_repeats: args.list_repeats,
+        keep: args.keep,
+    };
+    let mut started = None;
+    let (client, process, target) = if args.start {
+        let server = ManagedServer::start(args.server.spec()).await?;
+        let client = server.client().await?;
+        let process = server.process();
+        let target = format!(
+            "{} (started: pid {}, kubeconfig {})",
+            server.url(),
+            process.as_ref().map_or(0, |p| p.pid()),
+            server.kubeconfig().display()
+        );
+        started = Some(server);
+        (client, process, target)
+    } else {
+        let path = args
+            .kubeconfig
+            .context("--kubeconfig or --start is required")?;
+        let client = client::from_kubeconfig(&path, args.context.as_deref()).await?;
+        let process = args.server_pid.map(procfs::Process::new);
+        if let Some(p) = &process {
+            p.sample()
+                .with_context(|| format!("--server-pid {}", p.pid()))?;
+        }
+        (client, process, format!("kubeconfig {}", path.display()))
+    };
+    println!(
+        "bench api: {target}; concurrency {}, objects {}, watchers {} x {} writes, lists x {}",
+        opts.concurrency, opts.objects, opts.watchers, opts.watch_events, opts.list_repeats
+    );
+    let result = api::run(&client, process.as_ref(), &opts).await;
+    if let Some(mut server) = started {
+        server.stop().await;
+    }
+    let report = result?;
+    for line in report.memory_lines() {
+        println!("{line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run_crash(args: CrashArgs) -> Result<ExitCode> {
+    if args.rounds == 0 || args.writers == 0 {
+        bail!("--rounds and --writers must be at least 1");
+    }
+    if args.kill_max_ms < args.kill_min_ms {
+        bail!("--kill-max-ms must not be below --kill-min-ms");
+    }
+    let opts = crash::CrashOptions {
+        rounds: args.rounds,
+        writers: args.writers,
+        kill_after_ms: (args.kill_min_ms, args.kill_max_ms),
+        full_check_every: args.full_check_every,
+        server: args.server.spec(),
+    };
+    let summary = crash::run(&opts).await?;
+    for f in &summary.failures {
+        eprintln!("crash: FAILED: {f}");
+    }
+    println!("{}", summary.line());
+    Ok(if summary.is_clean() && summary.rounds == opts.rounds {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

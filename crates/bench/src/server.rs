@@ -1,0 +1,268 @@
+//! A `ubernetes serve` child process that the bench starts, kills and
+//! restarts: on a temporary data dir, port 0 at first (the server prints
+//! `ubernetes: serving on URL` and `ubernetes: kubeconfig PATH` on stdout,
+//! see `crates/apiserver/src/serve.rs`), the same port and data dir on
+//! every restart. Its log (stderr) goes to `server.log` in the temp dir.
+//! The child is killed if the handle is dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use kube::Client;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::client;
+use crate::procfs::Process;
+
+/// How long a start may take until the server says where it serves and is ready.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The default path of the server binary: `ubernetes` next to this executable.
+pub fn default_bin() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("ubernetes")))
+        .unwrap_or_else(|| PathBuf::from("ubernetes"))
+}
+
+/// How to start the server.
+#[derive(Debug, Clone)]
+pub struct ServerSpec {
+    /// The `ubernetes` binary.
+    pub bin: PathBuf,
+    /// Its `--log-level`.
+    pub log_level: String,
+}
+
+/// A running (or killed) `ubernetes serve`.
+pub struct ManagedServer {
+    spec: ServerSpec,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+    port: u16,
+    url: String,
+    kubeconfig: PathBuf,
+}
+
+impl ManagedServer {
+    /// Start a server on a fresh temporary data dir and a free port, and
+    /// wait until it is ready.
+    pub async fn start(spec: ServerSpec) -> Result<Self> {
+        if !spec.bin.exists() {
+            bail!(
+                "{} not found: build it (`cargo build --release -p ubernetes`) or pass --ubernetes-bin",
+                spec.bin.display()
+            );
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("ubernetes-bench-")
+            .tempdir()
+            .context("creating a temporary data dir")?;
+        let mut s = Self {
+            spec,
+            dir,
+            child: None,
+            port: 0,
+            url: String::new(),
+            kubeconfig: PathBuf::new(),
+        };
+        s.spawn().await?;
+        Ok(s)
+    }
+
+    /// Start the process on `self.port` (0 the first time) and wait for it.
+    async fn spawn(&mut self) -> Result<()> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .context("opening server.log")?;
+        let mut child = Command::new(&self.spec.bin)
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .arg("--secure-port")
+            .arg(self.port.to_string())
+            .arg("--bind-address")
+            .arg("127.0.0.1")
+            .arg("--log-level")
+            .arg(&self.spec.log_level)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting {}", self.spec.bin.display()))?;
+        let stdout = child.stdout.take().context("the child's stdout")?;
+        self.child = Some(child);
+
+        let mut lines = BufReader::new(stdout).lines();
+        let mut url = None;
+        let mut kubeconfig = None;
+        let announced = tokio::time::timeout(START_TIMEOUT, async {
+            while let Some(line) = lines.next_line().await? {
+                if let Some(u) = line.strip_prefix("ubernetes: serving on ") {
+                    url = Some(u.trim().to_owned());
+                } else if let Some(k) = line.strip_prefix("ubernetes: kubeconfig ") {
+                    kubeconfig = Some(PathBuf::from(k.trim()));
+                }
+                if url.is_some() && kubeconfig.is_some() {
+                    return Ok::<_, std::io::Error>(true);
+                }
+            }
+            Ok(false)
+        })
+        .await;
+        match announced {
+            Ok(Ok(true)) => {}
+            _ => {
+                self.kill9().await;
+                bail!(
+                    "the server did not print its URL and kubeconfig; log:\n{}",
+                    self.log_tail(40)
+                );
+            }
+        }
+        // Keep draining stdout so the server never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+
+        let url = url.unwrap_or_default();
+        self.port = port_of(&url).with_context(|| format!("no port in {url:?}"))?;
+        self.url = url;
+        self.kubeconfig = kubeconfig.unwrap_or_default();
+        self.wait_ready().await
+    }
+
+    /// Poll `/readyz` until it says `ok`.
+    async fn wait_ready(&mut self) -> Result<()> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        let client = self.client().await?;
+        loop {
+            if client::is_ready(&client).await {
+                return Ok(());
+            }
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                bail!(
+                    "the server exited with {status}; log:\n{}",
+                    self.log_tail(40)
+                );
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "the server was not ready in {START_TIMEOUT:?}; log:\n{}",
+                    self.log_tail(40)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// An admin client for it (a new connection pool).
+    pub async fn client(&self) -> Result<Client> {
+        client::from_kubeconfig(&self.kubeconfig, None).await
+    }
+
+    /// Its admin kubeconfig.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// `https://127.0.0.1:PORT`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The process, for CPU and memory readings; `None` once stopped.
+    pub fn process(&self) -> Option<Process> {
+        self.child.as_ref().and_then(Child::id).map(Process::new)
+    }
+
+    /// The data dir (kept across restarts).
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("server.log")
+    }
+
+    /// The last `n` lines of the server's log.
+    pub fn log_tail(&self, n: usize) -> String {
+        let text = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    /// SIGKILL: no shutdown work at all. Waits for the process to be gone.
+    pub async fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+        }
+    }
+
+    /// Start again on the same data dir and port, after [`Self::kill9`] or
+    /// [`Self::stop`].
+    pub async fn restart(&mut self) -> Result<()> {
+        self.kill9().await;
+        self.spawn().await
+    }
+
+    /// SIGTERM, up to 20 s for a graceful exit, then SIGKILL.
+    pub async fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            if let Some(pid) = child.id() {
+                let _ = Command::new("kill")
+                    .arg("-TERM")
+                    .arg(pid.to_string())
+                    .status()
+                    .await;
+            }
+            if tokio::time::timeout(Duration::from_secs(20), child.wait())
+                .await
+                .is_err()
+            {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+            }
+        }
+    }
+}
+
+/// The port of `https://HOST:PORT[/]`.
+fn port_of(url: &str) -> Option<u16> {
+    url.trim_end_matches('/').rsplit(':').next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_port_is_read_from_the_announced_url() {
+        assert_eq!(port_of("https://127.0.0.1:34567"), Some(34567));
+        assert_eq!(port_of("https://[::1]:6443/"), Some(6443));
+        assert_eq!(port_of("https://localhost"), None);
+    }
+
+    #[tokio::test]
+    async fn a_missing_binary_is_a_clear_error() {
+        let spec = ServerSpec {
+            bin: PathBuf::from("/nonexistent/ubernetes"),
+            log_level: "warn".into(),
+        };
+        let err = ManagedServer::start(spec)
+            .await
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_deref().is_some_and(|e| e.contains("not found")),
+            "{err:?}"
+        );
+    }
+}
