@@ -10,6 +10,7 @@
 //! - `serve`: the rustls listener, HTTP/1.1 + HTTP/2, graceful shutdown.
 //! - `authn`: x509 client certificates, bearer tokens, in-process identity.
 //! - `health`: `/version`, `/healthz`, `/livez`, `/readyz`.
+//! - `in_process`: the `kube::Client` over the router for embedded controllers.
 //! - `state` + `handlers`: the API itself (`api_router`).
 //!
 //! Start with `serve.rs` (how a request arrives), then `handlers/`.
@@ -21,6 +22,7 @@ pub mod discovery;
 pub mod field_manager;
 pub mod handlers;
 pub mod health;
+pub mod in_process;
 pub mod openapi_routes;
 pub mod options;
 pub mod protobuf;

@@ -84,10 +84,38 @@ pub struct RunningServer {
     pub kubeconfig: PathBuf,
     /// The health checks (e.g. to watch `/readyz` turn during shutdown).
     pub health: Arc<Health>,
+    /// The app with its full filter chain ([`build_router`]), for
+    /// in-process clients.
+    app: Router,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
 
 impl RunningServer {
+    /// An in-process `kube::Client` acting as `user`, over the full filter
+    /// chain (authentication trusts the identity; RBAC applies). See
+    /// [`crate::in_process`].
+    pub fn client(&self, user: authn::UserInfo) -> kube::Client {
+        crate::in_process::in_process_client(self.app.clone(), user)
+    }
+
+    /// Print where the server listens and how to use it: on stdout the
+    /// lines scripts read (`ubernetes: serving on URL`), and a log line.
+    pub fn announce(&self) {
+        let kubeconfig = self.kubeconfig.display().to_string();
+        tracing::info!(
+            "use it with: kubectl --kubeconfig {kubeconfig} --context={CONTEXT_NAME} get ns"
+        );
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "ubernetes: serving on {}", self.url);
+        let _ = writeln!(out, "ubernetes: kubeconfig {kubeconfig}");
+        let _ = writeln!(
+            out,
+            "ubernetes: use it with: kubectl --kubeconfig {kubeconfig} --context={CONTEXT_NAME} get ns"
+        );
+        let _ = out.flush();
+    }
+
     /// Wait until the server has shut down (after the `shutdown` future
     /// given to [`start`] completed and connections drained).
     pub async fn wait(self) -> anyhow::Result<()> {
@@ -172,7 +200,7 @@ pub async fn start(
     let task = tokio::spawn(accept_loop(
         listener,
         acceptor,
-        app,
+        app.clone(),
         health.clone(),
         watch_shutdown,
         shutdown,
@@ -185,6 +213,7 @@ pub async fn start(
         data_dir,
         kubeconfig,
         health,
+        app,
         task,
     })
 }
@@ -196,21 +225,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let server = start(options, shutdown).await?;
-    let kubeconfig = server.kubeconfig.display().to_string();
-    tracing::info!(
-        "use it with: kubectl --kubeconfig {kubeconfig} --context={CONTEXT_NAME} get ns"
-    );
-    {
-        use std::io::Write as _;
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "ubernetes: serving on {}", server.url);
-        let _ = writeln!(out, "ubernetes: kubeconfig {kubeconfig}");
-        let _ = writeln!(
-            out,
-            "ubernetes: use it with: kubectl --kubeconfig {kubeconfig} --context={CONTEXT_NAME} get ns"
-        );
-        let _ = out.flush();
-    }
+    server.announce();
     server.wait().await
 }
 
