@@ -19,6 +19,8 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use ubernetes_apiserver::options::ServerOptions;
 
+mod join;
+
 /// A Kubernetes-compatible federation API server.
 #[derive(Debug, Parser)]
 #[command(name = "ubernetes", version, about, long_about = None)]
@@ -42,6 +44,14 @@ enum Command {
         #[command(flatten)]
         options: Box<ServerOptions>,
     },
+    /// Join a cluster to the federation: a service account with the
+    /// federation's rights in the member, its kubeconfig as Secret
+    /// federation-system/NAME and the Cluster NAME in the federation.
+    Join(join::JoinArgs),
+    /// Take a cluster out of the federation: delete its Cluster, Secret and
+    /// the member's service account (and, with --remove-propagated, what the
+    /// federation propagated there).
+    Unjoin(join::UnjoinArgs),
     /// Print the path of the admin kubeconfig a server wrote in its data dir.
     Kubeconfig {
         /// The data dir the server was started with (--data-dir of `serve`).
@@ -122,6 +132,15 @@ async fn serve(options: ServerOptions) -> anyhow::Result<()> {
     ubernetes_apiserver::serve::run(options, shutdown_signal()).await
 }
 
+/// Run a client subcommand on a small runtime.
+fn run_async(work: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(work)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Err(err) = init_logging(cli.log_level.as_deref()) {
@@ -130,6 +149,8 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Kubeconfig { data_dir, show } => kubeconfig(data_dir, show),
+        Command::Join(args) => run_async(join::join(args)),
+        Command::Unjoin(args) => run_async(join::unjoin(args)),
         Command::Serve { options } => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
