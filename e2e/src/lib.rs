@@ -6,7 +6,8 @@
 //! `scripts/test.sh`) and the real `kube` crate. Every process started here
 //! is killed when its handle drops.
 //!
-//! The tests themselves live in `e2e/tests/`.
+//! The tests themselves live in `e2e/tests/`; [`federation`] starts a host
+//! and member clusters and joins them.
 #![forbid(unsafe_code)]
 
 use std::io::{BufRead, BufReader, Write};
@@ -16,6 +17,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+
+pub mod federation;
 
 /// Path of the `ubernetes` binary built next to this test executable
 /// (`target/<profile>/ubernetes`); `scripts/test.sh` builds it first.

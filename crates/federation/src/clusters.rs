@@ -76,7 +76,7 @@ use http::StatusCode;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, ValidationDirective};
 use kube::runtime::controller::{Action, Controller, Error as ControllerError};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
@@ -820,8 +820,11 @@ async fn write_status(
 ) -> Result<(), Error> {
     let patch = status_patch(status, version);
     let api: Api<Cluster> = Api::all(ctx.client.clone());
+    // `Ignore`: `status.kubernetesVersion` is dropped, not refused, while
+    // the API type has no field for it.
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.to_string()),
+        field_validation: Some(ValidationDirective::Ignore),
         ..PatchParams::default()
     };
     match api.patch_status(name, &params, &Patch::Merge(&patch)).await {

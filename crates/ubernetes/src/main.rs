@@ -20,6 +20,7 @@ use clap::{Parser, Subcommand};
 use ubernetes_apiserver::options::ServerOptions;
 
 mod join;
+use ubernetes_federation::FederationOptions;
 
 /// A Kubernetes-compatible federation API server.
 #[derive(Debug, Parser)]
@@ -43,6 +44,8 @@ enum Command {
     Serve {
         #[command(flatten)]
         options: Box<ServerOptions>,
+        #[command(flatten)]
+        federation: FederationOptions,
     },
     /// Join a cluster to the federation: a service account with the
     /// federation's rights in the member, its kubeconfig as Secret
@@ -128,8 +131,50 @@ fn kubeconfig(data_dir: PathBuf, show: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn serve(options: ServerOptions) -> anyhow::Result<()> {
-    ubernetes_apiserver::serve::run(options, shutdown_signal()).await
+/// Serve until SIGTERM/SIGINT; with `--federation-controllers` (the
+/// default) the federation controllers run beside the server, through an
+/// in-process client acting as `system:ubernetes:federation-controller`
+/// (RBAC applies), and stop when shutdown begins. If they fail, the error is
+/// logged and the server keeps serving.
+async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow::Result<()> {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let shutdown = {
+        let stop = stop.clone();
+        async move {
+            shutdown_signal().await;
+            stop.cancel();
+        }
+    };
+    let server = ubernetes_apiserver::serve::start(options, shutdown).await?;
+    server.announce();
+    let controllers = if federation.enabled {
+        let client = server.client(ubernetes_apiserver::authn::UserInfo::new(
+            ubernetes_rbac::bootstrap::FEDERATION_CONTROLLER_USER,
+            &[],
+        ));
+        let stop = stop.clone();
+        tracing::info!("starting the federation controllers");
+        Some(tokio::spawn(async move {
+            if let Err(err) = ubernetes_federation::run(client, federation, stop).await {
+                tracing::error!(
+                    "the federation controllers stopped: {err:#}; the API server keeps serving"
+                );
+            }
+        }))
+    } else {
+        tracing::info!("federation controllers are off (--federation-controllers=false)");
+        None
+    };
+    let served = server.wait().await;
+    stop.cancel();
+    if let Some(controllers) = controllers
+        && tokio::time::timeout(std::time::Duration::from_secs(5), controllers)
+            .await
+            .is_err()
+    {
+        tracing::warn!("the federation controllers did not stop within 5s");
+    }
+    served
 }
 
 /// Run a client subcommand on a small runtime.
@@ -151,11 +196,14 @@ fn main() -> ExitCode {
         Command::Kubeconfig { data_dir, show } => kubeconfig(data_dir, show),
         Command::Join(args) => run_async(join::join(args)),
         Command::Unjoin(args) => run_async(join::unjoin(args)),
-        Command::Serve { options } => tokio::runtime::Builder::new_multi_thread()
+        Command::Serve {
+            options,
+            federation,
+        } => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
             .context("cannot start the async runtime")
-            .and_then(|rt| rt.block_on(serve(*options))),
+            .and_then(|rt| rt.block_on(serve(*options, federation))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -210,11 +258,44 @@ mod tests {
         ])
         .expect("parses");
         match cli.command {
-            Command::Serve { options } => {
+            Command::Serve { options, .. } => {
                 assert_eq!(options.secure_port, 0);
                 assert_eq!(options.data_dir, PathBuf::from("/tmp/d"));
             }
             other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn serve_takes_the_federation_controller_flags() {
+        let cli = Cli::try_parse_from([
+            "ubernetes",
+            "serve",
+            "--federation-controllers=false",
+            "--cluster-monitor-period",
+            "1s",
+        ])
+        .expect("parses");
+        match cli.command {
+            Command::Serve { federation, .. } => {
+                assert!(!federation.enabled);
+                assert_eq!(
+                    federation.cluster_monitor_period,
+                    std::time::Duration::from_secs(1)
+                );
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        let mut cmd = Cli::command();
+        let serve = cmd.find_subcommand_mut("serve").expect("serve subcommand");
+        let help = serve.render_long_help().to_string();
+        for flag in [
+            "--federation-controllers",
+            "--cluster-monitor-period",
+            "--cluster-probe-timeout",
+            "--member-request-timeout",
+        ] {
+            assert!(help.contains(flag), "{flag} missing from:\n{help}");
         }
     }
 

@@ -1,0 +1,243 @@
+//! A federation for end-to-end tests: one host `ubernetes serve` (federation
+//! controllers on, `--cluster-monitor-period 1s`) and member clusters that
+//! are plain API servers (`--federation-controllers=false`), all real
+//! processes driven with the real kubectl.
+//!
+//! Members join declaratively, as a user would (SPEC §3.2): a Secret in
+//! `federation-system` whose key `kubeconfig` is the member's admin
+//! kubeconfig, and a `Cluster` whose `serverAddressByClientCIDRs` maps
+//! `0.0.0.0/0` to the member's URL.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use crate::{Server, eventually};
+
+/// How long a cluster may take to show a condition in the tests' waits.
+pub const CLUSTER_WAIT: Duration = Duration::from_secs(30);
+
+/// Where the member credentials live.
+pub const FEDERATION_NAMESPACE: &str = "federation-system";
+
+/// A running federation: the host and its member servers.
+pub struct Federation {
+    /// The federation API server (controllers on).
+    pub host: Server,
+    /// The member clusters (plain API servers), not joined yet.
+    pub members: Vec<Server>,
+}
+
+impl Federation {
+    /// Start the host (with `--cluster-monitor-period 1s` and
+    /// `extra_host_args`) and `n_members` members, all at once.
+    pub fn start(n_members: usize, extra_host_args: &[&str]) -> Result<Self> {
+        let mut host_args = vec!["--cluster-monitor-period", "1s"];
+        host_args.extend_from_slice(extra_host_args);
+        let (host, members) = std::thread::scope(|s| {
+            let host = s.spawn(|| Server::start_with(&host_args));
+            let members: Vec<_> = (0..n_members)
+                .map(|_| s.spawn(|| Server::start_with(&["--federation-controllers=false"])))
+                .collect();
+            let host = host
+                .join()
+                .map_err(|_| anyhow::anyhow!("host start panicked"));
+            let members: Vec<_> = members
+                .into_iter()
+                .map(|m| {
+                    m.join()
+                        .map_err(|_| anyhow::anyhow!("member start panicked"))
+                })
+                .collect();
+            (host, members)
+        });
+        let host = host?.context("starting the federation host")?;
+        let members = members
+            .into_iter()
+            .map(|m| m?.context("starting a member"))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { host, members })
+    }
+
+    /// Member `i`.
+    pub fn member(&self, i: usize) -> Result<&Server> {
+        self.members
+            .get(i)
+            .with_context(|| format!("no member {i} (there are {})", self.members.len()))
+    }
+
+    /// Member `i`, to kill or restart it.
+    pub fn member_mut(&mut self, i: usize) -> Result<&mut Server> {
+        let n = self.members.len();
+        self.members
+            .get_mut(i)
+            .with_context(|| format!("no member {i} (there are {n})"))
+    }
+
+    /// Create Nodes in member `i`, each `(name, zone, region)` labelled
+    /// with `topology.kubernetes.io/zone` and `…/region` (an empty value
+    /// leaves that label off).
+    pub fn create_nodes(&self, i: usize, nodes: &[(&str, &str, &str)]) -> Result<()> {
+        let items: Vec<Value> = nodes
+            .iter()
+            .map(|(name, zone, region)| {
+                let mut labels = serde_json::Map::new();
+                if !zone.is_empty() {
+                    labels.insert("topology.kubernetes.io/zone".into(), json!(zone));
+                }
+                if !region.is_empty() {
+                    labels.insert("topology.kubernetes.io/region".into(), json!(region));
+                }
+                json!({
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": name, "labels": labels},
+                })
+            })
+            .collect();
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+        self.member(i)?
+            .kubectl_stdin_ok(&["apply", "-f", "-"], &list.to_string())?;
+        Ok(())
+    }
+
+    /// Join member `i` declaratively as Cluster `name` with `labels`: the
+    /// Secret `federation-system/<name>` with the member's admin kubeconfig
+    /// and the Cluster pointing at the member's URL for `0.0.0.0/0`.
+    pub fn join(&self, i: usize, name: &str, labels: &[(&str, &str)]) -> Result<()> {
+        let member = self.member(i)?;
+        let kubeconfig = std::fs::read_to_string(member.kubeconfig())
+            .with_context(|| format!("reading {}", member.kubeconfig().display()))?;
+        self.create_secret(name, &kubeconfig)?;
+        self.create_cluster(name, &member.url(), name, labels)
+    }
+
+    /// Create (or update) the Secret `federation-system/<name>` with
+    /// `kubeconfig` under key `kubeconfig`.
+    pub fn create_secret(&self, name: &str, kubeconfig: &str) -> Result<()> {
+        let manifest = json!({
+            "apiVersion": "v1",
+            "kind": "List",
+            "items": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": FEDERATION_NAMESPACE},
+                },
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": name, "namespace": FEDERATION_NAMESPACE},
+                    "stringData": {"kubeconfig": kubeconfig},
+                },
+            ],
+        });
+        self.host
+            .kubectl_stdin_ok(&["apply", "-f", "-"], &manifest.to_string())?;
+        Ok(())
+    }
+
+    /// Create (or update) Cluster `name` reaching `server` for `0.0.0.0/0`
+    /// with the credentials of Secret `secret`.
+    pub fn create_cluster(
+        &self,
+        name: &str,
+        server: &str,
+        secret: &str,
+        labels: &[(&str, &str)],
+    ) -> Result<()> {
+        let labels: serde_json::Map<String, Value> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        let cluster = json!({
+            "apiVersion": "federation/v1beta1",
+            "kind": "Cluster",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {
+                "serverAddressByClientCIDRs": [
+                    {"clientCIDR": "0.0.0.0/0", "serverAddress": server},
+                ],
+                "secretRef": {"name": secret},
+            },
+        });
+        self.host
+            .kubectl_stdin_ok(&["apply", "-f", "-"], &cluster.to_string())?;
+        Ok(())
+    }
+
+    /// Unjoin Cluster `name`: delete the Cluster and its Secret.
+    pub fn unjoin(&self, name: &str) -> Result<()> {
+        self.host
+            .kubectl_ok(&["delete", "cluster", name, "--ignore-not-found"])?;
+        self.host.kubectl_ok(&[
+            "delete",
+            "secret",
+            name,
+            "-n",
+            FEDERATION_NAMESPACE,
+            "--ignore-not-found",
+        ])?;
+        Ok(())
+    }
+
+    /// Cluster `name` as JSON, or `None` when it does not exist.
+    pub fn cluster(&self, name: &str) -> Result<Option<Value>> {
+        let out = self.host.kubectl(&["get", "cluster", name, "-o", "json"])?;
+        if out.status.success() {
+            let text = String::from_utf8_lossy(&out.stdout);
+            return serde_json::from_str(&text)
+                .map(Some)
+                .with_context(|| format!("cluster {name} is not JSON: {text}"));
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("NotFound") || err.contains("not found") {
+            return Ok(None);
+        }
+        bail!("kubectl get cluster {name} failed: {err}")
+    }
+
+    /// Wait until Cluster `name` has a condition `type_` with `status`
+    /// (and, if given, `reason`); returns the Cluster.
+    pub fn wait_condition(
+        &self,
+        name: &str,
+        type_: &str,
+        status: &str,
+        reason: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Value> {
+        let mut last = None;
+        let found = eventually(timeout, || {
+            let cluster = self.cluster(name)?;
+            let ok = cluster
+                .as_ref()
+                .and_then(|c| condition(c, type_))
+                .is_some_and(|c| c["status"] == status && reason.is_none_or(|r| c["reason"] == r));
+            last = cluster.clone();
+            Ok(cluster.filter(|_| ok))
+        });
+        found.with_context(|| {
+            format!(
+                "cluster {name}: no condition {type_}={status} {reason:?}; last seen: {}\nhost log:\n{}",
+                last.map(|c| c["status"].to_string()).unwrap_or_default(),
+                self.host.log_tail()
+            )
+        })
+    }
+
+    /// Wait until Cluster `name` is `Ready=True`; returns it.
+    pub fn wait_ready(&self, name: &str) -> Result<Value> {
+        self.wait_condition(name, "Ready", "True", Some("ClusterReady"), CLUSTER_WAIT)
+    }
+}
+
+/// The condition `type_` of a Cluster (as JSON).
+pub fn condition<'a>(cluster: &'a Value, type_: &str) -> Option<&'a Value> {
+    cluster
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
