@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+pub mod fault_proxy;
 pub mod federation;
 
 /// Path of the `ubernetes` binary built next to this test executable
@@ -152,6 +153,11 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// The process id of the running server (None once stopped).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// The port it serves on.
