@@ -494,6 +494,57 @@ mod tests {
         assert!(rest.is_empty());
     }
 
+    /// One HTTP/1.1 GET of `path` over TLS through `proxy` (trusting
+    /// `cert`); the whole answer as text.
+    async fn https_get(proxy: &FaultProxy, cert: &ServingCert, path: &str) -> String {
+        let mut roots = rustls::RootCertStore::empty();
+        for der in rustls_pemfile::certs(&mut cert.cert_pem.as_bytes()) {
+            roots.add(der.unwrap()).unwrap();
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let tcp = TcpStream::connect(proxy.addr()).await.unwrap();
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let mut tls = connector.connect(name, tcp).await.unwrap();
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+        tls.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        tls.read_to_string(&mut answer).await.unwrap();
+        answer
+    }
+
+    #[tokio::test]
+    async fn error500_terminates_tls_and_answers_every_request_with_an_internal_error() {
+        let cert = ServingCert::self_signed().unwrap();
+        let proxy = FaultProxy::start(echo_server(), cert.clone()).unwrap();
+        proxy.set_mode(Mode::Error500);
+        let answer = https_get(&proxy, &cert, "/readyz").await;
+        assert!(answer.starts_with("HTTP/1.1 500"), "{answer}");
+        let answer = https_get(&proxy, &cert, "/api/v1/namespaces").await;
+        assert!(answer.starts_with("HTTP/1.1 500"), "{answer}");
+        assert!(answer.contains(r#""reason":"InternalError""#), "{answer}");
+        assert_eq!(proxy.errors_500(), 2);
+    }
+
+    #[tokio::test]
+    async fn error500_health_ok_answers_health_checks_and_fails_the_api() {
+        let cert = ServingCert::self_signed().unwrap();
+        let proxy = FaultProxy::start(echo_server(), cert.clone()).unwrap();
+        proxy.set_mode(Mode::Error500HealthOk);
+        let answer = https_get(&proxy, &cert, "/readyz").await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.ends_with("ok"), "{answer}");
+        let answer = https_get(&proxy, &cert, "/api/v1/configmaps").await;
+        assert!(answer.starts_with("HTTP/1.1 500"), "{answer}");
+        assert_eq!(proxy.errors_500(), 1);
+    }
+
     #[test]
     fn health_paths_are_recognised_with_their_checks() {
         assert!(is_health_path("/readyz"));
