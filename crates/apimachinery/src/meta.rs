@@ -695,7 +695,13 @@ pub fn validate_kube_finalizer_names(finalizers: &[String], path: &str) -> Vec<C
         .enumerate()
         .filter(|(_, f)| {
             !f.contains('/')
-                && !matches!(f.as_str(), "kubernetes" | "orphan" | "foregroundDeletion")
+                && !matches!(
+                    f.as_str(),
+                    "kubernetes"
+                        | "orphan"
+                        | "foregroundDeletion"
+                        | "customresourcecleanup.apiextensions.k8s.io"
+                )
         })
         .map(|(i, f)| {
             invalid_str(

@@ -20,8 +20,11 @@
 //!   clusterrolebindings), read and update (finalizers) of
 //!   customresourcedefinitions, read of `clusters` (group `federation`) and
 //!   write of `clusters/status`, events, and leases for leader election;
-//! - custom resources of a federated CRD: the server creates
-//!   [`federated_crd_cluster_role`] for it, which aggregates in;
+//! - custom resources of a federated CRD: they can be of any group and are
+//!   propagated as soon as their CRD is labelled, so the role grants
+//!   read/write of every resource of every group (`*`/`*`), as Karmada's and
+//!   KubeFed's controller managers run with cluster-admin; a
+//!   ClusterRole labelled for aggregation can still add more;
 //! - the Role `ubernetes:federation-controller` in `federation-system`
 //!   (bound by a RoleBinding of the same name) reads the Secrets holding
 //!   member credentials. Secrets are federated too, so the ClusterRole
@@ -490,6 +493,8 @@ fn federation_controller_rules() -> Vec<PolicyRule> {
             &["apiextensions.k8s.io"],
             &["customresourcedefinitions"],
         ),
+        // Custom resources of federated CRDs, whatever their group.
+        rule(&READ_WRITE, &["*"], &["*"]),
         rule(&READ, &[FEDERATION_GROUP], &["clusters"]),
         rule(
             &["get", "update", "patch"],
@@ -503,21 +508,6 @@ fn federation_controller_rules() -> Vec<PolicyRule> {
         ),
         rule(&READ_WRITE, &["coordination.k8s.io"], &["leases"]),
     ]
-}
-
-/// The ClusterRole that gives the federation controller read/write of the
-/// custom resources of a federated CRD (`plural.group`); it aggregates into
-/// `ubernetes:federation-controller`.
-pub fn federated_crd_cluster_role(group: &str, plural: &str) -> ClusterRole {
-    cluster_role(
-        &format!("{FEDERATION_CONTROLLER_ROLE}:{plural}.{group}"),
-        &[(AGGREGATE_TO_FEDERATION_CONTROLLER, "true")],
-        vec![rule(
-            &READ_WRITE,
-            &[group],
-            &[plural, &format!("{plural}/status")],
-        )],
-    )
 }
 
 fn subject(kind: &str, name: &str) -> Subject {
@@ -666,22 +656,5 @@ mod tests {
         assert_eq!(v["apiVersion"], "rbac.authorization.k8s.io/v1");
         assert_eq!(v["rules"][0]["verbs"], serde_json::json!(["get"]));
         assert!(v["rules"][0].get("apiGroups").is_none());
-    }
-
-    #[test]
-    fn a_federated_crd_role_aggregates_into_the_controller_role() {
-        let r = federated_crd_cluster_role("example.com", "widgets");
-        assert_eq!(
-            r.metadata.name.as_deref(),
-            Some("ubernetes:federation-controller:widgets.example.com")
-        );
-        assert_eq!(
-            r.metadata
-                .labels
-                .unwrap_or_default()
-                .get(AGGREGATE_TO_FEDERATION_CONTROLLER)
-                .map(String::as_str),
-            Some("true")
-        );
     }
 }
