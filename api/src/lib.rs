@@ -80,6 +80,10 @@ pub struct ClusterStatus {
     /// From member node labels `topology.kubernetes.io/region`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+    /// The member's `gitVersion` from its `/version` (shown by
+    /// `kubectl get clusters -o wide`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
 }
 
 /// One condition of a cluster.

@@ -267,6 +267,8 @@ fn a_federation_of_three_members_propagates_repairs_places_and_deletes() -> Resu
             "zones of {name}: {zones}"
         );
     }
+    let wide = fed.host.kubectl_ok(&["get", "clusters", "-o", "wide"])?;
+    ensure!(wide.contains("v1."), "members' versions in:\n{wide}");
     let table = fed.host.kubectl_ok(&["get", "clusters"])?;
     for want in [
         "NAME",

@@ -756,6 +756,7 @@ async fn reconcile(cluster: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, E
         conditions,
         zones,
         region,
+        kubernetes_version: version.clone(),
     };
     if needs_write(old, &status, at, period) || written_version.as_ref() != Some(&version) {
         write_status(&ctx, &name, &status, version.as_deref()).await?;
@@ -782,6 +783,7 @@ async fn credentials_invalid(cluster: &Cluster, ctx: &Context, problem: &str) ->
         conditions,
         zones: old.zones.clone(),
         region: old.region.clone(),
+        kubernetes_version: old.kubernetes_version.clone(),
     };
     let report = {
         let mut state = ctx.state.lock();
@@ -1074,6 +1076,7 @@ mod tests {
             conditions: health_conditions(health, at),
             zones: vec!["z".into()],
             region: Some("r".into()),
+            kubernetes_version: None,
         }
     }
 
@@ -1131,6 +1134,7 @@ mod tests {
             conditions: health_conditions(Health::Ready, at),
             zones: vec![],
             region: None,
+            kubernetes_version: None,
         };
         let patch = status_patch(&s, Some("v1.37.0"));
         assert_eq!(patch["status"]["zones"], Value::Null);

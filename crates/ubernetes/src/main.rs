@@ -72,7 +72,11 @@ fn init_logging(level: Option<&str>) -> anyhow::Result<()> {
         Some(level) => {
             EnvFilter::try_new(level).with_context(|| format!("invalid --log-level {level:?}"))?
         }
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        // kube's client logs every failed request at ERROR; the federation
+        // controllers already report a member's failures where they matter
+        // (Cluster conditions, events, the propagation annotation).
+        None => EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| EnvFilter::new("info,kube_client::client::builder=off")),
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
