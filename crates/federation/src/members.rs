@@ -74,7 +74,9 @@ impl Members {
 
     /// Insert or replace a member and wake subscribers.
     pub fn upsert(&self, member: Member) {
-        self.inner.write().insert(member.name.clone(), Arc::new(member));
+        self.inner
+            .write()
+            .insert(member.name.clone(), Arc::new(member));
         self.changes.send_modify(|n| *n += 1);
     }
 
