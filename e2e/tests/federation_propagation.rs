@@ -506,7 +506,33 @@ spec:
     let _ = events;
 
     // 5. A member down: Offline; writes still reach the others; back:
-    //    Ready and converged with no manual step.
+    //    Ready and converged with no manual step. An object deleted while
+    //    it is down waits (Terminating, an event names the cluster) and
+    //    its copy there is deleted when the member is back (§3.8).
+    fed.host.kubectl_ok(&[
+        "create",
+        "configmap",
+        "doomed",
+        "-n",
+        "app",
+        "--from-literal=k=v",
+    ])?;
+    let doomed_uid = uid_of(&fed.host, &["configmap", "doomed", "-n", "app"])?;
+    for m in &fed.members {
+        wait_copy(
+            m,
+            &["configmap", "doomed", "-n", "app"],
+            &doomed_uid,
+            |_| true,
+        )?;
+    }
+    // The record of m2 must be written before m2 goes away.
+    eventually(WAIT, || {
+        let d = get(&fed.host, &["configmap", "doomed", "-n", "app"])?.context("doomed")?;
+        Ok(annotation(&d, "federation.kubernetes.io/propagation")
+            .is_some_and(|r| r.contains("\"m2\"") && !r.contains("Pending"))
+            .then_some(()))
+    })?;
     fed.members[2].kill9();
     let c = fed.wait_condition("m2", "Offline", "True", None, WAIT)?;
     ensure!(
@@ -534,6 +560,24 @@ spec:
         &during_uid,
         |_| true,
     )?;
+    fed.host
+        .kubectl_ok(&["delete", "configmap", "doomed", "-n", "app", "--wait=false"])?;
+    wait_gone(&fed.members[0], &["configmap", "doomed", "-n", "app"])?;
+    wait_gone(&fed.members[1], &["configmap", "doomed", "-n", "app"])?;
+    eventually(WAIT, || {
+        let ev = events_of(&fed.host, "app", "doomed")?;
+        Ok(ev
+            .iter()
+            .any(|(r, m)| r == "FailedDeleteInCluster" && m.contains("m2"))
+            .then_some(()))
+    })
+    .context("an event names the cluster the deletion waits for")?;
+    let waiting = get(&fed.host, &["configmap", "doomed", "-n", "app"])?
+        .context("the federated object waits for the unreachable member")?;
+    ensure!(
+        waiting.pointer("/metadata/deletionTimestamp").is_some(),
+        "{waiting}"
+    );
     let port = fed.members[2].port();
     fed.members[2].crash_and_restart()?;
     ensure!(fed.members[2].port() == port);
@@ -545,6 +589,10 @@ spec:
         |_| true,
     )
     .context("the returning member converges")?;
+    wait_gone(&fed.members[2], &["configmap", "doomed", "-n", "app"])
+        .context("the copy is deleted when the member is back")?;
+    wait_gone(&fed.host, &["configmap", "doomed", "-n", "app"])
+        .context("then the federated object goes")?;
 
     // 6. Deletion: from every member, then from the federation; orphan
     //    keeps the copies without our label.

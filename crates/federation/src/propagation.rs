@@ -560,6 +560,13 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<TypeSync>) -> Result<Action
     if !member_object::is_propagated(&ctx.kind.resource.plural, &fed) {
         return Ok(Action::await_change());
     }
+    // A federation with no member cluster is a plain API server: objects
+    // get the finalizer (and a record) once a cluster joins, as every
+    // change of the member set re-queues every object.
+    let members = ctx.shared.members.snapshot();
+    if members.is_empty() {
+        return Ok(Action::await_change());
+    }
     if !has_finalizer {
         let mut finalizers = obj.finalizers().to_vec();
         finalizers.push(DELETE_FINALIZER.to_string());
@@ -602,7 +609,6 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<TypeSync>) -> Result<Action
 
     let previous = record::read_record(&fed);
     let generation = obj.meta().generation.unwrap_or(0);
-    let members = ctx.shared.members.snapshot();
     let jobs = members.iter().map(|m| {
         let ctx = ctx.clone();
         let fed = &fed;
