@@ -9,7 +9,8 @@
 //!   and memory read from `/proc` (see [`api`]);
 //! - `bench crash`: SIGKILL during a write storm, restart, check that every
 //!   acknowledged write is there, in a loop (see [`crash`]);
-//! - `bench federation`: not yet (the federation controllers are being written).
+//! - `bench federation`: propagation to M member servers it starts itself:
+//!   one-object latency, bulk, idle CPU and host restart (see [`federation`]);
 //!
 //! Figures go to stdout, progress to stderr. Start reading at [`api`] and
 //! [`crash`]; [`server`] starts and kills the server process.
@@ -18,6 +19,7 @@
 mod api;
 mod client;
 mod crash;
+mod federation;
 mod procfs;
 mod server;
 mod stats;
@@ -49,8 +51,10 @@ enum Cmd {
     /// `crash: N rounds, A acknowledged writes, L lost`; exits non-zero on
     /// any loss or failure.
     Crash(CrashArgs),
-    /// Federation benchmarks (propagation to member clusters): not yet.
-    Federation,
+    /// Federation benchmarks (SPEC §5): starts a host and M member servers,
+    /// joins them, and measures propagation latency, bulk propagation, idle
+    /// CPU in sync, and a host restart (time to Ready, member writes sent).
+    Federation(FederationArgs),
 }
 
 /// How to start an `ubernetes serve`.
@@ -131,6 +135,48 @@ struct ApiArgs {
 }
 
 #[derive(Debug, Args)]
+struct FederationArgs {
+    /// Member clusters (each its own `ubernetes serve` process) to start and join.
+    #[arg(long, default_value_t = 3)]
+    members: usize,
+
+    /// ConfigMaps (1 KiB each) in the bulk scenario.
+    #[arg(long, default_value_t = 10_000)]
+    objects: usize,
+
+    /// Concurrent creators in the bulk scenario.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+
+    /// Repetitions of the one-object latency scenario.
+    #[arg(long, default_value_t = 50)]
+    single_repeats: usize,
+
+    /// Seconds of idle measurement with every member joined and in sync.
+    #[arg(long, default_value_t = 30)]
+    idle_seconds: u64,
+
+    /// The host's --cluster-monitor-period (how often members are probed).
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    cluster_monitor_period: String,
+
+    /// The members' --default-watch-cache-size (members are kept small).
+    #[arg(long, value_name = "EVENTS", default_value_t = 1000)]
+    member_watch_cache_size: usize,
+
+    /// Upper bound, in seconds, of every wait (readiness, propagation).
+    #[arg(long, default_value_t = 300)]
+    timeout_seconds: u64,
+
+    /// Skip the host restart scenario.
+    #[arg(long)]
+    skip_restart: bool,
+
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+#[derive(Debug, Args)]
 struct CrashArgs {
     /// Rounds of write storm, SIGKILL, restart and checks.
     #[arg(long, default_value_t = 10)]
@@ -182,9 +228,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Cmd::Api(args) => run_api(args).await,
         Cmd::Crash(args) => run_crash(args).await,
-        Cmd::Federation => bail!(
-            "bench federation: todo — not implemented yet (waits for the federation controllers)"
-        ),
+        Cmd::Federation(args) => run_federation(args).await,
     }
 }
 
@@ -234,6 +278,29 @@ async fn run_api(args: ApiArgs) -> Result<ExitCode> {
     for line in report.memory_lines() {
         println!("{line}");
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run_federation(args: FederationArgs) -> Result<ExitCode> {
+    let spec = args.server.spec();
+    let opts = federation::FederationOptions {
+        bin: spec.bin,
+        members: args.members,
+        objects: args.objects,
+        concurrency: args.concurrency,
+        single_repeats: args.single_repeats,
+        idle_seconds: args.idle_seconds,
+        monitor_period: args.cluster_monitor_period,
+        member_watch_cache: args.member_watch_cache_size,
+        log_level: spec.log_level,
+        timeout: std::time::Duration::from_secs(args.timeout_seconds),
+        skip_restart: args.skip_restart,
+    };
+    println!(
+        "bench federation: {} members, {} objects, concurrency {}, monitor period {}, member watch cache {}",
+        opts.members, opts.objects, opts.concurrency, opts.monitor_period, opts.member_watch_cache
+    );
+    federation::run(&opts).await?;
     Ok(ExitCode::SUCCESS)
 }
 

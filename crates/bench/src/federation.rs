@@ -1,0 +1,877 @@
+//! `bench federation`: the propagation figures of SPEC §5. Starts a host
+//! `ubernetes serve` (federation controllers on) and M member servers
+//! (`--federation-controllers=false`, small watch caches), joins them
+//! declaratively (Secret `federation-system/<name>` + Cluster, SPEC §3.2),
+//! waits for every Cluster to be Ready, then measures:
+//!
+//! 1. one ConfigMap created in the federation until it is visible in every
+//!    member (a label-selected watch per member), repeated → p50/p99/max;
+//! 2. N ConfigMaps created with 32 clients until all N are in every member;
+//! 3. the host idle for a while with everything in sync (CPU %);
+//! 4. SIGTERM of the host with everything in sync, restart on the same data
+//!    dir and port: time to `/readyz`, time until a new object reaches every
+//!    member, and how many member writes the restart sent (member store
+//!    revisions before and after, and watch events on the bench's objects).
+//!
+//! Host CPU seconds and peak RSS (VmHWM) are read from `/proc` per
+//! scenario. Every process started here is killed at the end, on error too
+//! (`kill_on_drop`).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use futures::{StreamExt, TryStreamExt, stream};
+use http::StatusCode;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Client;
+use kube::api::{Api, ListParams, WatchEvent, WatchParams};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::{oneshot, watch};
+
+use crate::client;
+use crate::procfs::{self, Process};
+use crate::stats::{Latencies, ms};
+
+/// The namespace of the bench's federated objects.
+const NAMESPACE: &str = "fedbench";
+/// The label every bench object carries; the member watches select on it.
+const LABEL_KEY: &str = "bench.ubernetes.io/fed";
+/// Where member credentials live in the host.
+const FEDERATION_NAMESPACE: &str = "federation-system";
+/// How long one server may take to announce itself and be ready.
+const START_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// What `bench federation` does.
+#[derive(Debug, Clone)]
+pub struct FederationOptions {
+    /// The `ubernetes` binary.
+    pub bin: PathBuf,
+    /// Member clusters to start and join.
+    pub members: usize,
+    /// ConfigMaps in the bulk scenario.
+    pub objects: usize,
+    /// Concurrent creators in the bulk scenario.
+    pub concurrency: usize,
+    /// Repetitions of the single-object scenario.
+    pub single_repeats: usize,
+    /// Seconds of idle measurement with everything in sync.
+    pub idle_seconds: u64,
+    /// The host's `--cluster-monitor-period` (Go duration).
+    pub monitor_period: String,
+    /// The members' `--default-watch-cache-size`.
+    pub member_watch_cache: usize,
+    /// The `--log-level` of every started server.
+    pub log_level: String,
+    /// Upper bound of every wait (propagation of the bulk, readiness).
+    pub timeout: Duration,
+    /// Skip the restart scenario.
+    pub skip_restart: bool,
+}
+
+/// A `ubernetes serve` child with extra flags, on a temp data dir; restarts
+/// keep the data dir and the port.
+struct Proc {
+    bin: PathBuf,
+    args: Vec<String>,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+    port: u16,
+    url: String,
+    kubeconfig: PathBuf,
+}
+
+impl Proc {
+    /// Start on a fresh temp dir and a free port; returns once it
+    /// announced its URL (not yet ready: see [`Self::wait_ready`]).
+    async fn start(bin: &Path, args: Vec<String>, log_level: &str) -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("ubernetes-fedbench-")
+            .tempdir()
+            .context("creating a temporary data dir")?;
+        let mut all = vec!["--log-level".to_owned(), log_level.to_owned()];
+        all.extend(args);
+        let mut p = Self {
+            bin: bin.to_owned(),
+            args: all,
+            dir,
+            child: None,
+            port: 0,
+            url: String::new(),
+            kubeconfig: PathBuf::new(),
+        };
+        p.spawn().await?;
+        Ok(p)
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("server.log")
+    }
+
+    /// The last `n` lines of its log.
+    fn log_tail(&self, n: usize) -> String {
+        let text = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    async fn spawn(&mut self) -> Result<()> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .context("opening server.log")?;
+        let mut child = Command::new(&self.bin)
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(self.dir.path().join("data"))
+            .arg("--secure-port")
+            .arg(self.port.to_string())
+            .arg("--bind-address")
+            .arg("127.0.0.1")
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting {}", self.bin.display()))?;
+        let stdout = child.stdout.take().context("the child's stdout")?;
+        self.child = Some(child);
+        let mut lines = BufReader::new(stdout).lines();
+        let (mut url, mut kubeconfig) = (None, None);
+        let announced = tokio::time::timeout(START_TIMEOUT, async {
+            while let Some(line) = lines.next_line().await? {
+                if let Some(u) = line.strip_prefix("ubernetes: serving on ") {
+                    url = Some(u.trim().to_owned());
+                } else if let Some(k) = line.strip_prefix("ubernetes: kubeconfig ") {
+                    kubeconfig = Some(PathBuf::from(k.trim()));
+                }
+                if url.is_some() && kubeconfig.is_some() {
+                    return Ok::<_, std::io::Error>(true);
+                }
+            }
+            Ok(false)
+        })
+        .await;
+        if !matches!(announced, Ok(Ok(true))) {
+            self.kill9().await;
+            bail!(
+                "the server did not print its URL and kubeconfig; log:\n{}",
+                self.log_tail(40)
+            );
+        }
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let url = url.unwrap_or_default();
+        self.port = url
+            .trim_end_matches('/')
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .with_context(|| format!("no port in {url:?}"))?;
+        self.url = url;
+        self.kubeconfig = kubeconfig.unwrap_or_default();
+        Ok(())
+    }
+
+    /// Poll `/readyz` until `ok`.
+    async fn wait_ready(&mut self) -> Result<()> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        let client = self.client().await?;
+        loop {
+            if client::is_ready(&client).await {
+                return Ok(());
+            }
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                bail!(
+                    "the server exited with {status}; log:\n{}",
+                    self.log_tail(40)
+                );
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "not ready in {START_TIMEOUT:?}; log:\n{}",
+                    self.log_tail(40)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn client(&self) -> Result<Client> {
+        client::from_kubeconfig(&self.kubeconfig, None).await
+    }
+
+    fn process(&self) -> Option<Process> {
+        self.child.as_ref().and_then(Child::id).map(Process::new)
+    }
+
+    async fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+        }
+    }
+
+    /// SIGTERM, up to 30 s for a graceful exit, then SIGKILL.
+    async fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            if let Some(pid) = child.id() {
+                let _ = Command::new("kill")
+                    .arg("-TERM")
+                    .arg(pid.to_string())
+                    .status()
+                    .await;
+            }
+            if tokio::time::timeout(Duration::from_secs(30), child.wait())
+                .await
+                .is_err()
+            {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+            }
+        }
+    }
+}
+
+/// Which bench objects each member has shown, and when each object was in
+/// every member.
+struct Tracker {
+    members: usize,
+    inner: Mutex<TrackerState>,
+    /// How many objects are in every member.
+    complete: watch::Sender<usize>,
+}
+
+#[derive(Default)]
+struct TrackerState {
+    seen: Vec<HashSet<String>>,
+    counts: HashMap<String, usize>,
+    waiters: HashMap<String, oneshot::Sender<Instant>>,
+    /// Watch events other than the first ADDED of a name in a member: member
+    /// writes to objects already there.
+    rewrites: Vec<usize>,
+}
+
+impl Tracker {
+    fn new(members: usize) -> Arc<Self> {
+        Arc::new(Self {
+            members,
+            inner: Mutex::new(TrackerState {
+                seen: vec![HashSet::new(); members],
+                rewrites: vec![0; members],
+                ..TrackerState::default()
+            }),
+            complete: watch::Sender::new(0),
+        })
+    }
+
+    /// Member `member` shows `name` (an ADDED event or a relist).
+    fn seen(&self, member: usize, name: &str) {
+        let now = Instant::now();
+        let Ok(mut st) = self.inner.lock() else {
+            return;
+        };
+        let Some(set) = st.seen.get_mut(member) else {
+            return;
+        };
+        if !set.insert(name.to_owned()) {
+            return;
+        }
+        let count = st.counts.entry(name.to_owned()).or_insert(0);
+        *count += 1;
+        if *count == self.members {
+            if let Some(w) = st.waiters.remove(name) {
+                let _ = w.send(now);
+            }
+            self.complete.send_modify(|c| *c += 1);
+        }
+    }
+
+    /// Member `member` wrote an object it already had.
+    fn rewrite(&self, member: usize) {
+        if let Ok(mut st) = self.inner.lock()
+            && let Some(r) = st.rewrites.get_mut(member)
+        {
+            *r += 1;
+        }
+    }
+
+    /// A receiver of the moment `name` is in every member (register before creating it).
+    fn wait_for(&self, name: &str) -> Result<oneshot::Receiver<Instant>> {
+        let (tx, rx) = oneshot::channel();
+        let mut st = self
+            .inner
+            .lock()
+            .map_err(|_| anyhow::anyhow!("tracker lock poisoned"))?;
+        st.waiters.insert(name.to_owned(), tx);
+        Ok(rx)
+    }
+
+    /// Objects each member has shown.
+    fn per_member(&self) -> Vec<usize> {
+        self.inner
+            .lock()
+            .map(|st| st.seen.iter().map(HashSet::len).collect())
+            .unwrap_or_default()
+    }
+
+    /// Rewrites seen per member so far.
+    fn rewrites(&self) -> Vec<usize> {
+        self.inner
+            .lock()
+            .map(|st| st.rewrites.clone())
+            .unwrap_or_default()
+    }
+
+    /// Wait until at least `target` objects are in every member.
+    async fn wait_complete(&self, target: usize, timeout: Duration) -> Result<()> {
+        let mut rx = self.complete.subscribe();
+        let waited = tokio::time::timeout(timeout, rx.wait_for(|c| *c >= target)).await;
+        match waited {
+            Ok(Ok(_)) => Ok(()),
+            _ => bail!(
+                "after {timeout:?}: {} of {target} objects in every member; per member: {:?}",
+                *self.complete.borrow(),
+                self.per_member()
+            ),
+        }
+    }
+}
+
+/// Watch the bench's ConfigMaps in one member forever, feeding the tracker
+/// (a list first, then a watch from its resourceVersion; relist on error).
+async fn watch_member(client: Client, member: usize, tracker: Arc<Tracker>) {
+    let api: Api<ConfigMap> = Api::namespaced(client, NAMESPACE);
+    let selector = format!("{LABEL_KEY}=1");
+    loop {
+        let list = match api.list(&ListParams::default().labels(&selector)).await {
+            Ok(l) => l,
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        for cm in &list.items {
+            if let Some(n) = &cm.metadata.name {
+                tracker.seen(member, n);
+            }
+        }
+        let mut rv = list.metadata.resource_version.unwrap_or_default();
+        'watch: loop {
+            let params = WatchParams::default().labels(&selector).timeout(290);
+            let Ok(stream) = api.watch(&params, &rv).await else {
+                break 'watch;
+            };
+            let mut stream = std::pin::pin!(stream);
+            while let Some(ev) = stream.next().await {
+                match ev {
+                    Ok(WatchEvent::Added(cm)) => {
+                        if let Some(n) = &cm.metadata.name {
+                            tracker.seen(member, n);
+                        }
+                        rv = cm.metadata.resource_version.unwrap_or(rv);
+                    }
+                    Ok(WatchEvent::Modified(cm)) | Ok(WatchEvent::Deleted(cm)) => {
+                        tracker.rewrite(member);
+                        rv = cm.metadata.resource_version.unwrap_or(rv);
+                    }
+                    Ok(WatchEvent::Bookmark(b)) => rv = b.metadata.resource_version,
+                    Ok(WatchEvent::Error(_)) | Err(_) => break 'watch,
+                }
+            }
+        }
+    }
+}
+
+/// A ConfigMap of the bench: labelled, ~1 KiB of data.
+fn configmap(name: &str) -> Vec<u8> {
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {LABEL_KEY: "1"}},
+        "data": {"payload": "x".repeat(1000)},
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Create a bench ConfigMap in the federation.
+async fn create(host: &Client, name: &str) -> Result<()> {
+    client::post_json(host, &client::configmaps(NAMESPACE), configmap(name))
+        .await?
+        .expect(StatusCode::CREATED, &format!("create configmap {name}"))?;
+    Ok(())
+}
+
+/// Create `body` at `uri` unless it exists.
+async fn ensure(c: &Client, uri: &str, body: Value, what: &str) -> Result<()> {
+    let r = client::post_json(c, uri, body.to_string().into_bytes()).await?;
+    if r.status != StatusCode::CREATED && r.status != StatusCode::CONFLICT {
+        bail!("create {what}: HTTP {}: {}", r.status, r.text());
+    }
+    Ok(())
+}
+
+/// CPU and memory of the host over one scenario.
+struct Window {
+    process: Option<Process>,
+    start: Option<procfs::Sample>,
+    at: Instant,
+}
+
+impl Window {
+    fn open(process: Option<Process>) -> Self {
+        let start = process.as_ref().and_then(|p| p.sample().ok());
+        Self {
+            process,
+            start,
+            at: Instant::now(),
+        }
+    }
+
+    /// `host cpu X s (Y% of one core over Z s), peak RSS W`.
+    fn close(&self) -> String {
+        let end = self.process.as_ref().and_then(|p| p.sample().ok());
+        match (self.start, end) {
+            (Some(a), Some(b)) => {
+                let cpu = b.cpu_seconds - a.cpu_seconds;
+                let wall = self.at.elapsed().as_secs_f64();
+                format!(
+                    "host cpu {cpu:.2} s ({:.1}% of one core over {wall:.1} s), RSS {}, peak RSS {}",
+                    if wall > 0.0 { cpu / wall * 100.0 } else { 0.0 },
+                    procfs::mib(b.rss_bytes),
+                    procfs::mib(b.hwm_bytes)
+                )
+            }
+            _ => "host cpu: not readable".to_owned(),
+        }
+    }
+}
+
+/// Each member's store revision: the `resourceVersion` of a one-item list
+/// of namespaces and of all ConfigMaps (they must agree: one revision per
+/// store).
+async fn member_revisions(members: &[Client]) -> Result<Vec<(u64, u64)>> {
+    let mut out = Vec::with_capacity(members.len());
+    for c in members {
+        let mut rv = [0u64; 2];
+        for (i, uri) in ["/api/v1/namespaces?limit=1", "/api/v1/configmaps?limit=1"]
+            .iter()
+            .enumerate()
+        {
+            let v = client::get(c, uri)
+                .await?
+                .expect(StatusCode::OK, "list for the revision")?
+                .json()?;
+            rv[i] = v
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .and_then(|s| s.parse().ok())
+                .context("a list without a numeric resourceVersion")?;
+        }
+        out.push((rv[0], rv[1]));
+    }
+    Ok(out)
+}
+
+/// Wait until every Cluster in the host is `Ready=True`.
+async fn wait_clusters_ready(host: &Client, members: usize, timeout: Duration) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let v = client::get(host, "/apis/federation/v1beta1/clusters")
+            .await?
+            .expect(StatusCode::OK, "list clusters")?
+            .json()?;
+        let items = v["items"].as_array().cloned().unwrap_or_default();
+        let ready = items
+            .iter()
+            .filter(|c| {
+                c.pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                    })
+            })
+            .count();
+        if ready >= members {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("{ready} of {members} clusters Ready after {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Wait until the host's CPU use over 1 s windows falls below 5 % of a
+/// core (its work after a scenario is done), at most `max`; returns the
+/// time it took.
+async fn settle(process: Option<&Process>, max: Duration) -> Duration {
+    let t = Instant::now();
+    let Some(p) = process else {
+        return Duration::ZERO;
+    };
+    while t.elapsed() < max {
+        let Ok(a) = p.sample() else { break };
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let Ok(b) = p.sample() else { break };
+        if b.cpu_seconds - a.cpu_seconds < 0.05 {
+            break;
+        }
+    }
+    t.elapsed()
+}
+
+/// Start everything, run the scenarios, print the figures, stop everything.
+pub async fn run(opts: &FederationOptions) -> Result<()> {
+    if !opts.bin.exists() {
+        bail!(
+            "{} not found: `cargo build --release -p ubernetes -p bench` or pass --ubernetes-bin",
+            opts.bin.display()
+        );
+    }
+    if opts.members == 0 {
+        bail!("--members must be at least 1");
+    }
+    let t = Instant::now();
+    let host_args = vec![
+        "--cluster-monitor-period".to_owned(),
+        opts.monitor_period.clone(),
+    ];
+    let member_args = vec![
+        "--federation-controllers=false".to_owned(),
+        "--default-watch-cache-size".to_owned(),
+        opts.member_watch_cache.to_string(),
+    ];
+    let mut host = Proc::start(&opts.bin, host_args, &opts.log_level).await?;
+    // Members start 4 at a time (each generates its certificates).
+    let mut members: Vec<Proc> = stream::iter(0..opts.members)
+        .map(|_| {
+            let args = member_args.clone();
+            async move {
+                let mut p = Proc::start(&opts.bin, args, &opts.log_level).await?;
+                p.wait_ready().await?;
+                Ok::<_, anyhow::Error>(p)
+            }
+        })
+        .buffered(4)
+        .try_collect()
+        .await?;
+    host.wait_ready().await?;
+    eprintln!(
+        "federation: host {} and {} members started in {:.1} s",
+        host.url,
+        members.len(),
+        t.elapsed().as_secs_f64()
+    );
+    let result = scenarios(opts, &mut host, &members).await;
+    if result.is_err() {
+        eprintln!("federation: host log tail:\n{}", host.log_tail(30));
+    }
+    host.kill9().await;
+    for m in &mut members {
+        m.kill9().await;
+    }
+    result
+}
+
+async fn scenarios(opts: &FederationOptions, host: &mut Proc, members: &[Proc]) -> Result<()> {
+    let m = members.len();
+    let hc = host.client().await?;
+    let mut member_clients = Vec::with_capacity(m);
+    for p in members {
+        member_clients.push(p.client().await?);
+    }
+
+    // Join.
+    let t = Instant::now();
+    let win = Window::open(host.process());
+    ensure(
+        &hc,
+        "/api/v1/namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": FEDERATION_NAMESPACE}}),
+        "namespace federation-system",
+    )
+    .await?;
+    for (i, p) in members.iter().enumerate() {
+        let name = format!("member-{i}");
+        let kubeconfig = std::fs::read_to_string(&p.kubeconfig)
+            .with_context(|| format!("reading {}", p.kubeconfig.display()))?;
+        ensure(
+            &hc,
+            &format!("/api/v1/namespaces/{FEDERATION_NAMESPACE}/secrets"),
+            json!({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": name, "namespace": FEDERATION_NAMESPACE},
+                   "stringData": {"kubeconfig": kubeconfig}}),
+            "member secret",
+        )
+        .await?;
+        ensure(
+            &hc,
+            "/apis/federation/v1beta1/clusters",
+            json!({"apiVersion": "federation/v1beta1", "kind": "Cluster",
+                   "metadata": {"name": name},
+                   "spec": {"serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": p.url}],
+                            "secretRef": {"name": name}}}),
+            "cluster",
+        )
+        .await?;
+    }
+    wait_clusters_ready(&hc, m, opts.timeout).await?;
+    println!(
+        "join: {m} clusters Ready in {:.2} s; {}",
+        t.elapsed().as_secs_f64(),
+        win.close()
+    );
+
+    // The namespace, in every member before the scenarios.
+    let t = Instant::now();
+    ensure(
+        &hc,
+        "/api/v1/namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
+        "namespace",
+    )
+    .await?;
+    for c in &member_clients {
+        let deadline = Instant::now() + opts.timeout;
+        while client::get(c, &format!("/api/v1/namespaces/{NAMESPACE}"))
+            .await?
+            .status
+            != StatusCode::OK
+        {
+            if Instant::now() > deadline {
+                bail!(
+                    "namespace {NAMESPACE} not in a member after {:?}",
+                    opts.timeout
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    eprintln!(
+        "federation: namespace {NAMESPACE} in every member in {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    let tracker = Tracker::new(m);
+    let watchers: Vec<_> = member_clients
+        .iter()
+        .enumerate()
+        .map(|(i, c)| tokio::spawn(watch_member(c.clone(), i, tracker.clone())))
+        .collect();
+    let result = measured(opts, host, &hc, &member_clients, &tracker).await;
+    for w in watchers {
+        w.abort();
+    }
+    result
+}
+
+async fn measured(
+    opts: &FederationOptions,
+    host: &mut Proc,
+    hc: &Client,
+    member_clients: &[Client],
+    tracker: &Arc<Tracker>,
+) -> Result<()> {
+    let m = member_clients.len();
+    let mut expected = 0usize;
+
+    // 1. One object at a time.
+    let win = Window::open(host.process());
+    let mut lat = Latencies::new();
+    let t = Instant::now();
+    for i in 0..opts.single_repeats {
+        let name = format!("single-{i}");
+        let rx = tracker.wait_for(&name)?;
+        let t0 = Instant::now();
+        create(hc, &name).await?;
+        let done = tokio::time::timeout(opts.timeout, rx)
+            .await
+            .with_context(|| format!("{name} not in every member after {:?}", opts.timeout))?
+            .context("tracker gone")?;
+        lat.record(done.saturating_duration_since(t0));
+        expected += 1;
+    }
+    let s = lat.summary(t.elapsed());
+    println!(
+        "single: 1 object to {m} members x {}: p50 {}  p99 {}  max {}; {}",
+        s.ops,
+        ms(s.p50),
+        ms(s.p99),
+        ms(s.max),
+        win.close()
+    );
+
+    // 2. Bulk.
+    let win = Window::open(host.process());
+    let t = Instant::now();
+    let n = opts.objects;
+    stream::iter(0..n)
+        .map(|i| async move { create(hc, &format!("bulk-{i}")).await })
+        .buffer_unordered(opts.concurrency.max(1))
+        .try_collect::<Vec<()>>()
+        .await?;
+    let created = t.elapsed();
+    expected += n;
+    tracker
+        .wait_complete(expected, opts.timeout)
+        .await
+        .context("bulk propagation")?;
+    let all = t.elapsed();
+    println!(
+        "bulk: {n} objects created in {:.2} s ({:.0}/s, concurrency {}); in all {m} members after {:.2} s ({:.0} objects/s, {:.0} member copies/s); {}",
+        created.as_secs_f64(),
+        n as f64 / created.as_secs_f64().max(1e-9),
+        opts.concurrency,
+        all.as_secs_f64(),
+        n as f64 / all.as_secs_f64().max(1e-9),
+        (n * m) as f64 / all.as_secs_f64().max(1e-9),
+        win.close()
+    );
+    let settled = settle(host.process().as_ref(), Duration::from_secs(120)).await;
+    println!(
+        "bulk: host quiet (< 5% of a core over 1 s) {:.1} s after the last copy arrived",
+        settled.as_secs_f64()
+    );
+
+    // 3. Idle, in sync.
+    let win = Window::open(host.process());
+    tokio::time::sleep(Duration::from_secs(opts.idle_seconds)).await;
+    println!(
+        "idle: {m} members joined, probed every {} and in sync with {expected} objects, {} s: {}",
+        opts.monitor_period,
+        opts.idle_seconds,
+        win.close()
+    );
+
+    if opts.skip_restart {
+        return Ok(());
+    }
+
+    // 4. Restart with everything in sync.
+    let before = member_revisions(member_clients).await?;
+    let consistent = before.iter().all(|(a, b)| a == b);
+    let rewrites_before = tracker.rewrites();
+    let t = Instant::now();
+    host.stop().await;
+    let stopped = t.elapsed();
+    let t = Instant::now();
+    host.spawn().await?;
+    host.wait_ready().await?;
+    let ready = t.elapsed();
+    let win = Window::open(host.process());
+    let hc = host.client().await?;
+    let name = "after-restart";
+    let rx = tracker.wait_for(name)?;
+    let t1 = Instant::now();
+    create(&hc, name).await?;
+    let done = tokio::time::timeout(opts.timeout, rx)
+        .await
+        .with_context(|| format!("{name} not in every member after {:?}", opts.timeout))?
+        .context("tracker gone")?;
+    let first = done.saturating_duration_since(t);
+    let new_obj = done.saturating_duration_since(t1);
+    let quiet = settle(host.process().as_ref(), Duration::from_secs(120)).await;
+    let after = member_revisions(member_clients).await?;
+    let rewrites_after = tracker.rewrites();
+    // The new object is one write (its create) in each member.
+    let writes: Vec<i64> = before
+        .iter()
+        .zip(&after)
+        .map(|(b, a)| a.1 as i64 - b.1 as i64 - 1)
+        .collect();
+    let rewrites: Vec<usize> = rewrites_after
+        .iter()
+        .zip(&rewrites_before)
+        .map(|(a, b)| a - b)
+        .collect();
+    println!(
+        "restart: SIGTERM exit {:.2} s; /readyz {:.3} s after start; a new object in all {m} members {:.3} s after start ({} after its create); host quiet {:.1} s later; {}",
+        stopped.as_secs_f64(),
+        ready.as_secs_f64(),
+        first.as_secs_f64(),
+        ms(new_obj),
+        quiet.as_secs_f64(),
+        win.close()
+    );
+    println!(
+        "restart: member writes other than the new object's create (revision delta - 1): total {}, per member {:?}; modify/delete events on bench objects: {:?}; list revisions of namespaces and configmaps agree: {consistent}",
+        writes.iter().sum::<i64>(),
+        writes,
+        rewrites
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_is_complete_once_every_member_showed_it_once() {
+        let t = Tracker::new(3);
+        t.seen(0, "a");
+        t.seen(0, "a");
+        t.seen(1, "a");
+        assert_eq!(
+            *t.complete.borrow(),
+            0,
+            "a repeat in one member is not another member"
+        );
+        t.seen(2, "a");
+        assert_eq!(*t.complete.borrow(), 1);
+        assert_eq!(t.per_member(), vec![1, 1, 1]);
+    }
+
+    #[tokio::test]
+    async fn a_waiter_learns_when_its_object_reached_every_member() -> Result<()> {
+        let t = Tracker::new(2);
+        let rx = t.wait_for("x")?;
+        t.seen(0, "x");
+        t.seen(1, "x");
+        let at = tokio::time::timeout(Duration::from_secs(1), rx).await??;
+        assert!(at <= Instant::now());
+        t.wait_complete(1, Duration::from_secs(1)).await
+    }
+
+    #[tokio::test]
+    async fn waiting_for_more_than_arrived_times_out_with_the_counts() {
+        let t = Tracker::new(2);
+        t.seen(0, "x");
+        let err = t
+            .wait_complete(1, Duration::from_millis(10))
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("0 of 1"), "{err}");
+        assert!(err.contains("[1, 0]"), "{err}");
+    }
+
+    #[test]
+    fn rewrites_are_counted_per_member() {
+        let t = Tracker::new(2);
+        t.rewrite(1);
+        t.rewrite(1);
+        t.rewrite(5);
+        assert_eq!(t.rewrites(), vec![0, 2]);
+    }
+
+    #[test]
+    fn bench_configmaps_carry_the_watched_label() -> Result<()> {
+        let v: Value = serde_json::from_slice(&configmap("c"))?;
+        assert_eq!(v["metadata"]["labels"][LABEL_KEY], "1");
+        assert_eq!(v["metadata"]["namespace"], NAMESPACE);
+        Ok(())
+    }
+}
