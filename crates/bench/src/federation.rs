@@ -425,7 +425,29 @@ struct Window {
     process: Option<Process>,
     start: Option<procfs::Sample>,
     at: Instant,
+    /// CPU seconds of the members and of this bench process at the start.
+    others: (f64, f64),
 }
+
+/// CPU seconds used so far by every member process, and by this process.
+fn others_cpu() -> (f64, f64) {
+    let members = MEMBER_PIDS
+        .lock()
+        .map(|pids| {
+            pids.iter()
+                .filter_map(|p| Process::new(*p).sample().ok())
+                .map(|s| s.cpu_seconds)
+                .sum()
+        })
+        .unwrap_or(0.0);
+    let me = Process::new(std::process::id())
+        .sample()
+        .map_or(0.0, |s| s.cpu_seconds);
+    (members, me)
+}
+
+/// The member processes' ids, for [`others_cpu`].
+static MEMBER_PIDS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
 impl Window {
     fn open(process: Option<Process>) -> Self {
@@ -434,6 +456,7 @@ impl Window {
             process,
             start,
             at: Instant::now(),
+            others: others_cpu(),
         }
     }
 
@@ -444,11 +467,14 @@ impl Window {
             (Some(a), Some(b)) => {
                 let cpu = b.cpu_seconds - a.cpu_seconds;
                 let wall = self.at.elapsed().as_secs_f64();
+                let (members, me) = others_cpu();
                 format!(
-                    "host cpu {cpu:.2} s ({:.1}% of one core over {wall:.1} s), RSS {}, peak RSS {}",
+                    "host cpu {cpu:.2} s ({:.1}% of one core over {wall:.1} s), RSS {}, peak RSS {}; all members cpu {:.2} s, bench client cpu {:.2} s",
                     if wall > 0.0 { cpu / wall * 100.0 } else { 0.0 },
                     procfs::mib(b.rss_bytes),
-                    procfs::mib(b.hwm_bytes)
+                    procfs::mib(b.hwm_bytes),
+                    members - self.others.0,
+                    me - self.others.1
                 )
             }
             _ => "host cpu: not readable".to_owned(),
@@ -480,6 +506,15 @@ async fn member_revisions(members: &[Client]) -> Result<Vec<(u64, u64)>> {
         out.push((rv[0], rv[1]));
     }
     Ok(out)
+}
+
+/// The sum of the store revision deltas (writes) between two readings.
+fn rev_delta(before: &[(u64, u64)], after: &[(u64, u64)]) -> u64 {
+    before
+        .iter()
+        .zip(after)
+        .map(|(b, a)| a.1.saturating_sub(b.1))
+        .sum()
 }
 
 /// Wait until every Cluster in the host is `Ready=True`.
@@ -567,6 +602,12 @@ pub async fn run(opts: &FederationOptions) -> Result<()> {
         .try_collect()
         .await?;
     host.wait_ready().await?;
+    if let Ok(mut pids) = MEMBER_PIDS.lock() {
+        *pids = members
+            .iter()
+            .filter_map(|m| m.process().map(|p| p.pid()))
+            .collect();
+    }
     eprintln!(
         "federation: host {} and {} members started in {:.1} s",
         host.url,
@@ -713,6 +754,8 @@ async fn measured(
     );
 
     // 2. Bulk.
+    let host_rev0 = member_revisions(std::slice::from_ref(hc)).await?;
+    let member_rev0 = member_revisions(member_clients).await?;
     let win = Window::open(host.process());
     let t = Instant::now();
     let n = opts.objects;
@@ -739,9 +782,15 @@ async fn measured(
         win.close()
     );
     let settled = settle(host.process().as_ref(), Duration::from_secs(120)).await;
+    let host_rev1 = member_revisions(std::slice::from_ref(hc)).await?;
+    let member_rev1 = member_revisions(member_clients).await?;
+    let host_writes = rev_delta(&host_rev0, &host_rev1);
+    let member_writes = rev_delta(&member_rev0, &member_rev1);
     println!(
-        "bulk: host quiet (< 5% of a core over 1 s) {:.1} s after the last copy arrived",
-        settled.as_secs_f64()
+        "bulk: host quiet (< 5% of a core over 1 s) {:.1} s after the last copy arrived; writes per object: host store {:.2} (create, finalizer, record annotation, events), each member {:.2}",
+        settled.as_secs_f64(),
+        host_writes as f64 / n.max(1) as f64,
+        member_writes as f64 / (n.max(1) * m) as f64
     );
 
     // 3. Idle, in sync.
@@ -856,6 +905,11 @@ mod tests {
             .unwrap_or_default();
         assert!(err.contains("0 of 1"), "{err}");
         assert!(err.contains("[1, 0]"), "{err}");
+    }
+
+    #[test]
+    fn writes_are_the_sum_of_revision_deltas() {
+        assert_eq!(rev_delta(&[(1, 10), (1, 20)], &[(1, 15), (1, 20)]), 5);
     }
 
     #[test]
