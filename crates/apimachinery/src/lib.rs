@@ -12,6 +12,7 @@
 //! Start with `error.rs`, then `labels.rs`.
 #![forbid(unsafe_code)]
 
+pub mod duration;
 pub mod error;
 pub mod fields;
 pub mod labels;

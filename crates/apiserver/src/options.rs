@@ -125,18 +125,7 @@ pub struct ServerOptions {
     pub shutdown_grace: Duration,
 }
 
-/// Parse a duration as Go's `time.ParseDuration` writes them (`10s`, `1m30s`,
-/// `500ms`) or in ISO 8601 (`PT10S`); negative durations are rejected.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let trimmed = s.trim();
-    if trimmed == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let signed: jiff::SignedDuration = trimmed
-        .parse()
-        .map_err(|e| format!("invalid duration {s:?}: {e}"))?;
-    Duration::try_from(signed).map_err(|_| format!("invalid duration {s:?}: must not be negative"))
-}
+pub use ubernetes_apimachinery::duration::parse_duration;
 
 /// Wraps the options in a parser so the defaults come from one place: the
 /// `#[arg]` attributes above.

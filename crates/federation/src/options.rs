@@ -59,19 +59,7 @@ impl Default for FederationOptions {
     }
 }
 
-/// Parse a duration as Go's `time.ParseDuration` writes them (`40s`, `1m30s`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let signed: jiff::SignedDuration = s
-        .trim()
-        .parse()
-        .map_err(|e| format!("invalid duration {s:?}: {e}"))?;
-    let d = Duration::try_from(signed)
-        .map_err(|_| format!("invalid duration {s:?}: must not be negative"))?;
-    if d.is_zero() {
-        return Err(format!("invalid duration {s:?}: must be positive"));
-    }
-    Ok(d)
-}
+use ubernetes_apimachinery::duration::parse_positive_duration as parse_duration;
 
 #[cfg(test)]
 mod tests {
