@@ -12,12 +12,17 @@
 //! does not parse selects none ([`Placement::Invalid`], whose message is
 //! meant for an event on the federated object).
 //!
+//! The requirement itself (checks, matching, printing) is apimachinery's
+//! port of `labels.Requirement`; only the operator spellings and the JSON
+//! shape are Federation v1's own.
+//!
 //! Pure functions, no I/O.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
 use serde_json::Value;
+pub use ubernetes_apimachinery::labels::{Operator, Requirement};
 
 /// The annotation on a federated object that restricts its placement.
 pub const CLUSTER_SELECTOR_ANNOTATION: &str = "federation.alpha.kubernetes.io/cluster-selector";
@@ -45,147 +50,25 @@ impl Placement {
     }
 }
 
-/// A selection operator (`k8s.io/apimachinery/pkg/selection`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Operator {
-    /// `in`, `In`
-    In,
-    /// `notin`, `NotIn`
-    NotIn,
-    /// `=`, `==`
-    Equals,
-    /// `!=`
-    NotEquals,
-    /// `exists`, `Exists`
-    Exists,
-    /// `!`, `DoesNotExist`
-    DoesNotExist,
-    /// `gt`, `Gt`, `>` (integer comparison)
-    GreaterThan,
-    /// `lt`, `Lt`, `<` (integer comparison)
-    LessThan,
-}
-
-impl Operator {
-    /// Federation v1's `ConvertOperator`: the accepted spellings.
-    pub fn parse(s: &str) -> Option<Operator> {
-        Some(match s {
-            "in" | "In" => Operator::In,
-            "notin" | "NotIn" => Operator::NotIn,
-            "=" | "==" => Operator::Equals,
-            "!=" => Operator::NotEquals,
-            "exists" | "Exists" => Operator::Exists,
-            "!" | "DoesNotExist" => Operator::DoesNotExist,
-            "gt" | "Gt" | ">" => Operator::GreaterThan,
-            "lt" | "Lt" | "<" => Operator::LessThan,
-            _ => return None,
-        })
-    }
+/// Federation v1's `ConvertOperator`: the spellings the annotation accepts,
+/// as kube's selection operators.
+pub fn parse_operator(s: &str) -> Option<Operator> {
+    Some(match s {
+        "in" | "In" => Operator::In,
+        "notin" | "NotIn" => Operator::NotIn,
+        "=" => Operator::Equals,
+        "==" => Operator::DoubleEquals,
+        "!=" => Operator::NotEquals,
+        "exists" | "Exists" => Operator::Exists,
+        "!" | "DoesNotExist" => Operator::DoesNotExist,
+        "gt" | "Gt" | ">" => Operator::GreaterThan,
+        "lt" | "Lt" | "<" => Operator::LessThan,
+        _ => return None,
+    })
 }
 
 /// The spellings listed when an operator is refused.
 const SUPPORTED_OPERATORS: &str = "\"in\", \"In\", \"notin\", \"NotIn\", \"=\", \"==\", \"!=\", \"exists\", \"Exists\", \"!\", \"DoesNotExist\", \"gt\", \"Gt\", \">\", \"lt\", \"Lt\", \"<\"";
-
-/// One requirement: a Cluster label key, an operator and values.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Requirement {
-    /// The Cluster label key.
-    pub key: String,
-    /// The operator.
-    pub operator: Operator,
-    /// The values (empty for `Exists`/`DoesNotExist`).
-    pub values: Vec<String>,
-    /// For `Gt`/`Lt`: the value, parsed.
-    bound: i64,
-}
-
-impl Requirement {
-    /// `labels.NewRequirement`'s checks; the error names the problem.
-    pub fn new(key: &str, operator: Operator, values: Vec<String>) -> Result<Requirement, String> {
-        if let Some(e) = label_key_error(key) {
-            return Err(format!("key: Invalid value: {}: {e}", quote(key)));
-        }
-        let shown = || {
-            format!(
-                "[{}]",
-                values
-                    .iter()
-                    .map(|v| quote(v))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
-        let mut bound = 0;
-        match operator {
-            Operator::In | Operator::NotIn if values.is_empty() => {
-                return Err(format!(
-                    "values: Invalid value: {}: for 'in', 'notin' operators, values set can't be empty",
-                    shown()
-                ));
-            }
-            Operator::Equals | Operator::NotEquals if values.len() != 1 => {
-                return Err(format!(
-                    "values: Invalid value: {}: exact-match compatibility requires one single value",
-                    shown()
-                ));
-            }
-            Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
-                return Err(format!(
-                    "values: Invalid value: {}: values set must be empty for exists and does not exist",
-                    shown()
-                ));
-            }
-            Operator::GreaterThan | Operator::LessThan => {
-                let [v] = values.as_slice() else {
-                    return Err(format!(
-                        "values: Invalid value: {}: for 'Gt', 'Lt' operators, exactly one value is required",
-                        shown()
-                    ));
-                };
-                bound = v.parse::<i64>().map_err(|_| {
-                    format!(
-                        "values[0]: Invalid value: {}: for 'Gt', 'Lt' operators, the value must be an integer",
-                        quote(v)
-                    )
-                })?;
-            }
-            _ => {}
-        }
-        for (i, v) in values.iter().enumerate() {
-            if let Some(e) = label_value_error(v) {
-                return Err(format!("values[{i}]: Invalid value: {}: {e}", quote(v)));
-            }
-        }
-        Ok(Requirement {
-            key: key.to_string(),
-            operator,
-            values,
-            bound,
-        })
-    }
-
-    /// `Requirement.Matches`.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let have = labels.get(&self.key);
-        let listed = |v: &String| self.values.contains(v);
-        match self.operator {
-            Operator::In | Operator::Equals => have.is_some_and(listed),
-            Operator::NotIn | Operator::NotEquals => have.is_none_or(|v| !listed(v)),
-            Operator::Exists => have.is_some(),
-            Operator::DoesNotExist => have.is_none(),
-            Operator::GreaterThan | Operator::LessThan => {
-                let Some(Ok(n)) = have.map(|v| v.parse::<i64>()) else {
-                    return false;
-                };
-                if self.operator == Operator::GreaterThan {
-                    n > self.bound
-                } else {
-                    n < self.bound
-                }
-            }
-        }
-    }
-}
 
 /// A cluster selector: the AND of its requirements (none: every cluster).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -209,17 +92,7 @@ impl fmt::Display for ClusterSelector {
             if i > 0 {
                 f.write_str(",")?;
             }
-            let vals = r.values.join(",");
-            match r.operator {
-                Operator::In => write!(f, "{} in ({vals})", r.key)?,
-                Operator::NotIn => write!(f, "{} notin ({vals})", r.key)?,
-                Operator::Equals => write!(f, "{}={vals}", r.key)?,
-                Operator::NotEquals => write!(f, "{}!={vals}", r.key)?,
-                Operator::Exists => write!(f, "{}", r.key)?,
-                Operator::DoesNotExist => write!(f, "!{}", r.key)?,
-                Operator::GreaterThan => write!(f, "{}>{vals}", r.key)?,
-                Operator::LessThan => write!(f, "{}<{vals}", r.key)?,
-            }
+            write!(f, "{r}")?;
         }
         Ok(())
     }
@@ -322,7 +195,7 @@ fn requirement_of(item: &Value) -> Result<Requirement, String> {
             ));
         }
     };
-    let Some(operator) = Operator::parse(&op_text) else {
+    let Some(operator) = parse_operator(&op_text) else {
         return Err(format!(
             "operator: Unsupported value: {}: supported values: {SUPPORTED_OPERATORS}",
             quote(&op_text)
@@ -346,74 +219,6 @@ fn json_kind(v: &Value) -> &'static str {
 /// A string quoted as Go's `%q` would (JSON escaping is close enough).
 fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
-}
-
-/// Matches `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
-fn is_name_part(s: &str) -> bool {
-    let b = s.as_bytes();
-    match (b.first(), b.last()) {
-        (Some(f), Some(l)) => {
-            f.is_ascii_alphanumeric()
-                && l.is_ascii_alphanumeric()
-                && b.iter()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-        }
-        _ => false,
-    }
-}
-
-/// Matches a DNS-1123 subdomain of at most 253 characters.
-fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|l| {
-            let b = l.as_bytes();
-            let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-            matches!((b.first(), b.last()), (Some(f), Some(l)) if alnum(f) && alnum(l))
-                && b.iter().all(|c| alnum(c) || *c == b'-')
-        })
-}
-
-const NAME_PART_RULE: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-
-/// `IsQualifiedName` (a label key): the first problem, if any.
-fn label_key_error(key: &str) -> Option<String> {
-    let (prefix, name) = match key.split_once('/') {
-        None => (None, key),
-        Some((p, n)) => (Some(p), n),
-    };
-    if let Some(p) = prefix {
-        if p.is_empty() {
-            return Some("prefix part must be non-empty".into());
-        }
-        if !is_dns_subdomain(p) {
-            return Some(
-                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character".into(),
-            );
-        }
-    }
-    if name.is_empty() {
-        return Some("name part must be non-empty".into());
-    }
-    if name.len() > 63 {
-        return Some("name part must be no more than 63 bytes".into());
-    }
-    if !is_name_part(name) {
-        return Some(format!("name part {NAME_PART_RULE}"));
-    }
-    None
-}
-
-/// `IsValidLabelValue`: the first problem, if any.
-fn label_value_error(v: &str) -> Option<String> {
-    if v.len() > 63 {
-        return Some("must be no more than 63 bytes".into());
-    }
-    if !v.is_empty() && !is_name_part(v) {
-        return Some(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character".into(),
-        );
-    }
-    None
 }
 
 #[cfg(test)]
