@@ -12,6 +12,8 @@ pub struct FederatedKind {
     pub resource: ApiResource,
     /// Namespaced (else cluster-scoped).
     pub namespaced: bool,
+    /// The objects of a federated CRD (else a built-in kind).
+    pub custom: bool,
 }
 
 impl FederatedKind {
@@ -31,7 +33,14 @@ impl FederatedKind {
                 plural: plural.to_string(),
             },
             namespaced,
+            custom: false,
         }
+    }
+
+    /// The same kind, marked as the objects of a federated CRD.
+    pub fn custom(mut self) -> Self {
+        self.custom = true;
+        self
     }
 
     /// `plural.group` (or `plural` for the core group), as in RBAC and logs.
@@ -44,12 +53,17 @@ impl FederatedKind {
     }
 }
 
+/// The Namespace kind (created in a member before the objects in it).
+pub fn namespaces() -> FederatedKind {
+    FederatedKind::new("", "v1", "Namespace", "namespaces", false)
+}
+
 /// The built-in federated kinds, namespaces first, then the CRD kind (so
 /// a federated CRD reaches a member before its custom resources).
 pub fn builtin() -> Vec<FederatedKind> {
     let k = FederatedKind::new;
     vec![
-        k("", "v1", "Namespace", "namespaces", false),
+        namespaces(),
         k(
             "apiextensions.k8s.io",
             "v1",

@@ -185,13 +185,16 @@ fn crd_kind(crd: &CustomResourceDefinition) -> Option<FederatedKind> {
         .iter()
         .find(|v| v.storage)
         .or_else(|| spec.versions.iter().find(|v| v.served))?;
-    Some(FederatedKind::new(
-        &spec.group,
-        &version.name,
-        &spec.names.kind,
-        &spec.names.plural,
-        spec.scope == "Namespaced",
-    ))
+    Some(
+        FederatedKind::new(
+            &spec.group,
+            &version.name,
+            &spec.names.kind,
+            &spec.names.plural,
+            spec.scope == "Namespaced",
+        )
+        .custom(),
+    )
 }
 
 /// What placement sees of the member set: readiness and labels by name.
@@ -397,13 +400,6 @@ impl TypeSync {
             Some(ns) => Api::namespaced_with(self.shared.fed.clone(), ns, &self.kind.resource),
             None => Api::all_with(self.shared.fed.clone(), &self.kind.resource),
         }
-    }
-
-    fn is_custom(&self) -> bool {
-        !kinds::builtin().iter().any(|k| {
-            k.resource.plural == self.kind.resource.plural
-                && k.resource.group == self.kind.resource.group
-        })
     }
 
     fn timeout(&self) -> Duration {
@@ -859,7 +855,7 @@ async fn sync_cluster(
                 retry: None,
             }
         }
-        Err(e) if e.not_found() && ctx.is_custom() => Outcome {
+        Err(e) if e.not_found() && ctx.kind.custom => Outcome {
             retry: Some(Duration::from_secs(2)),
             ..Outcome::keep(pending(
                 prev,
@@ -901,12 +897,12 @@ async fn apply(
 /// Create the namespace `ns` in a member from its federated twin, before
 /// an object in it. False when the federation does not propagate it.
 async fn ensure_namespace(ctx: &TypeSync, member: &Member, ns: &str) -> bool {
-    let api: Api<DynamicObject> =
-        Api::all_with(ctx.shared.fed.clone(), &kinds::builtin()[0].resource);
+    let kind = kinds::namespaces();
+    let api: Api<DynamicObject> = Api::all_with(ctx.shared.fed.clone(), &kind.resource);
     let Ok(obj) = api.get(ns).await else {
         return false;
     };
-    let Ok(fed_ns) = as_value(&obj, &kinds::builtin()[0]) else {
+    let Ok(fed_ns) = as_value(&obj, &kind) else {
         return false;
     };
     if !member_object::is_propagated("namespaces", &fed_ns) {
@@ -916,7 +912,7 @@ async fn ensure_namespace(ctx: &TypeSync, member: &Member, ns: &str) -> bool {
         return false;
     };
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    let Ok(req) = Request::new(DynamicObject::url_path(&kinds::builtin()[0].resource, None)).patch(
+    let Ok(req) = Request::new(DynamicObject::url_path(&kind.resource, None)).patch(
         ns,
         &params,
         &Patch::Apply(&copy),
@@ -949,10 +945,12 @@ fn may_have_copy(
         return true;
     }
     match ctx.cache_of(&member.name) {
-        Some((store, true)) => store
-            .get(&ctx.object_ref(name, ns))
-            .and_then(|o| serde_json::to_value(&*o).ok())
-            .is_some_and(|a| is_ours(&a, uid).1),
+        Some((store, true)) => store.get(&ctx.object_ref(name, ns)).is_some_and(|o| {
+            o.annotations()
+                .get(ORIGIN_UID_ANNOTATION)
+                .map(String::as_str)
+                == Some(uid)
+        }),
         // Not synced yet: do not guess.
         _ => false,
     }
