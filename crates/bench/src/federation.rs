@@ -18,8 +18,7 @@
 //! (`kill_on_drop`).
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,12 +29,11 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 use tokio::sync::{oneshot, watch};
 
 use crate::client;
 use crate::procfs::{self, Process};
+use crate::server::{ManagedServer, ServerSpec};
 use crate::stats::{Latencies, ms};
 
 /// The namespace of the bench's federated objects.
@@ -44,8 +42,6 @@ const NAMESPACE: &str = "fedbench";
 const LABEL_KEY: &str = "bench.ubernetes.io/fed";
 /// Where member credentials live in the host.
 const FEDERATION_NAMESPACE: &str = "federation-system";
-/// How long one server may take to announce itself and be ready.
-const START_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// What `bench federation` does.
 #[derive(Debug, Clone)]
@@ -74,170 +70,12 @@ pub struct FederationOptions {
     pub skip_restart: bool,
 }
 
-/// A `ubernetes serve` child with extra flags, on a temp data dir; restarts
-/// keep the data dir and the port.
-struct Proc {
-    bin: PathBuf,
-    args: Vec<String>,
-    dir: tempfile::TempDir,
-    child: Option<Child>,
-    port: u16,
-    url: String,
-    kubeconfig: PathBuf,
-}
-
-impl Proc {
-    /// Start on a fresh temp dir and a free port; returns once it
-    /// announced its URL (not yet ready: see [`Self::wait_ready`]).
-    async fn start(bin: &Path, args: Vec<String>, log_level: &str) -> Result<Self> {
-        let dir = tempfile::Builder::new()
-            .prefix("ubernetes-fedbench-")
-            .tempdir()
-            .context("creating a temporary data dir")?;
-        let mut all = vec!["--log-level".to_owned(), log_level.to_owned()];
-        all.extend(args);
-        let mut p = Self {
-            bin: bin.to_owned(),
-            args: all,
-            dir,
-            child: None,
-            port: 0,
-            url: String::new(),
-            kubeconfig: PathBuf::new(),
-        };
-        p.spawn().await?;
-        Ok(p)
-    }
-
-    fn log_path(&self) -> PathBuf {
-        self.dir.path().join("server.log")
-    }
-
-    /// The last `n` lines of its log.
-    fn log_tail(&self, n: usize) -> String {
-        let text = std::fs::read_to_string(self.log_path()).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(n)..].join("\n")
-    }
-
-    async fn spawn(&mut self) -> Result<()> {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.log_path())
-            .context("opening server.log")?;
-        let mut child = Command::new(&self.bin)
-            .arg("serve")
-            .arg("--data-dir")
-            .arg(self.dir.path().join("data"))
-            .arg("--secure-port")
-            .arg(self.port.to_string())
-            .arg("--bind-address")
-            .arg("127.0.0.1")
-            .args(&self.args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(log))
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("starting {}", self.bin.display()))?;
-        let stdout = child.stdout.take().context("the child's stdout")?;
-        self.child = Some(child);
-        let mut lines = BufReader::new(stdout).lines();
-        let (mut url, mut kubeconfig) = (None, None);
-        let announced = tokio::time::timeout(START_TIMEOUT, async {
-            while let Some(line) = lines.next_line().await? {
-                if let Some(u) = line.strip_prefix("ubernetes: serving on ") {
-                    url = Some(u.trim().to_owned());
-                } else if let Some(k) = line.strip_prefix("ubernetes: kubeconfig ") {
-                    kubeconfig = Some(PathBuf::from(k.trim()));
-                }
-                if url.is_some() && kubeconfig.is_some() {
-                    return Ok::<_, std::io::Error>(true);
-                }
-            }
-            Ok(false)
-        })
-        .await;
-        if !matches!(announced, Ok(Ok(true))) {
-            self.kill9().await;
-            bail!(
-                "the server did not print its URL and kubeconfig; log:\n{}",
-                self.log_tail(40)
-            );
-        }
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        let url = url.unwrap_or_default();
-        self.port = url
-            .trim_end_matches('/')
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .with_context(|| format!("no port in {url:?}"))?;
-        self.url = url;
-        self.kubeconfig = kubeconfig.unwrap_or_default();
-        Ok(())
-    }
-
-    /// Poll `/readyz` until `ok`.
-    async fn wait_ready(&mut self) -> Result<()> {
-        let deadline = Instant::now() + START_TIMEOUT;
-        let client = self.client().await?;
-        loop {
-            if client::is_ready(&client).await {
-                return Ok(());
-            }
-            if let Some(child) = self.child.as_mut()
-                && let Ok(Some(status)) = child.try_wait()
-            {
-                bail!(
-                    "the server exited with {status}; log:\n{}",
-                    self.log_tail(40)
-                );
-            }
-            if Instant::now() > deadline {
-                bail!(
-                    "not ready in {START_TIMEOUT:?}; log:\n{}",
-                    self.log_tail(40)
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    async fn client(&self) -> Result<Client> {
-        client::from_kubeconfig(&self.kubeconfig, None).await
-    }
-
-    fn process(&self) -> Option<Process> {
-        self.child.as_ref().and_then(Child::id).map(Process::new)
-    }
-
-    async fn kill9(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.start_kill();
-            let _ = child.wait().await;
-        }
-    }
-
-    /// SIGTERM, up to 30 s for a graceful exit, then SIGKILL.
-    async fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            if let Some(pid) = child.id() {
-                let _ = Command::new("kill")
-                    .arg("-TERM")
-                    .arg(pid.to_string())
-                    .status()
-                    .await;
-            }
-            if tokio::time::timeout(Duration::from_secs(30), child.wait())
-                .await
-                .is_err()
-            {
-                let _ = child.start_kill();
-                let _ = child.wait().await;
-            }
-        }
+/// How to start one process of the federation with these flags.
+fn spec(opts: &FederationOptions, args: Vec<String>) -> ServerSpec {
+    ServerSpec {
+        bin: opts.bin.clone(),
+        log_level: opts.log_level.clone(),
+        extra_args: args,
     }
 }
 
@@ -587,13 +425,13 @@ pub async fn run(opts: &FederationOptions) -> Result<()> {
         "--default-watch-cache-size".to_owned(),
         opts.member_watch_cache.to_string(),
     ];
-    let mut host = Proc::start(&opts.bin, host_args, &opts.log_level).await?;
+    let mut host = ManagedServer::start_unready(spec(opts, host_args)).await?;
     // Members start 4 at a time (each generates its certificates).
-    let mut members: Vec<Proc> = stream::iter(0..opts.members)
+    let mut members: Vec<ManagedServer> = stream::iter(0..opts.members)
         .map(|_| {
             let args = member_args.clone();
             async move {
-                let mut p = Proc::start(&opts.bin, args, &opts.log_level).await?;
+                let mut p = ManagedServer::start_unready(spec(opts, args)).await?;
                 p.wait_ready().await?;
                 Ok::<_, anyhow::Error>(p)
             }
@@ -610,7 +448,7 @@ pub async fn run(opts: &FederationOptions) -> Result<()> {
     }
     eprintln!(
         "federation: host {} and {} members started in {:.1} s",
-        host.url,
+        host.url(),
         members.len(),
         t.elapsed().as_secs_f64()
     );
@@ -625,7 +463,11 @@ pub async fn run(opts: &FederationOptions) -> Result<()> {
     result
 }
 
-async fn scenarios(opts: &FederationOptions, host: &mut Proc, members: &[Proc]) -> Result<()> {
+async fn scenarios(
+    opts: &FederationOptions,
+    host: &mut ManagedServer,
+    members: &[ManagedServer],
+) -> Result<()> {
     let m = members.len();
     let hc = host.client().await?;
     let mut member_clients = Vec::with_capacity(m);
@@ -645,8 +487,8 @@ async fn scenarios(opts: &FederationOptions, host: &mut Proc, members: &[Proc]) 
     .await?;
     for (i, p) in members.iter().enumerate() {
         let name = format!("member-{i}");
-        let kubeconfig = std::fs::read_to_string(&p.kubeconfig)
-            .with_context(|| format!("reading {}", p.kubeconfig.display()))?;
+        let kubeconfig = std::fs::read_to_string(p.kubeconfig())
+            .with_context(|| format!("reading {}", p.kubeconfig().display()))?;
         ensure(
             &hc,
             &format!("/api/v1/namespaces/{FEDERATION_NAMESPACE}/secrets"),
@@ -661,7 +503,7 @@ async fn scenarios(opts: &FederationOptions, host: &mut Proc, members: &[Proc]) 
             "/apis/federation/v1beta1/clusters",
             json!({"apiVersion": "federation/v1beta1", "kind": "Cluster",
                    "metadata": {"name": name},
-                   "spec": {"serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": p.url}],
+                   "spec": {"serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": p.url()}],
                             "secretRef": {"name": name}}}),
             "cluster",
         )
@@ -719,7 +561,7 @@ async fn scenarios(opts: &FederationOptions, host: &mut Proc, members: &[Proc]) 
 
 async fn measured(
     opts: &FederationOptions,
-    host: &mut Proc,
+    host: &mut ManagedServer,
     hc: &Client,
     member_clients: &[Client],
     tracker: &Arc<Tracker>,
@@ -815,7 +657,7 @@ async fn measured(
     host.stop().await;
     let stopped = t.elapsed();
     let t = Instant::now();
-    host.spawn().await?;
+    host.relaunch().await?;
     host.wait_ready().await?;
     let ready = t.elapsed();
     let win = Window::open(host.process());

@@ -80,6 +80,7 @@ impl ServerArgs {
                 .clone()
                 .unwrap_or_else(server::default_bin),
             log_level: self.server_log_level.clone(),
+            extra_args: Vec::new(),
         }
     }
 }

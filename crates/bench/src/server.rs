@@ -35,6 +35,8 @@ pub struct ServerSpec {
     pub bin: PathBuf,
     /// Its `--log-level`.
     pub log_level: String,
+    /// More `serve` flags (e.g. `--federation-controllers=false`).
+    pub extra_args: Vec<String>,
 }
 
 /// A running (or killed) `ubernetes serve`.
@@ -51,6 +53,14 @@ impl ManagedServer {
     /// Start a server on a fresh temporary data dir and a free port, and
     /// wait until it is ready.
     pub async fn start(spec: ServerSpec) -> Result<Self> {
+        let mut s = Self::start_unready(spec).await?;
+        s.wait_ready().await?;
+        Ok(s)
+    }
+
+    /// Start a server and return once it announced its URL, before it is
+    /// ready (so several can start at once; see [`Self::wait_ready`]).
+    pub async fn start_unready(spec: ServerSpec) -> Result<Self> {
         if !spec.bin.exists() {
             bail!(
                 "{} not found: build it (`cargo build --release -p ubernetes`) or pass --ubernetes-bin",
@@ -73,7 +83,8 @@ impl ManagedServer {
         Ok(s)
     }
 
-    /// Start the process on `self.port` (0 the first time) and wait for it.
+    /// Start the process on `self.port` (0 the first time) and wait until
+    /// it announced its URL and kubeconfig.
     async fn spawn(&mut self) -> Result<()> {
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -90,6 +101,7 @@ impl ManagedServer {
             .arg("127.0.0.1")
             .arg("--log-level")
             .arg(&self.spec.log_level)
+            .args(&self.spec.extra_args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
@@ -133,11 +145,11 @@ impl ManagedServer {
         self.port = port_of(&url).with_context(|| format!("no port in {url:?}"))?;
         self.url = url;
         self.kubeconfig = kubeconfig.unwrap_or_default();
-        self.wait_ready().await
+        Ok(())
     }
 
     /// Poll `/readyz` until it says `ok`.
-    async fn wait_ready(&mut self) -> Result<()> {
+    pub async fn wait_ready(&mut self) -> Result<()> {
         let deadline = Instant::now() + START_TIMEOUT;
         let client = self.client().await?;
         loop {
@@ -210,6 +222,14 @@ impl ManagedServer {
     /// [`Self::stop`].
     pub async fn restart(&mut self) -> Result<()> {
         self.kill9().await;
+        self.spawn().await?;
+        self.wait_ready().await
+    }
+
+    /// Start again on the same data dir and port after [`Self::stop`],
+    /// returning once it announced its URL (not yet ready).
+    pub async fn relaunch(&mut self) -> Result<()> {
+        self.kill9().await;
         self.spawn().await
     }
 
@@ -255,6 +275,7 @@ mod tests {
         let spec = ServerSpec {
             bin: PathBuf::from("/nonexistent/ubernetes"),
             log_level: "warn".into(),
+            extra_args: Vec::new(),
         };
         let err = ManagedServer::start(spec)
             .await
