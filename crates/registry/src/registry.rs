@@ -138,7 +138,11 @@ impl Registry {
         );
         self.stores.write().push(store.clone());
         self.by_gvr.write().insert(
-            (info.group.clone(), info.version.clone(), info.resource.clone()),
+            (
+                info.group.clone(),
+                info.version.clone(),
+                info.resource.clone(),
+            ),
             store.clone(),
         );
         Ok(store)
