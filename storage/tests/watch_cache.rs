@@ -62,6 +62,10 @@ fn rv_of(o: &CachedObject) -> String {
         .to_owned()
 }
 
+fn names(items: &[Arc<CachedObject>]) -> Vec<String> {
+    items.iter().map(|o| o.key.clone()).collect()
+}
+
 async fn sled() -> (tempfile::TempDir, Arc<SledStorage>) {
     let dir = tempfile::TempDir::new().expect("tempdir");
     let s = Arc::new(SledStorage::open(dir.path()).expect("open"));
@@ -125,15 +129,10 @@ async fn gets_and_lists_see_writes_after_wait_for_revision() {
     assert_eq!(c.mod_revision, last);
     assert_eq!(rv_of(&c), last.to_string());
     assert_eq!(json_of(&c)["data"]["k"], "1");
-    assert_eq!(c.attrs.labels.get("app").map(String::as_str), Some("x"));
-    assert_eq!(
-        c.attrs.fields.get("metadata.namespace").map(String::as_str),
-        Some("ns1")
-    );
+    assert_eq!(c.attrs.labels.get("app"), Some("x"));
+    assert_eq!(c.attrs.fields.get("metadata.namespace"), Some("ns1"));
     assert!(cache.get(&key("ns3", "nope")).is_none());
 
-    let names =
-        |items: &[Arc<CachedObject>]| items.iter().map(|o| o.key.clone()).collect::<Vec<String>>();
     let (items, rev, remaining) = cache.list("/configmaps/ns1/", None, None, 0);
     assert_eq!(
         names(&items),
@@ -153,8 +152,7 @@ async fn gets_and_lists_see_writes_after_wait_for_revision() {
     assert_eq!(names(&page), [key("ns1", "c"), key("ns1", "pre")]);
     assert_eq!(remaining, 1);
 
-    let app_x: FilterFn =
-        Arc::new(|o: &CachedObject| o.attrs.labels.get("app").map(String::as_str) == Some("x"));
+    let app_x: FilterFn = Arc::new(|o: &CachedObject| o.attrs.labels.get("app") == Some("x"));
     let (items, _, remaining) = cache.list("/configmaps/", None, Some(&app_x), 1);
     assert_eq!(names(&items), [key("ns1", "b")]);
     assert_eq!(remaining, 2, "only matching items are counted");
@@ -267,8 +265,7 @@ async fn watch_resumes_from_a_revision_then_follows_live() {
 async fn filtered_watch_turns_transitions_into_added_and_deleted() {
     let (_dir, s) = sled().await;
     let cache = start(s.clone(), CacheConfig::default()).await;
-    let app_x: FilterFn =
-        Arc::new(|o: &CachedObject| o.attrs.labels.get("app").map(String::as_str) == Some("x"));
+    let app_x: FilterFn = Arc::new(|o: &CachedObject| o.attrs.labels.get("app") == Some("x"));
     let mut w = cache
         .watch("/configmaps/", cache.revision(), Some(app_x))
         .expect("watch");
@@ -338,8 +335,7 @@ async fn filtered_watch_turns_transitions_into_added_and_deleted() {
         (EventType::Deleted, md.mod_revision)
     );
     // The same transitions are replayed from the ring for a late watcher.
-    let app_x: FilterFn =
-        Arc::new(|o: &CachedObject| o.attrs.labels.get("app").map(String::as_str) == Some("x"));
+    let app_x: FilterFn = Arc::new(|o: &CachedObject| o.attrs.labels.get("app") == Some("x"));
     let mut late = cache
         .watch("/configmaps/", v1.mod_revision, Some(app_x))
         .expect("watch");
@@ -549,4 +545,123 @@ async fn upstream_failure_relists_and_closes_watchers_with_compacted() {
     assert!(cache.get(&key("ns", "b")).is_some());
     let e = event(&mut w2).await;
     assert_eq!(e.object.mod_revision, b.mod_revision);
+}
+
+/// Pages of a list at an older revision come from the cache and equal a
+/// list of storage history at that revision, whatever changed since.
+#[tokio::test]
+async fn lists_at_an_earlier_revision_match_storage_history() {
+    let (_dir, s) = sled().await;
+    let cache = start(s.clone(), CacheConfig::default()).await;
+    for name in ["a", "b", "c", "d", "e"] {
+        s.create(&key("ns", name), obj("ns", name, json!({"app": "x"}), "v1"))
+            .await
+            .expect("create");
+    }
+    let before = s.current_revision().await.expect("revision");
+    let b = s.get(&key("ns", "b")).await.expect("get").expect("b");
+    s.update(
+        &key("ns", "b"),
+        obj("ns", "b", json!({"app": "y"}), "v2"),
+        b.mod_revision,
+    )
+    .await
+    .expect("update b");
+    s.delete(&key("ns", "c"), None).await.expect("delete c");
+    s.create(&key("ns", "bb"), obj("ns", "bb", json!({"app": "x"}), "v1"))
+        .await
+        .expect("create bb");
+    let d = s.get(&key("ns", "d")).await.expect("get").expect("d");
+    s.update(
+        &key("ns", "d"),
+        obj("ns", "d", json!({"app": "x"}), "v2"),
+        d.mod_revision,
+    )
+    .await
+    .expect("update d");
+    let latest = s.current_revision().await.expect("revision");
+    cache.wait_for_revision(latest).await.expect("caught up");
+
+    let history = s
+        .list(
+            "/configmaps/",
+            ListOptions {
+                revision: Some(before),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("storage history");
+    let want: Vec<(String, Value)> = history
+        .items
+        .iter()
+        .map(|kv| {
+            let mut v: Value = serde_json::from_slice(&kv.value).expect("json");
+            v["metadata"]["resourceVersion"] = json!(kv.mod_revision.to_string());
+            (kv.key.clone(), v)
+        })
+        .collect();
+    assert_eq!(want.len(), 5);
+
+    // Whole, and in pages of two after each page's last key.
+    let (all, remaining) = cache
+        .list_at("/configmaps/", None, None, 0, before)
+        .expect("in the window");
+    let got: Vec<(String, Value)> = all.iter().map(|o| (o.key.clone(), json_of(o))).collect();
+    assert_eq!(got, want);
+    assert_eq!(remaining, 0);
+    let (page, remaining) = cache
+        .list_at("/configmaps/", Some(&key("ns", "a")), None, 2, before)
+        .expect("in the window");
+    assert_eq!(names(&page), [key("ns", "b"), key("ns", "c")]);
+    assert_eq!(json_of(&page[0])["data"]["k"], "v1", "b as it was");
+    assert_eq!(remaining, 2);
+
+    // Filters see the old labels: b matched app=x then.
+    let app_x: FilterFn = Arc::new(|o: &CachedObject| o.attrs.labels.get("app") == Some("x"));
+    let (x, _) = cache
+        .list_at("/configmaps/", None, Some(&app_x), 0, before)
+        .expect("in the window");
+    assert_eq!(x.len(), 5);
+
+    // Outside the window: storage must answer.
+    assert!(
+        cache
+            .list_at("/configmaps/", None, None, 0, latest + 1)
+            .is_none()
+    );
+}
+
+/// A window of a few events: a revision older than the ring is not served.
+#[tokio::test]
+async fn lists_before_the_window_are_not_served_from_the_cache() {
+    let (_dir, s) = sled().await;
+    let cache = start(
+        s.clone(),
+        CacheConfig {
+            window: 2,
+            ..CacheConfig::default()
+        },
+    )
+    .await;
+    let first = s
+        .create(&key("ns", "a"), obj("ns", "a", json!({}), "v"))
+        .await
+        .expect("create");
+    for name in ["b", "c", "d"] {
+        s.create(&key("ns", name), obj("ns", name, json!({}), "v"))
+            .await
+            .expect("create");
+    }
+    let latest = s.current_revision().await.expect("revision");
+    cache.wait_for_revision(latest).await.expect("caught up");
+    assert!(
+        cache
+            .list_at("/configmaps/", None, None, 0, first.mod_revision)
+            .is_none()
+    );
+    let (items, _) = cache
+        .list_at("/configmaps/", None, None, 0, latest)
+        .expect("the current revision is in the window");
+    assert_eq!(items.len(), 4);
 }

@@ -287,10 +287,7 @@ mod tests {
         );
         assert_eq!(s.selectable_fields(), &["spec.color"]);
         let attrs = s.attrs(&json!({"metadata": {"name": "a"}, "spec": {"color": "red"}}));
-        assert_eq!(
-            attrs.fields.get("spec.color").map(String::as_str),
-            Some("red")
-        );
+        assert_eq!(attrs.fields.get("spec.color"), Some("red"));
     }
 
     #[test]

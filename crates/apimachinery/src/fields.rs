@@ -36,7 +36,12 @@ impl FieldRequirement {
     /// Whether the fields satisfy the term; a missing field reads as `""`
     /// (as `fields.Set.Get`).
     pub fn matches(&self, fields: &BTreeMap<String, String>) -> bool {
-        let have = fields.get(&self.field).map_or("", String::as_str);
+        self.matches_with(|k| fields.get(k).map(String::as_str))
+    }
+
+    /// [`FieldRequirement::matches`] over any field set, given as its lookup.
+    pub fn matches_with<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
+        let have = get(&self.field).unwrap_or("");
         match self.operator {
             FieldOperator::Equals => have == self.value,
             FieldOperator::NotEquals => have != self.value,
@@ -86,7 +91,12 @@ impl FieldSelector {
 
     /// Whether every term holds.
     pub fn matches(&self, fields: &BTreeMap<String, String>) -> bool {
-        self.terms.iter().all(|t| t.matches(fields))
+        self.matches_with(|k| fields.get(k).map(String::as_str))
+    }
+
+    /// [`FieldSelector::matches`] over any field set, given as its lookup.
+    pub fn matches_with<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
+        self.terms.iter().all(|t| t.matches_with(&get))
     }
 
     /// Whether it restricts nothing.

@@ -206,17 +206,22 @@ impl Requirement {
 
     /// Whether the labels satisfy this requirement (`Requirement.Matches`).
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.matches_with(|k| labels.get(k).map(String::as_str))
+    }
+
+    /// [`Requirement::matches`] over any label set, given as its lookup.
+    pub fn matches_with<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
         match self.operator {
             Operator::In | Operator::Equals | Operator::DoubleEquals => {
-                labels.get(&self.key).is_some_and(|v| self.has_value(v))
+                get(&self.key).is_some_and(|v| self.has_value(v))
             }
             Operator::NotIn | Operator::NotEquals => {
-                labels.get(&self.key).is_none_or(|v| !self.has_value(v))
+                get(&self.key).is_none_or(|v| !self.has_value(v))
             }
-            Operator::Exists => labels.contains_key(&self.key),
-            Operator::DoesNotExist => !labels.contains_key(&self.key),
+            Operator::Exists => get(&self.key).is_some(),
+            Operator::DoesNotExist => get(&self.key).is_none(),
             Operator::GreaterThan | Operator::LessThan => {
-                let Some(Ok(have)) = labels.get(&self.key).map(|v| v.parse::<i64>()) else {
+                let Some(Ok(have)) = get(&self.key).map(|v| v.parse::<i64>()) else {
                     return false;
                 };
                 let [want] = self.values.as_slice() else {
@@ -335,7 +340,12 @@ impl Selector {
 
     /// Whether all requirements hold for `labels`.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        !self.nothing && self.requirements.iter().all(|r| r.matches(labels))
+        self.matches_with(|k| labels.get(k).map(String::as_str))
+    }
+
+    /// [`Selector::matches`] over any label set, given as its lookup.
+    pub fn matches_with<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
+        !self.nothing && self.requirements.iter().all(|r| r.matches_with(&get))
     }
 
     /// Whether it restricts nothing (`Selector.Empty()`); `nothing()` is not empty.

@@ -406,6 +406,12 @@ impl Store {
             _ => None,
         };
         if let Some(rev) = exact {
+            if let Some((items, remaining)) =
+                self.cache
+                    .list_at(&prefix, start_after.as_deref(), filter, limit, rev)
+            {
+                return Ok(self.list_result(items, rev, remaining));
+            }
             return self
                 .list_from_storage(&prefix, start_after, filter, limit, rev)
                 .await;
@@ -427,6 +433,16 @@ impl Store {
         let (items, rev, remaining) =
             self.cache
                 .list(&prefix, start_after.as_deref(), filter, limit);
+        Ok(self.list_result(items, rev, remaining))
+    }
+
+    /// A page of cached objects listed at `rev`, with `remaining` more to come.
+    fn list_result(
+        &self,
+        items: Vec<Arc<CachedObject>>,
+        rev: Revision,
+        remaining: u64,
+    ) -> ListResult {
         let continue_token = if remaining > 0 {
             items
                 .last()
@@ -434,12 +450,12 @@ impl Store {
         } else {
             None
         };
-        Ok(ListResult {
+        ListResult {
             items: items.iter().map(|o| o.json.clone()).collect(),
             resource_version: rev,
             remaining_item_count: continue_token.as_ref().map(|_| remaining),
             continue_token,
-        })
+        }
     }
 
     /// A list at an old revision, from storage history (continue pages, Exact).

@@ -314,10 +314,7 @@ fn a_namespace_is_active_with_the_kubernetes_finalizer_and_its_name_label() {
         !s.validate_name("a.b").is_empty(),
         "namespace names are DNS-1123 labels"
     );
-    assert_eq!(
-        s.attrs(&got).fields.get("status.phase").map(String::as_str),
-        Some("Active")
-    );
+    assert_eq!(s.attrs(&got).fields.get("status.phase"), Some("Active"));
 }
 
 #[test]
@@ -472,14 +469,14 @@ fn field_selectors_follow_kube_attrs() {
     let pods = strategy("", "v1", "pods");
     let a = pods.attrs(&json!({"metadata": {"name": "p", "namespace": "d"},
         "spec": {"nodeName": "n1"}, "status": {"podIPs": [{"ip": "10.0.0.5"}]}}));
-    assert_eq!(a.fields["spec.nodeName"], "n1");
-    assert_eq!(a.fields["spec.hostNetwork"], "false");
-    assert_eq!(a.fields["status.podIP"], "10.0.0.5");
+    assert_eq!(&a.fields["spec.nodeName"], "n1");
+    assert_eq!(&a.fields["spec.hostNetwork"], "false");
+    assert_eq!(&a.fields["status.podIP"], "10.0.0.5");
     let events = strategy("", "v1", "events");
     let a = events.attrs(&json!({"metadata": {"name": "e"},
         "involvedObject": {"kind": "Pod", "name": "p"}, "reportingComponent": "kubelet"}));
-    assert_eq!(a.fields["involvedObject.kind"], "Pod");
-    assert_eq!(a.fields["source"], "kubelet");
+    assert_eq!(&a.fields["involvedObject.kind"], "Pod");
+    assert_eq!(&a.fields["source"], "kubelet");
     assert!(
         strategy("", "v1", "secrets")
             .selectable_fields()
@@ -487,7 +484,7 @@ fn field_selectors_follow_kube_attrs() {
     );
     let nodes = strategy("", "v1", "nodes");
     assert_eq!(
-        nodes.attrs(&json!({"metadata": {"name": "n"}})).fields["spec.unschedulable"],
+        &nodes.attrs(&json!({"metadata": {"name": "n"}})).fields["spec.unschedulable"],
         "false"
     );
 }

@@ -452,8 +452,12 @@ pub fn selector_filter(store: &Store, query: &Query) -> Result<Option<FilterFn>,
         return Ok(None);
     }
     Ok(Some(Arc::new(move |obj| {
-        labels.as_ref().is_none_or(|l| l.matches(&obj.attrs.labels))
-            && fields.as_ref().is_none_or(|f| f.matches(&obj.attrs.fields))
+        labels
+            .as_ref()
+            .is_none_or(|l| l.matches_with(|k| obj.attrs.labels.get(k)))
+            && fields
+                .as_ref()
+                .is_none_or(|f| f.matches_with(|k| obj.attrs.fields.get(k)))
     })))
 }
 
