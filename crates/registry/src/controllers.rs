@@ -195,7 +195,10 @@ struct GcIndex {
     dependents: HashMap<String, HashSet<ObjRef>>,
     /// object → its owners' uids (to update the index on change).
     owners: HashMap<ObjRef, Vec<String>>,
-    /// uid → object, for every object seen (owners are found by uid).
+    /// uid → object, for objects being deleted: a dependent that goes away
+    /// re-queues its owners found here (those waiting in foreground
+    /// deletion). Not kept for every object: that cost ~400 bytes per stored
+    /// object for nothing (docs/benchmarks.md).
     by_uid: HashMap<String, ObjRef>,
 }
 
@@ -269,7 +272,8 @@ impl GarbageCollector {
                     }
                 }
             }
-            if kind == EventType::Deleted {
+            let deleting = obj.pointer("/metadata/deletionTimestamp").is_some();
+            if kind == EventType::Deleted || !deleting {
                 idx.by_uid.remove(&my_uid);
             } else if !my_uid.is_empty() {
                 idx.by_uid.insert(my_uid.clone(), r.clone());
