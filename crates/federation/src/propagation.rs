@@ -248,7 +248,18 @@ impl TypeSync {
         ));
         let api: Api<DynamicObject> = Api::all_with(shared.fed.clone(), &ar);
         let closing = stop.clone();
-        Controller::new_with(api, watcher::Config::default(), ar)
+        // The controller's cache keeps only what decides whether and how to
+        // reconcile (metadata, a Secret's type): reconcile reads the content
+        // itself when it has members to write to. Holding every federated
+        // object in full cost ~5 KiB per object (heaptrack, docs/benchmarks.md).
+        let writer = reflector::store::Writer::new(ar.clone());
+        let reader = writer.as_reader();
+        let objects = reflector::reflector(
+            writer,
+            watch_fn(api, watcher::Config::default()).modify(slim),
+        )
+        .applied_objects();
+        Controller::for_stream_with(objects, reader, ar)
             .with_config(ControllerConfig::default().concurrency(CONCURRENCY))
             .reconcile_on(refs_rx)
             .reconcile_all_on(all_rx)
@@ -343,8 +354,11 @@ impl TypeSync {
         let cluster = member.name.clone();
         let kind = self.kind.id();
         tokio::spawn(async move {
-            let mut stream =
-                reflector::reflector(writer, watch_fn(api, wc).default_backoff()).boxed();
+            let mut stream = reflector::reflector(
+                writer,
+                watch_fn(api, wc).modify(slim_copy).default_backoff(),
+            )
+            .boxed();
             loop {
                 let event = tokio::select! {
                     () = task_stop.cancelled() => break,
@@ -495,6 +509,27 @@ async fn send(
     }
 }
 
+/// What the controller's cache keeps of a federated object: its metadata
+/// without managedFields, and a Secret's `type` (which decides whether it is
+/// propagated at all).
+fn slim(obj: &mut DynamicObject) {
+    obj.metadata.managed_fields = None;
+    let kept = obj.data.get("type").cloned();
+    obj.data = match kept {
+        Some(t) => json!({ "type": t }),
+        None => json!({}),
+    };
+}
+
+/// What a member cache keeps of a copy: everything but managedFields and
+/// status, which the in-sync check never reads.
+fn slim_copy(obj: &mut DynamicObject) {
+    obj.metadata.managed_fields = None;
+    if let Some(m) = obj.data.as_object_mut() {
+        m.remove("status");
+    }
+}
+
 fn as_value(obj: &DynamicObject, kind: &FederatedKind) -> Result<Value, serde_json::Error> {
     let mut v = serde_json::to_value(obj)?;
     if let Some(m) = v.as_object_mut() {
@@ -583,6 +618,18 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<TypeSync>) -> Result<Action
             Err(e) => return Err(e.into()),
         }
     }
+
+    // The cached object is metadata only (see `slim`): read the content to
+    // propagate, from the federation's own watch cache.
+    let obj = match ctx.fed_api(ns.as_deref()).get_opt(&name).await? {
+        Some(o) if o.uid().as_deref() == Some(uid.as_str()) => Arc::new(o),
+        // Gone or re-created: its own watch event reconciles it.
+        _ => return Ok(Action::await_change()),
+    };
+    if obj.meta().deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let fed = as_value(&obj, &ctx.kind)?;
 
     let placement = placement::placement_of(&fed);
     if let Placement::Invalid(msg) = &placement {
