@@ -103,6 +103,14 @@ pub struct ServerOptions {
     )]
     pub default_watch_cache_size: usize,
 
+    /// Memory for the embedded store's page cache (sled), in MiB. Reads are
+    /// served from the watch cache, so the store's cache only speeds up
+    /// writes (each reads the key's current state) and paged reads of old
+    /// revisions; past this size pages are read back from disk (usually the
+    /// OS page cache).
+    #[arg(long = "storage-cache-mib", value_name = "MIB", default_value_t = 64)]
+    pub storage_cache_mib: u64,
+
     /// On SIGTERM/SIGINT, how long /readyz reports failure while requests
     /// are still served, before the listener closes (lets load balancers
     /// notice). Go-style duration, e.g. 0s, 5s, 1m.
@@ -155,6 +163,7 @@ impl Default for ServerOptions {
                 service_cluster_ip_range: "10.96.0.0/12".to_string(),
                 max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
                 default_watch_cache_size: 10_000,
+                storage_cache_mib: 64,
                 shutdown_delay_duration: Duration::ZERO,
                 shutdown_grace: Duration::from_secs(10),
             },

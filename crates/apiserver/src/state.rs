@@ -18,7 +18,7 @@ use ubernetes_registry::store::WriteOptions;
 use ubernetes_registry::tokens::{TokenController, TokenIndex};
 use ubernetes_registry::{Registry, RegistryOptions};
 use ubernetes_storage::Storage;
-use ubernetes_storage::sled_engine::SledStorage;
+use ubernetes_storage::sled_engine::{SledOptions, SledStorage};
 
 use crate::authn::Authenticator;
 use crate::authz::Authorization;
@@ -81,7 +81,11 @@ pub async fn build_state(
         )
     })?;
     let path = store_dir.clone();
-    let storage = tokio::task::spawn_blocking(move || SledStorage::open(&path))
+    let sled_options = SledOptions {
+        cache_capacity: options.storage_cache_mib.saturating_mul(1024 * 1024),
+        ..SledOptions::default()
+    };
+    let storage = tokio::task::spawn_blocking(move || SledStorage::open_with(&path, sled_options))
         .await?
         .map_err(|e| {
             anyhow::anyhow!(

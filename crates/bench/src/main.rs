@@ -70,6 +70,11 @@ struct ServerArgs {
     /// server.log in its temporary directory).
     #[arg(long, value_name = "FILTER", default_value = "warn")]
     server_log_level: String,
+
+    /// One more flag for the started `ubernetes serve`, e.g.
+    /// `--server-arg=--storage-cache-mib=16` (repeat for several).
+    #[arg(long = "server-arg", value_name = "FLAG", allow_hyphen_values = true)]
+    server_args: Vec<String>,
 }
 
 impl ServerArgs {
@@ -80,7 +85,7 @@ impl ServerArgs {
                 .clone()
                 .unwrap_or_else(server::default_bin),
             log_level: self.server_log_level.clone(),
-            extra_args: Vec::new(),
+            extra_args: self.server_args.clone(),
         }
     }
 }
