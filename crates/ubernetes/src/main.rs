@@ -22,6 +22,13 @@ use ubernetes_apiserver::options::ServerOptions;
 mod join;
 use ubernetes_federation::FederationOptions;
 
+/// mimalloc instead of glibc's malloc: the server allocates and frees many
+/// small JSON values per request; with glibc, allocation was ~30 % of the
+/// server's instructions under `bench api` (docs/benchmarks.md has the
+/// before/after figures).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A Kubernetes-compatible federation API server.
 #[derive(Debug, Parser)]
 #[command(name = "ubernetes", version, about, long_about = None)]
