@@ -15,7 +15,9 @@
 //!   each watcher records receive − stamp. The writer waits for every
 //!   watcher to see an event before the next write, so the figure is the
 //!   delivery latency of one write to W watchers (it includes the write's
-//!   own commit; the write latency is printed beside it).
+//!   own commit; the write latency is printed beside it). The note also has
+//!   the fan-out: each receive − the first watcher's receive of that write,
+//!   i.e. the server's delivery to all W watchers without the commit.
 //!
 //! With a server process to read (`--start` or `--server-pid`) each line
 //! also has the CPU seconds the server spent in that scenario, and the end
@@ -26,7 +28,7 @@
 //! [`crate::client`]); the client runs on the same machine as the server.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -388,10 +390,12 @@ async fn scenarios(
             summary: w.delivery.summary(w.elapsed),
             server_cpu: cpu.seconds(),
             note: format!(
-                "{} watchers x {} writes; {} deliveries missed; write p50 {} p99 {}; watchers established in {:.1} s",
+                "{} watchers x {} writes; {} deliveries missed; fan-out (first to each watcher) p50 {} p99 {}; write p50 {} p99 {}; watchers established in {:.1} s",
                 opts.watchers,
                 opts.watch_events,
                 w.missed,
+                ms(w.fanout.percentile(50.0).unwrap_or_default()),
+                ms(w.fanout.percentile(99.0).unwrap_or_default()),
                 ms(w.writes.percentile(50.0).unwrap_or_default()),
                 ms(w.writes.percentile(99.0).unwrap_or_default()),
                 w.establish.as_secs_f64()
@@ -550,6 +554,10 @@ where
 struct WatchFigures {
     /// receive − stamp, one per delivery.
     delivery: Latencies,
+    /// receive − the first watcher's receive of the same write, one per
+    /// delivery: the server's fan-out to every watcher, without the write's
+    /// own commit.
+    fanout: Latencies,
     /// Latency of the writer's patches.
     writes: Latencies,
     /// Wall time of the write phase.
@@ -585,6 +593,10 @@ struct WatchState {
     /// Set when the last watch is established.
     all_established: Notify,
     delivery: Mutex<Latencies>,
+    /// Per write: the earliest receive (nanoseconds since the epoch).
+    first: Vec<AtomicU64>,
+    /// Every (write, receive nanoseconds since the epoch).
+    receipts: Mutex<Vec<(usize, u64)>>,
     watchers: usize,
 }
 
@@ -620,6 +632,8 @@ async fn watch_latency(
         established: AtomicUsize::new(0),
         all_established: Notify::new(),
         delivery: Mutex::new(Latencies::new()),
+        first: (0..events).map(|_| AtomicU64::new(u64::MAX)).collect(),
+        receipts: Mutex::new(Vec::with_capacity(events * watchers)),
         watchers,
     });
     let uri = format!(
@@ -697,8 +711,21 @@ async fn watch_latency(
             .lock()
             .map_err(|_| anyhow::anyhow!("a watcher panicked"))?,
     );
+    let mut fanout = Latencies::new();
+    for (seq, at) in state
+        .receipts
+        .lock()
+        .map_err(|_| anyhow::anyhow!("a watcher panicked"))?
+        .iter()
+    {
+        if let Some(first) = state.first.get(*seq) {
+            let first = first.load(Ordering::Acquire);
+            fanout.record(Duration::from_nanos(at.saturating_sub(first)));
+        }
+    }
     Ok(WatchFigures {
         delivery,
+        fanout,
         writes,
         elapsed,
         missed,
@@ -738,6 +765,13 @@ async fn watcher(client: Client, uri: String, state: Arc<WatchState>) -> Result<
         // Publish before counting, so the writer's wakeup sees the sample.
         if let Ok(mut all) = state.delivery.lock() {
             all.merge(std::mem::take(&mut mine));
+        }
+        let at = u64::try_from(received).unwrap_or(u64::MAX);
+        if let Some(first) = state.first.get(seq) {
+            first.fetch_min(at, Ordering::AcqRel);
+        }
+        if let Ok(mut r) = state.receipts.lock() {
+            r.push((seq, at));
         }
         if let Some(counter) = state.received.get(seq)
             && counter.fetch_add(1, Ordering::AcqRel) + 1 == state.watchers
