@@ -68,6 +68,8 @@ pub struct FederationOptions {
     pub timeout: Duration,
     /// Skip the restart scenario.
     pub skip_restart: bool,
+    /// More flags for every started server (`--server-arg`).
+    pub server_args: Vec<String>,
 }
 
 /// How to start one process of the federation with these flags.
@@ -75,7 +77,7 @@ fn spec(opts: &FederationOptions, args: Vec<String>) -> ServerSpec {
     ServerSpec {
         bin: opts.bin.clone(),
         log_level: opts.log_level.clone(),
-        extra_args: args,
+        extra_args: args.into_iter().chain(opts.server_args.iter().cloned()).collect(),
     }
 }
 

@@ -301,6 +301,7 @@ async fn run_federation(args: FederationArgs) -> Result<ExitCode> {
         log_level: spec.log_level,
         timeout: std::time::Duration::from_secs(args.timeout_seconds),
         skip_restart: args.skip_restart,
+        server_args: spec.extra_args,
     };
     println!(
         "bench federation: {} members, {} objects, concurrency {}, monitor period {}, member watch cache {}",
