@@ -77,7 +77,10 @@ fn spec(opts: &FederationOptions, args: Vec<String>) -> ServerSpec {
     ServerSpec {
         bin: opts.bin.clone(),
         log_level: opts.log_level.clone(),
-        extra_args: args.into_iter().chain(opts.server_args.iter().cloned()).collect(),
+        extra_args: args
+            .into_iter()
+            .chain(opts.server_args.iter().cloned())
+            .collect(),
     }
 }
 
