@@ -841,7 +841,7 @@ fn from_label_selector(v: &Value) -> Result<Selector, String> {
 }
 
 /// The JSON kind name as Go's decoder words it in type errors.
-pub(crate) fn json_kind(v: &Value) -> &'static str {
+pub fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",

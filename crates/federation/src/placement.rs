@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde_json::Value;
+use ubernetes_apimachinery::labels::json_kind;
 pub use ubernetes_apimachinery::labels::{Operator, Requirement};
 
 /// The annotation on a federated object that restricts its placement.
@@ -202,18 +203,6 @@ fn requirement_of(item: &Value) -> Result<Requirement, String> {
         ));
     };
     Requirement::new(&key, operator, values)
-}
-
-/// Go's name for a JSON value's type in unmarshal errors.
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// A string quoted as Go's `%q` would (JSON escaping is close enough).

@@ -813,19 +813,10 @@ async fn sync_cluster(
     }
     let actual: Option<Value> = match store.get(&ctx.object_ref(name, ns)) {
         Some(o) => serde_json::to_value(&*o).ok(),
-        None => {
-            let req = match Request::new(DynamicObject::url_path(&ctx.kind.resource, ns))
-                .get(name, &Default::default())
-            {
-                Ok(r) => r,
-                Err(e) => return failed(e.to_string(), "FailedUpdateInCluster"),
-            };
-            match send(&member.client, req, ctx.timeout()).await {
-                Ok((_, v)) => Some(v),
-                Err(e) if e.not_found() => None,
-                Err(e) => return failed(e.message, "FailedUpdateInCluster"),
-            }
-        }
+        None => match get_copy(ctx, member, name, ns).await {
+            Ok(v) => v,
+            Err(e) => return failed(e.message, "FailedUpdateInCluster"),
+        },
     };
 
     let (managed, origin) = actual.as_ref().map_or((false, false), |a| is_ours(a, uid));
@@ -1054,6 +1045,23 @@ async fn remove_unselected(
     }
 }
 
+/// The object `name` in `member` as it is there; `None` when absent.
+async fn get_copy(
+    ctx: &TypeSync,
+    member: &Member,
+    name: &str,
+    ns: Option<&str>,
+) -> Result<Option<Value>, MemberError> {
+    let get = Request::new(DynamicObject::url_path(&ctx.kind.resource, ns))
+        .get(name, &Default::default())
+        .map_err(|e| MemberError::transport(e.to_string()))?;
+    match send(&member.client, get, ctx.timeout()).await {
+        Ok((_, v)) => Ok(Some(v)),
+        Err(e) if e.not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Delete our copy in a member; Ok(false) when there was none (or it is
 /// not ours: never delete what the federation does not manage).
 async fn delete_copy(
@@ -1063,14 +1071,8 @@ async fn delete_copy(
     ns: Option<&str>,
     uid: &str,
 ) -> Result<bool, MemberError> {
-    let url = DynamicObject::url_path(&ctx.kind.resource, ns);
-    let get = Request::new(url.clone())
-        .get(name, &Default::default())
-        .map_err(|e| MemberError::transport(e.to_string()))?;
-    let actual = match send(&member.client, get, ctx.timeout()).await {
-        Ok((_, v)) => v,
-        Err(e) if e.not_found() => return Ok(false),
-        Err(e) => return Err(e),
+    let Some(actual) = get_copy(ctx, member, name, ns).await? else {
+        return Ok(false);
     };
     let (managed, origin) = is_ours(&actual, uid);
     if !(managed && origin) {
@@ -1083,7 +1085,7 @@ async fn delete_copy(
             resource_version: None,
         });
     }
-    let del = Request::new(url)
+    let del = Request::new(DynamicObject::url_path(&ctx.kind.resource, ns))
         .delete(name, &dp)
         .map_err(|e| MemberError::transport(e.to_string()))?;
     match send(&member.client, del, ctx.timeout()).await {
@@ -1101,14 +1103,8 @@ async fn orphan_copy(
     ns: Option<&str>,
     uid: &str,
 ) -> Result<bool, MemberError> {
-    let url = DynamicObject::url_path(&ctx.kind.resource, ns);
-    let get = Request::new(url.clone())
-        .get(name, &Default::default())
-        .map_err(|e| MemberError::transport(e.to_string()))?;
-    let actual = match send(&member.client, get, ctx.timeout()).await {
-        Ok((_, v)) => v,
-        Err(e) if e.not_found() => return Ok(false),
-        Err(e) => return Err(e),
+    let Some(actual) = get_copy(ctx, member, name, ns).await? else {
+        return Ok(false);
     };
     if !is_ours(&actual, uid).1 {
         return Ok(false);
@@ -1117,7 +1113,7 @@ async fn orphan_copy(
         "labels": {MANAGED_LABEL: null},
         "annotations": {ORIGIN_UID_ANNOTATION: null},
     }});
-    let req = Request::new(url)
+    let req = Request::new(DynamicObject::url_path(&ctx.kind.resource, ns))
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .map_err(|e| MemberError::transport(e.to_string()))?;
     match send(&member.client, req, ctx.timeout()).await {
