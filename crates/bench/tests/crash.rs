@@ -4,29 +4,13 @@
 //! loses its store on every restart it must report the loss and exit
 //! non-zero, so a harness that stopped checking would fail here.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 
-/// `ubernetes` next to the `bench` binary under test (same profile).
-fn ubernetes_bin() -> Result<PathBuf> {
-    if let Ok(p) = std::env::var("UBERNETES_BIN") {
-        return Ok(PathBuf::from(p));
-    }
-    let bench = Path::new(env!("CARGO_BIN_EXE_bench"));
-    let bin = bench
-        .parent()
-        .context("the bench binary has no directory")?
-        .join("ubernetes");
-    if !bin.exists() {
-        bail!(
-            "{} not found: build it first (`cargo build --bins`, done by scripts/test.sh)",
-            bin.display()
-        );
-    }
-    Ok(bin)
-}
+mod common;
+use common::ubernetes_bin;
 
 fn bench_crash(bin: &Path, rounds: &str) -> Result<Output> {
     Command::new(env!("CARGO_BIN_EXE_bench"))
