@@ -119,6 +119,60 @@ pub fn decode_body(headers: &HeaderMap, body: &[u8], kind: &str) -> Result<Value
     }
 }
 
+/// The `DeleteOptions` body of a delete or deletecollection as JSON, from
+/// JSON, YAML or Kubernetes protobuf (client-go configured for protobuf
+/// sends `meta.k8s.io/v1` — or `<group>/<version>` — `DeleteOptions` in the
+/// `runtime.Unknown` envelope). `None` for an empty body.
+///
+/// kube-apiserver's delete handlers pass the decoder's error on as it is
+/// (`scope.err(err)`), not through `transformDecodeError`: a body that does
+/// not decode is a 500 `Status` with no reason and the decoder's message
+/// (`couldn't get version/kind; json parse error: …`, `unexpected EOF`), and
+/// a body of another kind is `decoded object cannot be converted to
+/// DeleteOptions`. An unsupported media type is 415 as for every body.
+pub fn decode_delete_options(headers: &HeaderMap, body: &[u8]) -> Result<Option<Value>, ApiError> {
+    if body.is_empty() {
+        return Ok(None);
+    }
+    let ct = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    let media = ct
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    // A decoder error, passed on as kube-apiserver's `scope.err` does.
+    let plain =
+        |message: String| ApiError::new(http::StatusCode::INTERNAL_SERVER_ERROR, "", message);
+    let value = match media.as_str() {
+        "application/json" | "" => {
+            // kubectl and older clients send a whitespace-only body.
+            if body.iter().all(u8::is_ascii_whitespace) {
+                return Ok(None);
+            }
+            serde_json::from_slice::<Value>(body)
+                .map_err(|e| plain(format!("couldn't get version/kind; json parse error: {e}")))?
+        }
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            decode_yaml(body).map_err(|e| plain(e.message))?
+        }
+        "application/vnd.kubernetes.protobuf" => {
+            crate::protobuf::decode(body).map_err(|e| plain(e.message))?
+        }
+        _ => return Err(ApiError::unsupported_media_type(ct)),
+    };
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+    if !value.is_object() || !matches!(kind, "" | "DeleteOptions") {
+        return Err(plain(
+            "decoded object cannot be converted to DeleteOptions".into(),
+        ));
+    }
+    Ok(Some(value))
+}
+
 /// Parse a JSON body; errors worded as kube-apiserver's decoder.
 pub fn decode_json(body: &[u8]) -> Result<Value, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {

@@ -282,7 +282,7 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             render_value(&info, &obj, negotiate::output(&headers)?, status, &warnings)
         }
         (Method::DELETE, Some(name), None) => {
-            let opts = delete_options(&query, &body)?;
+            let opts = delete_options(&query, &headers, &body)?;
             match target.store.delete(ns, name, &opts).await? {
                 DeleteResult::Deleted(obj) => {
                     let status = deleted_status(&info, name, &obj);
@@ -368,8 +368,13 @@ pub fn write_options(query: &Query, headers: &HeaderMap) -> Result<WriteOptions,
     })
 }
 
-/// DeleteOptions from the body (kubectl sends one) and the query.
-fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+/// DeleteOptions from the body (kubectl sends one in JSON, client-go
+/// configured for protobuf in protobuf) and the query.
+fn delete_options(
+    query: &Query,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<DeleteOptions, ApiError> {
     let mut opts = DeleteOptions {
         dry_run: query.dry_run()?,
         propagation_policy: query.get("propagationPolicy").map(str::to_string),
@@ -378,8 +383,7 @@ fn delete_options(query: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError>
     if query.get("orphanDependents") == Some("true") && opts.propagation_policy.is_none() {
         opts.propagation_policy = Some("Orphan".into());
     }
-    if !body.iter().all(u8::is_ascii_whitespace) {
-        let v = negotiate::decode_json(body)?;
+    if let Some(v) = negotiate::decode_delete_options(headers, body)? {
         if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
             opts.propagation_policy = Some(p.to_string());
         }
@@ -971,7 +975,7 @@ async fn delete_collection(
     body: &[u8],
 ) -> HandlerResult {
     let _ = state;
-    let opts = delete_options(query, body)?;
+    let opts = delete_options(query, headers, body)?;
     let filter = selector_filter(&target.store, query)?;
     let ns = target.namespace.as_deref();
     let list = target
