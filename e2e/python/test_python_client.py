@@ -155,3 +155,27 @@ def test_discovery_through_the_client(api_client):
     assert {"apps", "batch", "networking.k8s.io", "federation"} <= names
     version = client.VersionApi(api_client).get_code()
     assert version.major == "1" and version.minor == "37"
+
+
+def test_typed_deletes_decode_what_the_server_answers(api_client):
+    # kube-apiserver answers a Service or ServiceAccount delete with the
+    # deleted object (ReturnDeletedObject), a ConfigMap delete with a Status:
+    # the client's declared return types.
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_service("default", client.V1Service(
+        metadata=client.V1ObjectMeta(name="py-del"),
+        spec=client.V1ServiceSpec(ports=[client.V1ServicePort(port=80)])))
+    gone = core.delete_namespaced_service("py-del", "default")
+    assert isinstance(gone, client.V1Service)
+    assert gone.metadata.name == "py-del" and gone.spec.cluster_ip
+    core.create_namespaced_service_account(
+        "default", client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="py-del")))
+    assert isinstance(core.delete_namespaced_service_account("py-del", "default"),
+                      client.V1ServiceAccount)
+    core.create_namespaced_config_map(
+        "default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="py-del")))
+    status = core.delete_namespaced_config_map("py-del", "default")
+    # (this client hands a Status back as a dict)
+    status = status if isinstance(status, dict) else status.to_dict()
+    assert status["kind"] == "Status" and status["status"] == "Success"
+

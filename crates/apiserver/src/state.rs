@@ -156,6 +156,9 @@ pub async fn build_state_on(
     let gc = GarbageCollector::start(registry.clone());
     ubernetes_apiextensions::controller::CrdController::start(registry.clone(), Some(gc)).await;
     NamespaceController::start(registry.clone());
+    if let Some(ca) = &root_ca_pem {
+        controllers::RootCaPublisher::start(registry.clone(), ca.clone());
+    }
     TokenController::start(registry.clone(), root_ca_pem);
     let authenticator =
         Arc::new(authenticator.with_service_account_tokens(TokenIndex::start(&registry)));

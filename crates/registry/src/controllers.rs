@@ -8,6 +8,10 @@
 //!   contents deleted, then its `kubernetes` finalizer removed, then goes);
 //! - the **service-account** controller (every active namespace gets a
 //!   `default` ServiceAccount);
+//! - the **root-CA publisher** ([`RootCaPublisher`], kube-controller-manager's
+//!   `root-ca-cert-publisher`): every namespace holds the `kube-root-ca.crt`
+//!   ConfigMap with the CA that verifies this server, recreated when deleted
+//!   and put back when edited;
 //! - [`bootstrap`]: the namespaces and the `default/kubernetes` Service every
 //!   cluster has.
 //!
@@ -677,6 +681,156 @@ impl NamespaceController {
             Err(e) if e.code == 409 || e.code == 403 || e.code == 404 => Ok(()),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The ConfigMap every namespace gets (kube's `RootCACertConfigMapName`).
+pub const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
+/// The annotation describing it, and its text, as kube-controller-manager
+/// writes them.
+pub const DESCRIPTION_ANNOTATION: &str = "kubernetes.io/description";
+pub const ROOT_CA_DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
+/// Who the publisher's writes are attributed to in `managedFields`.
+const ROOT_CA_FIELD_MANAGER: &str = "kube-controller-manager";
+
+/// kube-controller-manager's root-CA publisher
+/// (`pkg/controller/certificates/rootcacertpublisher`): every namespace gets
+/// the `kube-root-ca.crt` ConfigMap whose `ca.crt` is the CA bundle that
+/// verifies this server's serving certificate (what kube's controller gets
+/// from `--root-ca-file`, here the same CA written into the admin kubeconfig
+/// and service-account token Secrets). A namespace is synced when it is added
+/// or updated while Active, and when its ConfigMap is changed or deleted: a
+/// missing ConfigMap is created, one whose `data` differs or whose
+/// description annotation is missing is put back (other keys of `data` are
+/// dropped; other annotations and labels are kept), as kube's controller does.
+pub struct RootCaPublisher {
+    registry: Arc<Registry>,
+    root_ca: String,
+    queue: Arc<Queue<String>>,
+}
+
+impl RootCaPublisher {
+    /// Start following namespaces and ConfigMaps; `None` when the registry
+    /// serves neither.
+    pub fn start(registry: Arc<Registry>, root_ca: String) -> Option<Arc<Self>> {
+        let namespaces = registry.namespaces()?;
+        let configmaps = registry.get("", "v1", "configmaps")?;
+        let c = Arc::new(Self {
+            registry,
+            root_ca,
+            queue: Queue::new(),
+        });
+        let observer = c.clone();
+        follow(c.registry.stop_token(), namespaces, move |_, kind, obj| {
+            let active = obj.pointer("/status/phase").and_then(Value::as_str) == Some("Active");
+            // kube: every add; an update only while the namespace is Active.
+            if kind == EventType::Deleted || (kind == EventType::Modified && !active) {
+                return;
+            }
+            if let Some(name) = obj.pointer("/metadata/name").and_then(Value::as_str) {
+                observer.queue.add(name.to_string());
+            }
+        });
+        let observer = c.clone();
+        follow(c.registry.stop_token(), configmaps, move |_, kind, obj| {
+            // The initial list's ConfigMaps are covered by the namespaces'
+            // initial adds; changes and deletions re-sync their namespace.
+            if kind == EventType::Added
+                || obj.pointer("/metadata/name").and_then(Value::as_str) != Some(ROOT_CA_CONFIGMAP)
+            {
+                return;
+            }
+            if let Some(ns) = obj.pointer("/metadata/namespace").and_then(Value::as_str) {
+                observer.queue.add(ns.to_string());
+            }
+        });
+        let worker = c.clone();
+        spawn_until(c.registry.stop_token(), async move {
+            loop {
+                let ns = worker.queue.next().await;
+                if let Err(e) = worker.sync(&ns).await {
+                    tracing::debug!(namespace = %ns, error = %e, "publishing kube-root-ca.crt failed; retrying");
+                    worker.queue.add_after(ns, Duration::from_secs(1));
+                }
+            }
+        });
+        Some(c)
+    }
+
+    fn wanted_data(&self) -> Value {
+        json!({ "ca.crt": self.root_ca })
+    }
+
+    async fn sync(&self, ns: &str) -> Result<(), ApiError> {
+        let Some(configmaps) = self.registry.get("", "v1", "configmaps") else {
+            return Ok(());
+        };
+        let opts = WriteOptions {
+            field_manager: Some(ROOT_CA_FIELD_MANAGER.into()),
+            ..Default::default()
+        };
+        let current = match configmaps.get_value(Some(ns), ROOT_CA_CONFIGMAP).await {
+            Ok(cm) => cm,
+            Err(e) if e.code == 404 => {
+                let cm = json!({
+                    "apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {
+                        "name": ROOT_CA_CONFIGMAP, "namespace": ns,
+                        "annotations": {DESCRIPTION_ANNOTATION: ROOT_CA_DESCRIPTION},
+                    },
+                    "data": self.wanted_data(),
+                });
+                let namespaces = self.registry.namespaces();
+                return match configmaps
+                    .create(namespaces.as_deref(), Some(ns), cm, &opts)
+                    .await
+                {
+                    Ok(_) => Ok(()),
+                    // kube: no retry when the namespace is gone or
+                    // terminating; 409 is a racing create (its event re-syncs).
+                    Err(e) if matches!(e.code, 404 | 403 | 409) => Ok(()),
+                    Err(e) => Err(e),
+                };
+            }
+            Err(e) => return Err(e),
+        };
+        if self.up_to_date(&current) {
+            return Ok(());
+        }
+        let data = self.wanted_data();
+        let res = configmaps
+            .patch(Some(ns), ROOT_CA_CONFIGMAP, None, &opts, |cur| {
+                let mut cm = cur.clone();
+                cm["data"] = data.clone();
+                if let Some(meta) = cm.get_mut("metadata").and_then(Value::as_object_mut) {
+                    let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+                    if !annotations.is_object() {
+                        *annotations = json!({});
+                    }
+                    annotations[DESCRIPTION_ANNOTATION] = json!(ROOT_CA_DESCRIPTION);
+                }
+                Ok(cm)
+            })
+            .await;
+        match res {
+            Ok(_) => {
+                tracing::info!(namespace = %ns, "put kube-root-ca.crt back to the server's CA");
+                Ok(())
+            }
+            // Deleted meanwhile: its DELETED event re-syncs the namespace.
+            Err(e) if e.code == 404 => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// kube: `data` equal to `{ca.crt: rootCA}` and a non-empty description.
+    fn up_to_date(&self, cm: &Value) -> bool {
+        cm.get("data") == Some(&self.wanted_data())
+            && cm
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(DESCRIPTION_ANNOTATION))
+                .and_then(Value::as_str)
+                .is_some_and(|d| !d.is_empty())
     }
 }
 

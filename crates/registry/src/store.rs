@@ -83,7 +83,7 @@ pub struct DeleteOptions {
 pub enum DeleteResult {
     /// Gone from storage; the last state.
     Deleted(Value),
-    /// Marked for deletion (finalizers pending); the current state (202).
+    /// Marked for deletion (finalizers pending); the current state.
     Pending(Value),
 }
 

@@ -96,6 +96,16 @@ pub trait Strategy: Send + Sync {
     fn scale(&self) -> Option<ScalePaths> {
         None
     }
+
+    /// What a DELETE that removed the object answers with: the deleted
+    /// object (true) or a `Status` of kind Success naming it (false, the
+    /// default). kube-apiserver's `genericregistry.Store.ReturnDeletedObject`,
+    /// set per kind in `pkg/registry/<group>/<kind>/storage/storage.go`. A
+    /// delete that only marks the object (finalizers pending) answers with
+    /// the object whatever this says.
+    fn returns_deleted_object(&self) -> bool {
+        false
+    }
 }
 
 /// Labels, name, namespace and the given dotted-path fields of an object.

@@ -282,31 +282,10 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             render_value(&info, &obj, negotiate::output(&headers)?, status, &warnings)
         }
         (Method::DELETE, Some(name), None) => {
-            let opts = delete_options(&query, &headers, &body)?;
-            match target.store.delete(ns, name, &opts).await? {
-                DeleteResult::Deleted(obj) => {
-                    let status = deleted_status(&info, name, &obj);
-                    let out = if returns_deleted_object(&info) {
-                        obj
-                    } else {
-                        status
-                    };
-                    render_value(
-                        &info,
-                        &out,
-                        negotiate::output(&headers)?,
-                        StatusCode::OK,
-                        &[],
-                    )
-                }
-                DeleteResult::Pending(obj) => render_value(
-                    &info,
-                    &obj,
-                    negotiate::output(&headers)?,
-                    StatusCode::ACCEPTED,
-                    &[],
-                ),
-            }
+            let (opts, orphan_false) = delete_options(&query, &headers, &body)?;
+            let result = target.store.delete(ns, name, &opts).await?;
+            let (out, status) = delete_response(&target.store, name, result, orphan_false);
+            render_value(&info, &out, negotiate::output(&headers)?, status, &[])
         }
         (Method::DELETE, None, None) => {
             delete_collection(&state, &target, &query, &headers, &body).await
@@ -324,10 +303,29 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
     }
 }
 
-/// Kinds whose DELETE answers with the object rather than a Status
-/// (kube-apiserver: pods and namespaces return the object).
-fn returns_deleted_object(info: &ResourceInfo) -> bool {
-    info.group.is_empty() && matches!(info.resource.as_str(), "pods" | "namespaces")
+/// What a DELETE answers, as kube-apiserver's generic store and delete
+/// handler do: an object that is gone is answered with itself when the kind
+/// declares [`Strategy::returns_deleted_object`], else with a Success
+/// `Status` naming it; an object only marked for deletion (finalizers
+/// pending) with its current state. The code is 200, except 202 when the
+/// object was not deleted yet and the client asked for cascading deletion
+/// the legacy way (`orphanDependents: false`), kube's one exception.
+///
+/// [`Strategy::returns_deleted_object`]: ubernetes_registry::Strategy::returns_deleted_object
+fn delete_response(
+    store: &Store,
+    name: &str,
+    result: DeleteResult,
+    orphan_dependents_false: bool,
+) -> (Value, StatusCode) {
+    match result {
+        DeleteResult::Deleted(obj) if store.strategy().returns_deleted_object() => {
+            (obj, StatusCode::OK)
+        }
+        DeleteResult::Deleted(obj) => (deleted_status(store.info(), name, &obj), StatusCode::OK),
+        DeleteResult::Pending(obj) if orphan_dependents_false => (obj, StatusCode::ACCEPTED),
+        DeleteResult::Pending(obj) => (obj, StatusCode::OK),
+    }
 }
 
 fn deleted_status(info: &ResourceInfo, name: &str, obj: &Value) -> Value {
@@ -369,28 +367,32 @@ pub fn write_options(query: &Query, headers: &HeaderMap) -> Result<WriteOptions,
 }
 
 /// DeleteOptions from the body (kubectl sends one in JSON, client-go
-/// configured for protobuf in protobuf) and the query.
+/// configured for protobuf in protobuf) and the query, and
+/// whether the legacy `orphanDependents: false` was given. kube's generic
+/// store reads `orphanDependents` before anything else: `true` orphans,
+/// `false` neither orphans nor deletes in the foreground (Background); it may
+/// not be combined with `propagationPolicy`.
 fn delete_options(
     query: &Query,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<DeleteOptions, ApiError> {
+) -> Result<(DeleteOptions, bool), ApiError> {
     let mut opts = DeleteOptions {
         dry_run: query.dry_run()?,
         propagation_policy: query.get("propagationPolicy").map(str::to_string),
         ..Default::default()
     };
-    if query.get("orphanDependents") == Some("true") && opts.propagation_policy.is_none() {
-        opts.propagation_policy = Some("Orphan".into());
-    }
+    let mut orphan_dependents = match query.get("orphanDependents") {
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        _ => None,
+    };
     if let Some(v) = negotiate::decode_delete_options(headers, body)? {
         if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
             opts.propagation_policy = Some(p.to_string());
         }
-        if v.get("orphanDependents").and_then(Value::as_bool) == Some(true)
-            && opts.propagation_policy.is_none()
-        {
-            opts.propagation_policy = Some("Orphan".into());
+        if let Some(o) = v.get("orphanDependents").and_then(Value::as_bool) {
+            orphan_dependents = Some(o);
         }
         if let Some(dr) = v.get("dryRun").and_then(Value::as_array)
             && dr.iter().any(|d| d.as_str() == Some("All"))
@@ -404,6 +406,21 @@ fn delete_options(
                 .and_then(Value::as_str)
                 .map(str::to_string);
         }
+    }
+    if let Some(orphan) = orphan_dependents {
+        if let Some(p) = &opts.propagation_policy {
+            return Err(ApiError::invalid(
+                "meta.k8s.io",
+                "DeleteOptions",
+                "",
+                vec![ubernetes_apimachinery::error::field::invalid(
+                    "propagationPolicy",
+                    &json!(p),
+                    "orphanDependents and deletionPropagation cannot be both set",
+                )],
+            ));
+        }
+        opts.propagation_policy = Some(if orphan { "Orphan" } else { "Background" }.into());
     }
     if let Some(p) = &opts.propagation_policy
         && !matches!(p.as_str(), "Orphan" | "Background" | "Foreground")
@@ -419,7 +436,7 @@ fn delete_options(
             )],
         ));
     }
-    Ok(opts)
+    Ok((opts, orphan_dependents == Some(false)))
 }
 
 /// Compile `labelSelector` and `fieldSelector` into one filter; unknown field
@@ -975,7 +992,7 @@ async fn delete_collection(
     body: &[u8],
 ) -> HandlerResult {
     let _ = state;
-    let opts = delete_options(query, headers, body)?;
+    let (opts, _) = delete_options(query, headers, body)?;
     let filter = selector_filter(&target.store, query)?;
     let ns = target.namespace.as_deref();
     let list = target

@@ -103,6 +103,7 @@ pub struct Builtin<T> {
     prepare_create: Option<fn(&mut Value)>,
     post_normalize: Option<fn(&mut Value)>,
     prepare_update: Option<fn(&mut Value, &Value)>,
+    returns_deleted_object: bool,
     /// The kind's schema, for Go's `omitempty` after encoding.
     schema: std::sync::Arc<super::omitempty::SchemaTree>,
     _type: PhantomData<fn() -> T>,
@@ -133,6 +134,7 @@ where
             prepare_create: None,
             post_normalize: None,
             prepare_update: None,
+            returns_deleted_object: false,
             schema: std::sync::Arc::new(super::omitempty::SchemaTree::of::<T>()),
             _type: PhantomData,
         }
@@ -221,6 +223,13 @@ where
     /// Kind-specific preparation at update.
     pub fn on_update(mut self, f: fn(&mut Value, &Value)) -> Self {
         self.prepare_update = Some(f);
+        self
+    }
+
+    /// A delete answers with the deleted object rather than a `Status`
+    /// (kube's `ReturnDeletedObject: true` in the kind's storage.go).
+    pub fn returns_deleted_object(mut self) -> Self {
+        self.returns_deleted_object = true;
         self
     }
 
@@ -350,6 +359,10 @@ where
 
     fn scale(&self) -> Option<ScalePaths> {
         self.scale.clone()
+    }
+
+    fn returns_deleted_object(&self) -> bool {
+        self.returns_deleted_object
     }
 }
 

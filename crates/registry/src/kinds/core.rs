@@ -32,7 +32,11 @@ use crate::strategy::{Strategy, default_attrs};
 /// Size limit of ConfigMap and Secret data (`MaxSecretSize`).
 const MAX_DATA_SIZE: usize = 1024 * 1024;
 
-/// The core `v1` strategies, in discovery order.
+/// The core `v1` strategies, in discovery order. Those marked
+/// `returns_deleted_object` are the ones whose kube storage sets
+/// `ReturnDeletedObject: true` (namespaces, persistentvolumeclaims,
+/// persistentvolumes, pods, serviceaccounts, services); every other kind's
+/// delete answers a `Status`.
 pub fn strategies() -> Vec<Arc<dyn Strategy>> {
     let mut ns_info = info::<Namespace>("namespace", &["ns"], &[], &["status", "finalize"]);
     ns_info.verbs.retain(|v| v != "deletecollection");
@@ -63,7 +67,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .defaults(default_namespace)
                 .fields(&["status.phase"])
                 .on_create(prepare_namespace)
-                .on_update(prepare_namespace_update),
+                .on_update(prepare_namespace_update)
+                .returns_deleted_object(),
         ),
         Arc::new(
             Builtin::<Node>::new(info::<Node>("node", &["no"], &[], &["status"]))
@@ -81,7 +86,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .defaults(defaults::pvc)
             .validate(validate_pvc)
             .validate_update(validate_pvc_update)
-            .on_create(|o| set_phase(o, "Pending")),
+            .on_create(|o| set_phase(o, "Pending"))
+            .returns_deleted_object(),
         ),
         Arc::new(
             Builtin::<PersistentVolume>::new(info::<PersistentVolume>(
@@ -92,7 +98,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .defaults(default_pv)
             .validate(validate_pv)
-            .on_create(|o| set_phase(o, "Pending")),
+            .on_create(|o| set_phase(o, "Pending"))
+            .returns_deleted_object(),
         ),
         Arc::new(
             Builtin::<Pod>::new(info::<Pod>("pod", &["po"], &["all"], &["status"]))
@@ -102,7 +109,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .validate_update(validate_pod_update)
                 .fields(POD_FIELDS)
                 .attrs(pod_attrs)
-                .on_create(prepare_pod),
+                .on_create(prepare_pod)
+                .returns_deleted_object(),
         ),
         Arc::new(
             Builtin::<PodTemplate>::new(info::<PodTemplate>("podtemplate", &[], &[], &[]))
@@ -145,12 +153,15 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .validate_update(validate_secret_update)
                 .fields(&["type"]),
         ),
-        Arc::new(Builtin::<ServiceAccount>::new(info::<ServiceAccount>(
-            "serviceaccount",
-            &["sa"],
-            &[],
-            &[],
-        ))),
+        Arc::new(
+            Builtin::<ServiceAccount>::new(info::<ServiceAccount>(
+                "serviceaccount",
+                &["sa"],
+                &[],
+                &[],
+            ))
+            .returns_deleted_object(),
+        ),
         Arc::new(
             Builtin::<Service>::new(info::<Service>("service", &["svc"], &["all"], &["status"]))
                 .names(NameValidation::Dns1035Label)
@@ -158,7 +169,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .validate(validate_service)
                 .validate_update(validate_service_update)
                 .on_create(prepare_service)
-                .on_update(prepare_service_update),
+                .on_update(prepare_service_update)
+                .returns_deleted_object(),
         ),
     ]
 }

@@ -1,0 +1,290 @@
+//! What the upstream API-machinery conformance specs rely on, each checked
+//! with the real `kube` client against the real binary:
+//!
+//! - every namespace holds the `kube-root-ca.crt` ConfigMap (the CA in the
+//!   admin kubeconfig, kube's description annotation), within a second of the
+//!   namespace's creation, recreated after a delete and put back after an edit
+//!   (kube-controller-manager's root-CA publisher);
+//! - a DELETE answers what kube-apiserver answers: the deleted object for the
+//!   kinds whose kube storage sets `ReturnDeletedObject` (a Service), a
+//!   Success `Status` for the others (a ConfigMap), the object marked for
+//!   deletion while finalizers are pending, with 200, and 202 only for the
+//!   legacy `orphanDependents: false`.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use ubernetes_e2e::Server;
+
+const ROOT_CA: &str = "kube-root-ca.crt";
+const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
+
+/// The CA the admin kubeconfig trusts for the server (PEM).
+fn kubeconfig_ca(server: &Server) -> Result<String> {
+    let kc = kube::config::Kubeconfig::read_from(server.kubeconfig())?;
+    let data = kc
+        .clusters
+        .iter()
+        .find_map(|c| c.cluster.as_ref()?.certificate_authority_data.clone())
+        .context("no certificate-authority-data in the kubeconfig")?;
+    let bytes: k8s_openapi::ByteString = serde_json::from_value(json!(data))?;
+    Ok(String::from_utf8(bytes.0)?)
+}
+
+/// Poll `f` every 50 ms until it yields a value, up to `within`.
+async fn within<T, F, Fut>(within: Duration, what: &str, mut f: F) -> Result<(T, Duration)>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<T>>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f().await? {
+            return Ok((v, start.elapsed()));
+        }
+        if start.elapsed() > within {
+            bail!("{what}: not within {within:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn root_ca_of(cms: &Api<ConfigMap>, ca: &str) -> Result<Option<ConfigMap>> {
+    Ok(cms.get_opt(ROOT_CA).await?.filter(|cm| {
+        cm.data
+            .as_ref()
+            .and_then(|d| d.get("ca.crt"))
+            .map(String::as_str)
+            == Some(ca)
+    }))
+}
+
+#[tokio::test]
+async fn every_namespace_gets_kube_root_ca_crt_and_keeps_it() -> Result<()> {
+    let server = Server::start()?;
+    let client = server.client().await?;
+    let ca = kubeconfig_ca(&server)?;
+    assert!(ca.contains("BEGIN CERTIFICATE"), "{ca}");
+
+    // The bootstrap namespaces have it.
+    for ns in ["default", "kube-system", "kube-public"] {
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+        within(Duration::from_secs(5), ns, || root_ca_of(&cms, &ca)).await?;
+    }
+
+    // A new namespace has it within a second.
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "fresh"}}))?;
+    namespaces.create(&PostParams::default(), &ns).await?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "fresh");
+    let (cm, took) = within(
+        Duration::from_secs(1),
+        "kube-root-ca.crt in a new namespace",
+        || root_ca_of(&cms, &ca),
+    )
+    .await?;
+    eprintln!("kube-root-ca.crt appeared after {took:?}");
+    let annotations = cm.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(
+        annotations
+            .get("kubernetes.io/description")
+            .map(String::as_str),
+        Some(DESCRIPTION)
+    );
+    assert_eq!(cm.data.as_ref().map(|d| d.len()), Some(1), "{cm:?}");
+
+    // Deleted: it comes back (a new object).
+    let old_uid = cm.metadata.uid.clone();
+    cms.delete(ROOT_CA, &DeleteParams::default()).await?;
+    let (back, _) = within(
+        Duration::from_secs(2),
+        "kube-root-ca.crt recreated",
+        || async {
+            Ok(root_ca_of(&cms, &ca)
+                .await?
+                .filter(|c| c.metadata.uid != old_uid))
+        },
+    )
+    .await?;
+    assert!(back.metadata.annotations.is_some());
+
+    // Edited: the data is put back and the extra key dropped, the annotation
+    // restored; a label of the user's is kept.
+    cms.patch(
+        ROOT_CA,
+        &PatchParams::default(),
+        &Patch::Merge(json!({
+            "metadata": {"labels": {"mine": "yes"},
+                         "annotations": {"kubernetes.io/description": null}},
+            "data": {"ca.crt": "not a CA", "extra": "x"}
+        })),
+    )
+    .await?;
+    let (fixed, _) = within(
+        Duration::from_secs(2),
+        "kube-root-ca.crt corrected",
+        || async {
+            Ok(root_ca_of(&cms, &ca).await?.filter(|c| {
+                c.data.as_ref().map(|d| d.len()) == Some(1)
+                    && c.metadata
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get("kubernetes.io/description"))
+                        .is_some()
+            }))
+        },
+    )
+    .await?;
+    assert_eq!(
+        fixed
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .get("mine")
+            .map(String::as_str),
+        Some("yes")
+    );
+    Ok(())
+}
+
+/// One raw request with the admin client: status and JSON body.
+async fn raw(
+    client: &kube::Client,
+    method: http::Method,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> Result<(http::StatusCode, serde_json::Value)> {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json")
+        .body(kube::client::Body::from(
+            body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
+        ))?;
+    let resp = client.send(req).await?;
+    let status = resp.status();
+    let bytes = resp.into_body().collect_bytes().await?;
+    Ok((status, serde_json::from_slice(&bytes)?))
+}
+
+#[tokio::test]
+async fn deletes_answer_what_kube_apiserver_answers() -> Result<()> {
+    let server = Server::start()?;
+    let client = server.client().await?;
+    let ns = "default";
+
+    // A Service (ReturnDeletedObject): the typed client gets the Service.
+    let services: Api<Service> = Api::namespaced(client.clone(), ns);
+    let svc: Service = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"ports": [{"port": 80}]}
+    }))?;
+    services.create(&PostParams::default(), &svc).await?;
+    let gone = services.delete("web", &DeleteParams::default()).await?;
+    let deleted = gone
+        .left()
+        .context("a Service delete answers the Service")?;
+    assert_eq!(deleted.metadata.name.as_deref(), Some("web"));
+    assert!(deleted.spec.and_then(|s| s.cluster_ip).is_some());
+
+    // A ServiceAccount too.
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
+    let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "robot"}}))?;
+    sas.create(&PostParams::default(), &sa).await?;
+    let gone = sas.delete("robot", &DeleteParams::default()).await?;
+    assert!(
+        gone.is_left(),
+        "a ServiceAccount delete answers the ServiceAccount"
+    );
+
+    // A ConfigMap: a Success Status naming it, with 200.
+    let (s, _) = raw(
+        &client,
+        http::Method::POST,
+        "/api/v1/namespaces/default/configmaps",
+        Some(json!({"metadata": {"name": "c1"}})),
+    )
+    .await?;
+    assert_eq!(s, http::StatusCode::CREATED);
+    let (s, body) = raw(
+        &client,
+        http::Method::DELETE,
+        "/api/v1/namespaces/default/configmaps/c1",
+        None,
+    )
+    .await?;
+    assert_eq!(s, http::StatusCode::OK, "{body}");
+    assert_eq!(body["kind"], "Status", "{body}");
+    assert_eq!(body["status"], "Success", "{body}");
+    assert_eq!(body["details"]["name"], "c1", "{body}");
+    assert_eq!(body["details"]["kind"], "configmaps", "{body}");
+
+    // Pending finalizers: the marked object, 200; with the legacy
+    // orphanDependents=false, 202.
+    let (s, _) = raw(
+        &client,
+        http::Method::POST,
+        "/api/v1/namespaces/default/configmaps",
+        Some(json!({"metadata": {"name": "c2", "finalizers": ["example.com/hold"]}})),
+    )
+    .await?;
+    assert_eq!(s, http::StatusCode::CREATED);
+    let (s, body) = raw(
+        &client,
+        http::Method::DELETE,
+        "/api/v1/namespaces/default/configmaps/c2",
+        None,
+    )
+    .await?;
+    assert_eq!(s, http::StatusCode::OK, "{body}");
+    assert_eq!(body["kind"], "ConfigMap", "{body}");
+    assert!(body["metadata"]["deletionTimestamp"].is_string(), "{body}");
+    let (s, body) = raw(
+        &client,
+        http::Method::DELETE,
+        "/api/v1/namespaces/default/configmaps/c2",
+        Some(json!({"orphanDependents": false})),
+    )
+    .await?;
+    assert_eq!(s, http::StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["kind"], "ConfigMap", "{body}");
+
+    // orphanDependents and propagationPolicy together: kube's 422.
+    let (s, body) = raw(
+        &client,
+        http::Method::DELETE,
+        "/api/v1/namespaces/default/configmaps/c2",
+        Some(json!({"orphanDependents": false, "propagationPolicy": "Background"})),
+    )
+    .await?;
+    assert_eq!(s, http::StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(
+        body["details"]["causes"][0]["message"],
+        "Invalid value: \"Background\": orphanDependents and deletionPropagation cannot be both set",
+        "{body}"
+    );
+
+    // A Namespace: the Namespace, Terminating, with 200.
+    let (s, _) = raw(
+        &client,
+        http::Method::POST,
+        "/api/v1/namespaces",
+        Some(json!({"metadata": {"name": "doomed"}})),
+    )
+    .await?;
+    assert_eq!(s, http::StatusCode::CREATED);
+    let (s, body) = raw(
+        &client,
+        http::Method::DELETE,
+        "/api/v1/namespaces/doomed",
+        None,
+    )
+    .await?;
+    assert_eq!(s, http::StatusCode::OK, "{body}");
+    assert_eq!(body["kind"], "Namespace", "{body}");
+    assert_eq!(body["status"]["phase"], "Terminating", "{body}");
+    Ok(())
+}
