@@ -48,6 +48,8 @@ ROOTS = [
     ("authentication.k8s.io/v1", "SelfSubjectReview"),
     ("authentication.k8s.io/v1", "TokenReview"),
     ("authentication.k8s.io/v1", "TokenRequest"),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+    ("apiregistration.k8s.io/v1", "APIService"),
 ]
 EXTRA_ROOTS = [
     "meta.v1.DeleteOptions", "meta.v1.Status", "meta.v1.WatchEvent",
@@ -68,7 +70,33 @@ MANUAL = [
 SPECIAL = {
     "meta.v1.Time", "meta.v1.MicroTime", "meta.v1.Duration", "meta.v1.FieldsV1",
     "resource.Quantity", "intstr.IntOrString", "runtime.RawExtension",
+    # apiextensions' JSON-valued wrappers (their JSON is not their fields).
+    "apiextensions.v1.Json", "apiextensions.v1.JsonSchemaPropsOrArray",
+    "apiextensions.v1.JsonSchemaPropsOrBool", "apiextensions.v1.JsonSchemaPropsOrStringArray",
 }
+# Walked although special: their fields name other messages of the closure.
+SPECIAL_WALK = {
+    "apiextensions.v1.JsonSchemaPropsOrArray", "apiextensions.v1.JsonSchemaPropsOrBool",
+    "apiextensions.v1.JsonSchemaPropsOrStringArray",
+}
+
+
+# federation/v1beta1, which k8s-pb does not have: the messages of Federation
+# v1's apis/federation/v1beta1/generated.proto (kubernetes-retired/federation),
+# plus ClusterStatus.kubernetesVersion (an Ubernetes field, JSON
+# `kubernetesVersion`) under the next free number, 7, which Federation v1's
+# generated clients skip as an unknown field.
+FEDERATION_KINDS = [
+    ("federation/v1beta1", "Cluster", "federation.v1beta1.Cluster"),
+    ("federation/v1beta1", "ClusterList", "federation.v1beta1.ClusterList"),
+]
+FEDERATION_MESSAGES = """\
+federation.v1beta1.Cluster metadata=1:@meta.v1.ObjectMeta spec=2:@federation.v1beta1.ClusterSpec status=3:@federation.v1beta1.ClusterStatus
+federation.v1beta1.ClusterCondition type=1:s status=2:s lastProbeTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
+federation.v1beta1.ClusterList metadata=1:@meta.v1.ListMeta items=2:*@federation.v1beta1.Cluster
+federation.v1beta1.ClusterSpec serverAddressByClientCIDRs=1:*@federation.v1beta1.ServerAddressByClientCIDR secretRef=2:@core.v1.LocalObjectReference
+federation.v1beta1.ClusterStatus conditions=1:*@federation.v1beta1.ClusterCondition zones=5:*s region=6:s kubernetesVersion=7:s
+federation.v1beta1.ServerAddressByClientCIDR clientCIDR=1:s serverAddress=2:s"""
 
 
 def short(modpath, name):
@@ -83,6 +111,8 @@ def short(modpath, name):
         return f"{p[3]}.{name}"
     if p[:2] == ["apimachinery", "pkg"]:
         return f"{p[2]}.{name}"
+    if p[:3] in (["apiextensions_apiserver", "pkg", "apis"], ["kube_aggregator", "pkg", "apis"]):
+        return f"{p[3]}.{p[4]}.{name}"
     return ".".join(p + [name])
 
 
@@ -107,8 +137,9 @@ ATTR_RE = re.compile(r"#\[prost\(([^\]]*)\)\]\s*pub ([a-z0-9_#]+):", re.S)
 for path in glob.glob(PB + "/**/mod.rs", recursive=True):
     rel = os.path.relpath(os.path.dirname(path), PB).split(os.sep)
     src = open(path).read()
-    for m in re.finditer(r"pub struct (\w+) \{(.*?)\n\}", src, re.S):
-        name, body = m.group(1), m.group(2) + "\n"
+    # `pub struct X {}` (an empty message) or a body closed on its own line.
+    for m in re.finditer(r"pub struct (\w+) \{(?:\}|(.*?)\n\})", src, re.S):
+        name, body = m.group(1), (m.group(2) or "") + "\n"
         fields = []
         for f in ATTR_RE.finditer(body):
             attr, fname = f.group(1), f.group(2)
@@ -152,6 +183,12 @@ for path in glob.glob(PB + "/**/mod.rs", recursive=True):
         resources[(m.group(2), m.group(3))] = short(rel, m.group(1))
 
 # ---- JSON names from k8s-openapi ------------------------------------------
+def norm(name):
+    """A field name without case, `_`, `-` or `$` (`x_kubernetes_list_type`
+    and `x-kubernetes-list-type`, `ref` and `$ref` are the same field)."""
+    return re.sub(r"[_\-$]", "", name).lower()
+
+
 json_names = {}  # short -> {normalized: json}
 global_names = {}
 for path in glob.glob(OA + "/**/*.rs", recursive=True):
@@ -163,8 +200,8 @@ for path in glob.glob(OA + "/**/*.rs", recursive=True):
     names = {}
     for m in re.finditer(r'"([A-Za-z0-9$_\-]+)" => Field::Key_', src):
         j = m.group(1)
-        names[j.lower().replace("_", "")] = j
-        global_names.setdefault(j.lower().replace("_", ""), j)
+        names[norm(j)] = j
+        global_names.setdefault(norm(j), j)
     json_names[short(rel, sm.group(1)).lower()] = names
 
 
@@ -177,7 +214,7 @@ FALLBACKS = []
 
 
 def json_name(msg, rust):
-    key = rust.replace("_", "").lower()
+    key = norm(rust)
     n = json_names.get(msg.lower(), {}).get(key)
     if n:
         return n
@@ -199,6 +236,8 @@ for av, k, m in MANUAL:
     resources[(av, k)] = m
     roots.append(m)
 roots += EXTRA_ROOTS
+# Messages the hand-written federation ones refer to.
+roots += ["core.v1.LocalObjectReference", "meta.v1.ListMeta", "meta.v1.ObjectMeta"]
 # `<Kind>List` messages (ListMeta + repeated items) of every root kind.
 LISTS = []
 for av, k in ROOTS:
@@ -213,7 +252,7 @@ while stack:
     if m in seen:
         continue
     seen.append(m)
-    if m in SPECIAL:
+    if m in SPECIAL and m not in SPECIAL_WALK:
         continue
     if m not in messages:
         print(f"unknown message {m}", file=sys.stderr)
@@ -226,10 +265,10 @@ out = []
 for av, k in ROOTS:
     if (av, k) in resources:
         out.append(f"={av} {k} {resources[(av, k)]}")
-for av, k, m in LISTS + EXTRA_KINDS:
+for av, k, m in LISTS + EXTRA_KINDS + FEDERATION_KINDS:
     out.append(f"={av} {k} {m}")
 for m in sorted(seen):
-    if m in SPECIAL or m not in messages:
+    if (m in SPECIAL and m not in SPECIAL_WALK) or m not in messages:
         continue
     fields = messages[m]
     is_list = (len(fields) == 1 and fields[0][0] == "items" and fields[0][1] == 1
@@ -237,16 +276,17 @@ for m in sorted(seen):
     parts = [m] + (["!list"] if is_list else [])
     for rust, tag, ty in sorted(fields, key=lambda f: f[1]):
         parent = json_names.get(m.lower())
-        key = rust.replace("_", "").lower()
+        key = norm(rust)
         if ty.startswith("@") and parent is not None and key not in parent:
             child = messages.get(ty[1:], [])
-            child_keys = [c[0].replace("_", "").lower() for c in child]
+            child_keys = [norm(c[0]) for c in child]
             if child_keys and all(k in parent for k in child_keys):
                 # Go embeds this struct inline: JSON flattens its fields.
                 parts.append(f"{rust}={tag}:^{ty}")
                 continue
         parts.append(f"{json_name(m, rust)}={tag}:{ty}")
     out.append(" ".join(parts))
+out += FEDERATION_MESSAGES.splitlines()
 print("\n".join(out))
 for f in FALLBACKS:
     print("fallback name", f, file=sys.stderr)

@@ -71,7 +71,7 @@ pub fn is_protobuf(content_type: &str) -> bool {
 /// and `kind` from the envelope). Errors are 400 BadRequest carrying the
 /// decoder's own message.
 pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
-    decode_envelope(body)
+    decode_envelope(body, None)
         .map(|(_, v)| v)
         .map_err(|e| ApiError::bad_request(e.message))
 }
@@ -82,7 +82,7 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
 /// <Expected>: <err>` when the envelope named a kind, else `the object
 /// provided is unrecognized (must be of type <Expected>): <err> (<summary>)`.
 pub fn decode_as(body: &[u8], expected_kind: &str) -> Result<Value, ApiError> {
-    decode_envelope(body).map(|(_, v)| v).map_err(|e| {
+    decode_envelope(body, Some(expected_kind)).map(|(_, v)| v).map_err(|e| {
         let msg = match e.gvk {
             Some((api_version, kind)) if !kind.is_empty() => {
                 let version = api_version
@@ -135,12 +135,29 @@ impl Failure {
     }
 }
 
-fn decode_envelope(body: &[u8]) -> Result<(String, Value), Failure> {
+/// kube's `errNotMarshalable` for the unstructured object of a custom resource.
+const NOT_MARSHALABLE: &str = "object *unstructured.Unstructured does not implement the protobuf marshalling interface and cannot be encoded to a protobuf message";
+
+/// Whether any served version of a built-in kind is named `kind`.
+fn is_builtin_kind(kind: &str) -> bool {
+    SCHEMA.kinds.keys().any(|(_, k)| k == kind)
+}
+
+/// Decode a body; `expected_kind` is the kind of the endpoint it was sent to
+/// (a create or update), if any.
+fn decode_envelope(body: &[u8], expected_kind: Option<&str>) -> Result<(String, Value), Failure> {
+    // kube's protobuf.Serializer.Decode, in its order.
+    if body.is_empty() {
+        return Err(Failure::new("empty data"));
+    }
     let Some(rest) = body.strip_prefix(MAGIC) else {
         return Err(Failure::new(
             "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]",
         ));
     };
+    if rest.is_empty() {
+        return Err(Failure::new("empty body"));
+    }
     let env = read_unknown(rest).map_err(Failure::new)?;
     let gvk = Some((env.api_version.clone(), env.kind.clone()));
     let with_gvk = |message: String| Failure {
@@ -171,6 +188,11 @@ fn decode_envelope(body: &[u8]) -> Result<(String, Value), Failure> {
             .map(String::as_str)
     };
     let Some(message) = message else {
+        // A custom resource's endpoint decodes into an Unstructured, which
+        // protobuf cannot fill.
+        if expected_kind == Some(env.kind.as_str()) && !is_builtin_kind(&env.kind) {
+            return Err(with_gvk(NOT_MARSHALABLE.to_string()));
+        }
         return Err(with_gvk(format!(
             "no kind \"{}\" is registered for version \"{}\" in scheme \"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30\"",
             env.kind, env.api_version
@@ -535,8 +557,13 @@ fn decode_fields(
                 // Go's gogo-protobuf writes every non-pointer string, empty
                 // or not; JSON (`omitempty`) leaves empty ones out, and so do
                 // we, or they would be stored (`generateName: ""`). A zero
-                // time (`creationTimestamp` of a Go client) is left out too.
+                // time (`creationTimestamp` of a Go client) is left out too,
+                // and so are the `omitempty` non-pointer bools of a
+                // JSONSchemaProps (`nullable: false` in every schema node).
                 if v.as_str() == Some("") || v.is_null() {
+                    continue;
+                }
+                if v == Value::Bool(false) && omitted_when_false(message, &field.json) {
                     continue;
                 }
                 match (out.get_mut(&field.json), v) {
@@ -605,6 +632,22 @@ fn decode_fields(
     Ok(())
 }
 
+/// Non-pointer `bool` fields with JSON `omitempty` that gogo-protobuf
+/// writes even when false, where a stored `false` would differ from what
+/// kube-apiserver stores (it decodes into the Go struct and drops it).
+fn omitted_when_false(message: &str, json_name: &str) -> bool {
+    message == "apiextensions.v1.JsonSchemaProps"
+        && matches!(
+            json_name,
+            "exclusiveMaximum"
+                | "exclusiveMinimum"
+                | "uniqueItems"
+                | "nullable"
+                | "x-kubernetes-embedded-resource"
+                | "x-kubernetes-int-or-string"
+        )
+}
+
 /// The JSON of a map value that was absent from its entry.
 fn default_value(schema: &Schema, ty: &Scalar, depth: usize) -> DecodeResult<Value> {
     Ok(match ty {
@@ -640,7 +683,12 @@ fn read_value(
     })
 }
 
+/// A float as Go's `encoding/json` prints it: integral values without a
+/// fraction (`minimum: 1`, not `1.0`).
 fn float(f: f64) -> DecodeResult<Value> {
+    if f.fract() == 0.0 && f.abs() < 9.0e15 {
+        return Ok(json!(f as i64));
+    }
     serde_json::Number::from_f64(f)
         .map(Value::Number)
         .ok_or_else(|| format!("json: unsupported value: {f}"))
@@ -687,12 +735,39 @@ fn message_value(schema: &Schema, buf: &[u8], message: &str, depth: usize) -> De
                 json!(int_val)
             })
         }
-        "runtime.RawExtension" | "meta.v1.FieldsV1" => {
+        "runtime.RawExtension" | "meta.v1.FieldsV1" | "apiextensions.v1.Json" => {
             let raw = bytes_field(buf, 1)?;
             if raw.is_empty() {
                 return Ok(Value::Null);
             }
             serde_json::from_slice(&raw).map_err(|e| format!("error decoding embedded JSON: {e}"))
+        }
+        // apiextensions' wrappers whose JSON is one of two forms (their Go
+        // `MarshalJSON`): a schema or a list of schemas, a schema or a bool,
+        // a schema or a list of strings.
+        "apiextensions.v1.JsonSchemaPropsOrArray" => {
+            let mut out = Map::new();
+            decode_fields(schema, buf, message, depth, &mut out)?;
+            Ok(match out.remove("jSonSchemas") {
+                Some(Value::Array(a)) if !a.is_empty() => Value::Array(a),
+                _ => out.remove("schema").unwrap_or(Value::Null),
+            })
+        }
+        "apiextensions.v1.JsonSchemaPropsOrBool" => {
+            let mut out = Map::new();
+            decode_fields(schema, buf, message, depth, &mut out)?;
+            Ok(match out.remove("schema") {
+                Some(s) => s,
+                None => json!(out.get("allows") == Some(&json!(true))),
+            })
+        }
+        "apiextensions.v1.JsonSchemaPropsOrStringArray" => {
+            let mut out = Map::new();
+            decode_fields(schema, buf, message, depth, &mut out)?;
+            Ok(match out.remove("property") {
+                Some(Value::Array(a)) if !a.is_empty() => Value::Array(a),
+                _ => out.remove("schema").unwrap_or(Value::Null),
+            })
         }
         _ => {
             let mut out = Map::new();
@@ -1164,9 +1239,43 @@ fn message_bytes(
             put_varint(&mut out, int_val as u64);
             put_bytes(&mut out, 3, str_val.as_bytes());
         }
-        "runtime.RawExtension" | "meta.v1.FieldsV1" => {
+        "runtime.RawExtension" | "meta.v1.FieldsV1" | "apiextensions.v1.Json" => {
             let raw = serde_json::to_vec(v).map_err(|e| e.to_string())?;
             put_bytes(&mut out, 1, &raw);
+        }
+        "apiextensions.v1.JsonSchemaPropsOrArray" => {
+            let props = Scalar::Msg("apiextensions.v1.JsonSchemaProps".into());
+            match v {
+                Value::Array(items) => {
+                    for item in items {
+                        put_value(schema, &mut out, 2, &props, item, field, depth)?;
+                    }
+                }
+                _ => put_value(schema, &mut out, 1, &props, v, field, depth)?,
+            }
+        }
+        "apiextensions.v1.JsonSchemaPropsOrBool" => {
+            let props = Scalar::Msg("apiextensions.v1.JsonSchemaProps".into());
+            // Go: `Allows` is true for a schema, and always written.
+            put_key(&mut out, 1, 0);
+            match v {
+                Value::Bool(b) => put_varint(&mut out, u64::from(*b)),
+                _ => {
+                    put_varint(&mut out, 1);
+                    put_value(schema, &mut out, 2, &props, v, field, depth)?;
+                }
+            }
+        }
+        "apiextensions.v1.JsonSchemaPropsOrStringArray" => {
+            let props = Scalar::Msg("apiextensions.v1.JsonSchemaProps".into());
+            match v {
+                Value::Array(items) => {
+                    for item in items {
+                        put_value(schema, &mut out, 2, &Scalar::Str, item, field, depth)?;
+                    }
+                }
+                _ => put_value(schema, &mut out, 1, &props, v, field, depth)?,
+            }
         }
         _ => {
             let is_list = schema.messages.get(message).is_some_and(|m| m.list);
@@ -1281,6 +1390,8 @@ const SCHEMA_TEXT: &str = r#"
 =authentication.k8s.io/v1 SelfSubjectReview authentication.v1.SelfSubjectReview
 =authentication.k8s.io/v1 TokenReview authentication.v1.TokenReview
 =authentication.k8s.io/v1 TokenRequest authentication.v1.TokenRequest
+=apiextensions.k8s.io/v1 CustomResourceDefinition apiextensions.v1.CustomResourceDefinition
+=apiregistration.k8s.io/v1 APIService apiregistration.v1.APIService
 =v1 NamespaceList core.v1.NamespaceList
 =v1 ConfigMapList core.v1.ConfigMapList
 =v1 SecretList core.v1.SecretList
@@ -1316,9 +1427,42 @@ const SCHEMA_TEXT: &str = r#"
 =coordination.k8s.io/v1 LeaseList coordination.v1.LeaseList
 =events.k8s.io/v1 EventList events.v1.EventList
 =discovery.k8s.io/v1 EndpointSliceList discovery.v1.EndpointSliceList
+=apiextensions.k8s.io/v1 CustomResourceDefinitionList apiextensions.v1.CustomResourceDefinitionList
+=apiregistration.k8s.io/v1 APIServiceList apiregistration.v1.APIServiceList
 =v1 Status meta.v1.Status
 =meta.k8s.io/v1 PartialObjectMetadata meta.v1.PartialObjectMetadata
 =meta.k8s.io/v1 PartialObjectMetadataList meta.v1.PartialObjectMetadataList
+=federation/v1beta1 Cluster federation.v1beta1.Cluster
+=federation/v1beta1 ClusterList federation.v1beta1.ClusterList
+apiextensions.v1.CustomResourceColumnDefinition name=1:s type=2:s format=3:s description=4:s priority=5:i32 jsonPath=6:s
+apiextensions.v1.CustomResourceConversion strategy=1:s webhook=2:@apiextensions.v1.WebhookConversion
+apiextensions.v1.CustomResourceDefinition metadata=1:@meta.v1.ObjectMeta spec=2:@apiextensions.v1.CustomResourceDefinitionSpec status=3:@apiextensions.v1.CustomResourceDefinitionStatus
+apiextensions.v1.CustomResourceDefinitionCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s observedGeneration=6:i64
+apiextensions.v1.CustomResourceDefinitionList metadata=1:@meta.v1.ListMeta items=2:*@apiextensions.v1.CustomResourceDefinition
+apiextensions.v1.CustomResourceDefinitionNames plural=1:s singular=2:s shortNames=3:*s kind=4:s listKind=5:s categories=6:*s
+apiextensions.v1.CustomResourceDefinitionSpec group=1:s names=3:@apiextensions.v1.CustomResourceDefinitionNames scope=4:s versions=7:*@apiextensions.v1.CustomResourceDefinitionVersion conversion=9:@apiextensions.v1.CustomResourceConversion preserveUnknownFields=10:b
+apiextensions.v1.CustomResourceDefinitionStatus conditions=1:*@apiextensions.v1.CustomResourceDefinitionCondition acceptedNames=2:@apiextensions.v1.CustomResourceDefinitionNames storedVersions=3:*s observedGeneration=4:i64
+apiextensions.v1.CustomResourceDefinitionVersion name=1:s served=2:b storage=3:b schema=4:@apiextensions.v1.CustomResourceValidation subresources=5:@apiextensions.v1.CustomResourceSubresources additionalPrinterColumns=6:*@apiextensions.v1.CustomResourceColumnDefinition deprecated=7:b deprecationWarning=8:s selectableFields=9:*@apiextensions.v1.SelectableField
+apiextensions.v1.CustomResourceSubresourceScale specReplicasPath=1:s statusReplicasPath=2:s labelSelectorPath=3:s
+apiextensions.v1.CustomResourceSubresourceStatus
+apiextensions.v1.CustomResourceSubresources status=1:@apiextensions.v1.CustomResourceSubresourceStatus scale=2:@apiextensions.v1.CustomResourceSubresourceScale
+apiextensions.v1.CustomResourceValidation openAPIV3Schema=1:@apiextensions.v1.JsonSchemaProps
+apiextensions.v1.ExternalDocumentation description=1:s url=2:s
+apiextensions.v1.JsonSchemaProps id=1:s $schema=2:s $ref=3:s description=4:s type=5:s format=6:s title=7:s default=8:@apiextensions.v1.Json maximum=9:f64 exclusiveMaximum=10:b minimum=11:f64 exclusiveMinimum=12:b maxLength=13:i64 minLength=14:i64 pattern=15:s maxItems=16:i64 minItems=17:i64 uniqueItems=18:b multipleOf=19:f64 enum=20:*@apiextensions.v1.Json maxProperties=21:i64 minProperties=22:i64 required=23:*s items=24:@apiextensions.v1.JsonSchemaPropsOrArray allOf=25:*@apiextensions.v1.JsonSchemaProps oneOf=26:*@apiextensions.v1.JsonSchemaProps anyOf=27:*@apiextensions.v1.JsonSchemaProps not=28:@apiextensions.v1.JsonSchemaProps properties=29:{s,@apiextensions.v1.JsonSchemaProps} additionalProperties=30:@apiextensions.v1.JsonSchemaPropsOrBool patternProperties=31:{s,@apiextensions.v1.JsonSchemaProps} dependencies=32:{s,@apiextensions.v1.JsonSchemaPropsOrStringArray} additionalItems=33:@apiextensions.v1.JsonSchemaPropsOrBool definitions=34:{s,@apiextensions.v1.JsonSchemaProps} externalDocs=35:@apiextensions.v1.ExternalDocumentation example=36:@apiextensions.v1.Json nullable=37:b x-kubernetes-preserve-unknown-fields=38:b x-kubernetes-embedded-resource=39:b x-kubernetes-int-or-string=40:b x-kubernetes-list-map-keys=41:*s x-kubernetes-list-type=42:s x-kubernetes-map-type=43:s x-kubernetes-validations=44:*@apiextensions.v1.ValidationRule
+apiextensions.v1.JsonSchemaPropsOrArray schema=1:@apiextensions.v1.JsonSchemaProps jSonSchemas=2:*@apiextensions.v1.JsonSchemaProps
+apiextensions.v1.JsonSchemaPropsOrBool allows=1:b schema=2:@apiextensions.v1.JsonSchemaProps
+apiextensions.v1.JsonSchemaPropsOrStringArray schema=1:@apiextensions.v1.JsonSchemaProps property=2:*s
+apiextensions.v1.SelectableField jsonPath=1:s
+apiextensions.v1.ServiceReference namespace=1:s name=2:s path=3:s port=4:i32
+apiextensions.v1.ValidationRule rule=1:s message=2:s messageExpression=3:s reason=4:s fieldPath=5:s optionalOldSelf=6:b
+apiextensions.v1.WebhookClientConfig service=1:@apiextensions.v1.ServiceReference caBundle=2:y url=3:s
+apiextensions.v1.WebhookConversion clientConfig=2:@apiextensions.v1.WebhookClientConfig conversionReviewVersions=3:*s
+apiregistration.v1.APIService metadata=1:@meta.v1.ObjectMeta spec=2:@apiregistration.v1.APIServiceSpec status=3:@apiregistration.v1.APIServiceStatus
+apiregistration.v1.APIServiceCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
+apiregistration.v1.APIServiceList metadata=1:@meta.v1.ListMeta items=2:*@apiregistration.v1.APIService
+apiregistration.v1.APIServiceSpec service=1:@apiregistration.v1.ServiceReference group=2:s version=3:s insecureSkipTLSVerify=4:b caBundle=5:y groupPriorityMinimum=7:i32 versionPriority=8:i32
+apiregistration.v1.APIServiceStatus conditions=1:*@apiregistration.v1.APIServiceCondition
+apiregistration.v1.ServiceReference namespace=1:s name=2:s port=3:i32
 apps.v1.ControllerRevision metadata=1:@meta.v1.ObjectMeta data=2:@runtime.RawExtension revision=3:i64
 apps.v1.ControllerRevisionList metadata=1:@meta.v1.ListMeta items=2:*@apps.v1.ControllerRevision
 apps.v1.DaemonSet metadata=1:@meta.v1.ObjectMeta spec=2:@apps.v1.DaemonSetSpec status=3:@apps.v1.DaemonSetStatus
@@ -1717,6 +1861,12 @@ rbac.v1.RoleBindingList metadata=1:@meta.v1.ListMeta items=2:*@rbac.v1.RoleBindi
 rbac.v1.RoleList metadata=1:@meta.v1.ListMeta items=2:*@rbac.v1.Role
 rbac.v1.RoleRef apiGroup=1:s kind=2:s name=3:s
 rbac.v1.Subject kind=1:s apiGroup=2:s name=3:s namespace=4:s
+federation.v1beta1.Cluster metadata=1:@meta.v1.ObjectMeta spec=2:@federation.v1beta1.ClusterSpec status=3:@federation.v1beta1.ClusterStatus
+federation.v1beta1.ClusterCondition type=1:s status=2:s lastProbeTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
+federation.v1beta1.ClusterList metadata=1:@meta.v1.ListMeta items=2:*@federation.v1beta1.Cluster
+federation.v1beta1.ClusterSpec serverAddressByClientCIDRs=1:*@federation.v1beta1.ServerAddressByClientCIDR secretRef=2:@core.v1.LocalObjectReference
+federation.v1beta1.ClusterStatus conditions=1:*@federation.v1beta1.ClusterCondition zones=5:*s region=6:s kubernetesVersion=7:s
+federation.v1beta1.ServerAddressByClientCIDR clientCIDR=1:s serverAddress=2:s
 "#;
 
 #[cfg(test)]
@@ -1729,6 +1879,7 @@ mod tests {
     use k8s_pb::api::authentication::v1 as authn;
     use k8s_pb::api::authorization::v1 as authz;
     use k8s_pb::api::core::v1 as core;
+    use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
     use k8s_pb::apimachinery::pkg::api::resource::Quantity;
     use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
     use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
@@ -1765,6 +1916,217 @@ mod tests {
             .collect()
     }
 
+    /// A CRD as a Go client writes it: every non-pointer string and bool
+    /// of each schema node present (empty / false), the JSON-valued
+    /// wrappers in both of their forms.
+    fn go_written_crd() -> apiext::CustomResourceDefinition {
+        fn props(ty: &str) -> apiext::JsonSchemaProps {
+            apiext::JsonSchemaProps {
+                r#type: Some(ty.into()),
+                id: Some(String::new()),
+                schema: Some(String::new()),
+                r#ref: Some(String::new()),
+                description: Some(String::new()),
+                format: Some(String::new()),
+                title: Some(String::new()),
+                pattern: Some(String::new()),
+                exclusive_maximum: Some(false),
+                exclusive_minimum: Some(false),
+                unique_items: Some(false),
+                nullable: Some(false),
+                x_kubernetes_embedded_resource: Some(false),
+                x_kubernetes_int_or_string: Some(false),
+                ..Default::default()
+            }
+        }
+        let raw = |v: Value| apiext::Json {
+            raw: Some(serde_json::to_vec(&v).unwrap()),
+        };
+        let mut size = props("integer");
+        size.minimum = Some(1.0);
+        size.default = Some(raw(json!(3)));
+        let mut color = props("string");
+        color.r#enum = vec![raw(json!("red")), raw(json!("blue"))];
+        let mut tags = props("array");
+        tags.items = Some(Box::new(apiext::JsonSchemaPropsOrArray {
+            schema: Some(Box::new(props("string"))),
+            j_son_schemas: vec![],
+        }));
+        tags.x_kubernetes_list_type = Some("set".into());
+        let mut labels = props("object");
+        labels.additional_properties = Some(Box::new(apiext::JsonSchemaPropsOrBool {
+            allows: Some(true),
+            schema: Some(Box::new(props("string"))),
+        }));
+        let mut closed = props("object");
+        closed.additional_properties = Some(Box::new(apiext::JsonSchemaPropsOrBool {
+            allows: Some(false),
+            schema: None,
+        }));
+        let mut extra = props("object");
+        extra.x_kubernetes_preserve_unknown_fields = Some(true);
+        let mut spec = props("object");
+        spec.required = vec!["size".into()];
+        spec.properties = [
+            ("size".to_string(), size),
+            ("color".to_string(), color),
+            ("tags".to_string(), tags),
+            ("labels".to_string(), labels),
+            ("closed".to_string(), closed),
+            ("extra".to_string(), extra),
+        ]
+        .into();
+        spec.x_kubernetes_validations = vec![apiext::ValidationRule {
+            rule: Some("self.size <= 10".into()),
+            message: Some("too big".into()),
+            ..Default::default()
+        }];
+        let mut root = props("object");
+        root.properties = [("spec".to_string(), spec)].into();
+        apiext::CustomResourceDefinition {
+            metadata: meta("widgets.example.com"),
+            spec: Some(apiext::CustomResourceDefinitionSpec {
+                group: Some("example.com".into()),
+                names: Some(apiext::CustomResourceDefinitionNames {
+                    plural: Some("widgets".into()),
+                    singular: Some("widget".into()),
+                    kind: Some("Widget".into()),
+                    list_kind: Some("WidgetList".into()),
+                    short_names: vec!["wd".into()],
+                    categories: vec![],
+                }),
+                scope: Some("Namespaced".into()),
+                versions: vec![apiext::CustomResourceDefinitionVersion {
+                    name: Some("v1".into()),
+                    served: Some(true),
+                    storage: Some(true),
+                    schema: Some(apiext::CustomResourceValidation {
+                        open_apiv3_schema: Some(root),
+                    }),
+                    subresources: Some(apiext::CustomResourceSubresources {
+                        status: Some(apiext::CustomResourceSubresourceStatus {}),
+                        scale: None,
+                    }),
+                    ..Default::default()
+                }],
+                conversion: None,
+                preserve_unknown_fields: None,
+            }),
+            status: None,
+        }
+    }
+
+    #[test]
+    fn a_custom_resource_definition_decodes_to_its_json_form() {
+        let v = decode(&body(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            &go_written_crd(),
+        ))
+        .unwrap();
+        let schema = &v["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        assert_eq!(
+            schema["properties"]["spec"],
+            json!({
+                "type": "object",
+                "required": ["size"],
+                "properties": {
+                    "size": {"type": "integer", "minimum": 1, "default": 3},
+                    "color": {"type": "string", "enum": ["red", "blue"]},
+                    "tags": {"type": "array", "items": {"type": "string"},
+                             "x-kubernetes-list-type": "set"},
+                    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "closed": {"type": "object", "additionalProperties": false},
+                    "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                },
+                "x-kubernetes-validations": [{"rule": "self.size <= 10", "message": "too big"}]
+            })
+        );
+        assert_eq!(
+            v["spec"]["versions"][0]["subresources"],
+            json!({"status": {}})
+        );
+        assert_eq!(v["spec"]["names"]["shortNames"], json!(["wd"]));
+    }
+
+    #[test]
+    fn a_custom_resource_definition_round_trips_through_the_generated_types() {
+        let v = decode(&body(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            &go_written_crd(),
+        ))
+        .unwrap();
+        let bytes = encode(&v).unwrap();
+        assert_eq!(decode(&bytes).unwrap(), v);
+        let unknown = Unknown::decode(&bytes[MAGIC.len()..]).unwrap();
+        let crd =
+            apiext::CustomResourceDefinition::decode(unknown.raw.unwrap().as_slice()).unwrap();
+        let version = &crd.spec.unwrap().versions[0];
+        let root = version
+            .schema
+            .as_ref()
+            .unwrap()
+            .open_apiv3_schema
+            .as_ref()
+            .unwrap();
+        let spec = &root.properties["spec"];
+        let labels = spec.properties["labels"]
+            .additional_properties
+            .as_ref()
+            .unwrap();
+        assert_eq!(labels.allows, Some(true));
+        assert_eq!(
+            labels.schema.as_ref().unwrap().r#type.as_deref(),
+            Some("string")
+        );
+        let closed = spec.properties["closed"]
+            .additional_properties
+            .as_ref()
+            .unwrap();
+        assert_eq!(
+            (closed.allows, closed.schema.is_none()),
+            (Some(false), true)
+        );
+        let tags = spec.properties["tags"].items.as_ref().unwrap();
+        assert_eq!(
+            tags.schema.as_ref().unwrap().r#type.as_deref(),
+            Some("string")
+        );
+        let color = &spec.properties["color"];
+        assert_eq!(color.r#enum[1].raw.as_deref(), Some(&b"\"blue\""[..]));
+        assert_eq!(
+            spec.properties["size"]
+                .default
+                .as_ref()
+                .unwrap()
+                .raw
+                .as_deref(),
+            Some(&b"3"[..])
+        );
+        assert_eq!(
+            spec.properties["extra"].x_kubernetes_preserve_unknown_fields,
+            Some(true)
+        );
+        assert_eq!(version.served, Some(true));
+    }
+
+    #[test]
+    fn schemas_or_arrays_and_string_arrays_keep_their_array_forms() {
+        let v = json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "a.b"},
+            "spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": {
+                "type": "array",
+                "items": [{"type": "string"}, {"type": "integer"}],
+                "dependencies": {"a": ["b", "c"], "d": {"type": "object"}},
+                "additionalItems": true
+            }}}]}
+        });
+        let bytes = encode(&v).unwrap();
+        assert_eq!(decode(&bytes).unwrap(), v);
+    }
+
     #[test]
     fn the_schema_parses_and_every_referenced_message_exists() {
         let s = &*SCHEMA;
@@ -1777,6 +2139,7 @@ mod tests {
             "resource.Quantity",
             "intstr.IntOrString",
             "runtime.RawExtension",
+            "apiextensions.v1.Json",
         ];
         let known = |m: &str| s.messages.contains_key(m) || special.contains(&m);
         for (name, msg) in &s.messages {
@@ -2117,10 +2480,42 @@ mod tests {
             e.message,
             "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]"
         );
+        // protobuf.Serializer.Decode's first two checks.
         let e = decode_as(b"", "ConfigMap").unwrap_err();
         assert_eq!(
             e.message,
-            "the object provided is unrecognized (must be of type ConfigMap): provided data does not appear to be a protobuf message, expected prefix [107 56 115 0] (<empty>)"
+            "the object provided is unrecognized (must be of type ConfigMap): empty data (<empty>)"
+        );
+        let e = decode_as(MAGIC, "ConfigMap").unwrap_err();
+        assert_eq!(
+            e.message,
+            "the object provided is unrecognized (must be of type ConfigMap): empty body (6b387300)"
+        );
+    }
+
+    #[test]
+    fn a_custom_resource_in_protobuf_cannot_be_decoded_as_kube_says() {
+        let e = decode_as(
+            &body("example.com/v1", "Widget", &core::ConfigMap::default()),
+            "Widget",
+        )
+        .unwrap_err();
+        assert_eq!(e.code, 400);
+        assert_eq!(
+            e.message,
+            "Widget in version \"v1\" cannot be handled as a Widget: object *unstructured.Unstructured does not implement the protobuf marshalling interface and cannot be encoded to a protobuf message"
+        );
+        // A built-in kind's name keeps kube's scheme error.
+        let e = decode_as(
+            &body("apps/v1beta1", "Deployment", &apps::Deployment::default()),
+            "Deployment",
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .contains("no kind \"Deployment\" is registered for version \"apps/v1beta1\""),
+            "{}",
+            e.message
         );
     }
 
@@ -2582,7 +2977,12 @@ mod tests {
         assert!(encodable("meta.k8s.io/v1", "PartialObjectMetadataList"));
         assert!(!encodable("apps/v1", "ConfigMap"));
         assert!(!encodable("stable.example.com/v1", "CronTab"));
-        assert!(!encodable("federation/v1beta1", "Cluster"));
+        assert!(encodable("federation/v1beta1", "Cluster"));
+        assert!(encodable("federation/v1beta1", "ClusterList"));
+        assert!(encodable(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinitionList"
+        ));
         let e =
             encode(&json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab"})).unwrap_err();
         assert_eq!(e.code, 406);

@@ -97,6 +97,38 @@ pub fn output(headers: &HeaderMap) -> Result<Output, ApiError> {
     )))
 }
 
+/// Whether error `Status` answers to this request go out as protobuf:
+/// kube-apiserver negotiates them as it negotiates objects
+/// (`responsewriters.ErrorNegotiated`), so a client whose first choice is
+/// protobuf (client-go configured for it) gets a protobuf `Status`.
+pub fn protobuf_errors(headers: &HeaderMap) -> bool {
+    matches!(output(headers), Ok(Output::Protobuf))
+}
+
+/// A handler's answer with its error, if any, rendered as protobuf when
+/// [`protobuf_errors`] said so (JSON otherwise, by [`super::ErrorResponse`]).
+pub fn negotiate_error(protobuf: bool, result: super::HandlerResult) -> super::HandlerResult {
+    match result {
+        Err(super::ErrorResponse(e)) if protobuf => {
+            let Ok(body) = crate::protobuf::encode(&e.status()) else {
+                return Err(super::ErrorResponse(e));
+            };
+            let mut resp = super::bytes_response(
+                e.status_code(),
+                crate::protobuf::PROTOBUF_CONTENT_TYPE,
+                body,
+                &[],
+            );
+            if let Some(secs) = e.retry_after {
+                resp.headers_mut()
+                    .insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
+            }
+            Ok(resp)
+        }
+        other => other,
+    }
+}
+
 /// The request body as JSON, from JSON, YAML or Kubernetes protobuf, for a
 /// request to a resource of `kind` (named in protobuf decode errors, as
 /// kube-apiserver does).
@@ -367,7 +399,7 @@ mod tests {
             Output::Protobuf
         );
         assert_eq!(
-            for_kind(Output::Protobuf, "federation/v1beta1", "Cluster"),
+            for_kind(Output::Protobuf, "stable.example.com/v1", "CronTab"),
             Output::Json
         );
     }

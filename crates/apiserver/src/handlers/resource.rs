@@ -91,6 +91,7 @@ pub async fn core(
     headers: HeaderMap,
     body: Bytes,
 ) -> HandlerResult {
+    let protobuf_errors = negotiate::protobuf_errors(&headers);
     let req = Req {
         method,
         query,
@@ -98,7 +99,7 @@ pub async fn core(
         headers,
         body,
     };
-    dispatch(state, "", "v1", &rest, req).await
+    negotiate::negotiate_error(protobuf_errors, dispatch(state, "", "v1", &rest, req).await)
 }
 
 /// `/apis/{group}/{version}/{*rest}`.
@@ -111,6 +112,7 @@ pub async fn grouped(
     headers: HeaderMap,
     body: Bytes,
 ) -> HandlerResult {
+    let protobuf_errors = negotiate::protobuf_errors(&headers);
     let req = Req {
         method,
         query,
@@ -118,7 +120,10 @@ pub async fn grouped(
         headers,
         body,
     };
-    dispatch(state, &group, &version, &rest, req).await
+    negotiate::negotiate_error(
+        protobuf_errors,
+        dispatch(state, &group, &version, &rest, req).await,
+    )
 }
 
 /// The parts of one request the handlers use.
