@@ -99,10 +99,22 @@ async fn send(
     content_type: Option<&str>,
     body: Vec<u8>,
 ) -> Result<Reply> {
+    send_accepting(client, ACCEPT_PROTOBUF, method, path, content_type, body).await
+}
+
+/// [`send`] with another Accept header.
+async fn send_accepting(
+    client: &Client,
+    accept: &str,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: Vec<u8>,
+) -> Result<Reply> {
     let mut req = http::Request::builder()
         .method(method)
         .uri(path)
-        .header(ACCEPT, ACCEPT_PROTOBUF);
+        .header(ACCEPT, accept);
     if let Some(ct) = content_type {
         req = req.header(CONTENT_TYPE, ct);
     }
@@ -881,7 +893,30 @@ async fn protobuf_custom_resource_definitions_create_get_list_and_watch() -> Res
     .await?;
     ensure!(r.code == 422, "size 11: {} {}", r.code, r.text());
 
-    // A custom resource has no protobuf form: its protobuf body is refused as
+    // A custom resource has no protobuf form: a client that also accepts
+    // JSON gets JSON, one that accepts only protobuf gets kube's 406.
+    let r = send(&client, "GET", &format!("{WIDGETS}/w"), None, Vec::new()).await?;
+    ensure!(
+        r.code == 200 && r.content_type == "application/json" && r.json()["spec"]["size"] == 3,
+        "widget for a protobuf-or-JSON client: {} {:?} {}",
+        r.code,
+        r.content_type,
+        r.text()
+    );
+    let r = send_accepting(&client, PROTOBUF, "GET", WIDGETS, None, Vec::new()).await?;
+    let status = r.status()?;
+    ensure!(
+        r.code == 406
+            && status.reason.as_deref() == Some("NotAcceptable")
+            && status.message.as_deref()
+                == Some(
+                    "object *unstructured.UnstructuredList does not implement the protobuf marshalling interface and cannot be encoded to a protobuf message"
+                ),
+        "widget list for a protobuf-only client: {} {status:?}",
+        r.code
+    );
+
+    // A custom resource's protobuf body is refused as
     // kube-apiserver refuses it (a 400, here as a protobuf Status).
     let r = send(
         &client,

@@ -19,19 +19,34 @@ pub enum Output {
     Table,
     /// `as=PartialObjectMetadata` / `as=PartialObjectMetadataList`.
     PartialMetadata,
-    /// `application/vnd.kubernetes.protobuf` (built-in kinds; others are
-    /// answered in JSON, see [`for_kind`]).
+    /// `application/vnd.kubernetes.protobuf`, with JSON also accepted
+    /// (client-go's `application/vnd.kubernetes.protobuf,application/json`):
+    /// kinds without a protobuf form are answered in JSON, see [`for_kind`].
     Protobuf,
+    /// `application/vnd.kubernetes.protobuf` and nothing JSON can answer:
+    /// kinds without a protobuf form are 406 NotAcceptable.
+    ProtobufOnly,
 }
 
-/// The representation actually used for `apiVersion`/`kind`: protobuf only
-/// for kinds that have a protobuf form (custom resources and our own
-/// federation kinds fall back to JSON, which every client also accepts).
-pub fn for_kind(output: Output, api_version: &str, kind: &str) -> Output {
-    if output == Output::Protobuf && !crate::protobuf::encodable(api_version, kind) {
-        Output::Json
-    } else {
-        output
+/// The representation actually used for `apiVersion`/`kind`, as
+/// kube-apiserver's writers try the accepted media types in order: protobuf
+/// for kinds that have a protobuf form; for the others (custom resources)
+/// JSON when the client also accepts it, else kube's 406 NotAcceptable
+/// (`object *unstructured.Unstructured does not implement the protobuf
+/// marshalling interface …`).
+pub fn for_kind(output: Output, api_version: &str, kind: &str) -> Result<Output, ApiError> {
+    match output {
+        Output::Protobuf | Output::ProtobufOnly
+            if crate::protobuf::encodable(api_version, kind) =>
+        {
+            Ok(Output::Protobuf)
+        }
+        Output::Protobuf => Ok(Output::Json),
+        Output::ProtobufOnly => crate::protobuf::encode(&serde_json::json!({
+            "apiVersion": api_version, "kind": kind
+        }))
+        .map(|_| Output::Protobuf),
+        other => Ok(other),
     }
 }
 
@@ -39,7 +54,7 @@ pub fn for_kind(output: Output, api_version: &str, kind: &str) -> Output {
 pub fn content_type(output: Output) -> &'static str {
     match output {
         Output::Yaml => "application/yaml",
-        Output::Protobuf => crate::protobuf::PROTOBUF_CONTENT_TYPE,
+        Output::Protobuf | Output::ProtobufOnly => crate::protobuf::PROTOBUF_CONTENT_TYPE,
         _ => "application/json",
     }
 }
@@ -56,7 +71,8 @@ pub fn output(headers: &HeaderMap) -> Result<Output, ApiError> {
     if accept.trim().is_empty() {
         return Ok(Output::Json);
     }
-    for part in accept.split(',') {
+    let clauses: Vec<&str> = accept.split(',').collect();
+    for (i, part) in clauses.iter().enumerate() {
         let mut pieces = part.split(';').map(str::trim);
         let media = pieces.next().unwrap_or_default().to_ascii_lowercase();
         let params: HashMap<String, String> = pieces
@@ -87,7 +103,17 @@ pub fn output(headers: &HeaderMap) -> Result<Output, ApiError> {
             },
             "application/yaml" if as_kind.is_none() => return Ok(Output::Yaml),
             "application/vnd.kubernetes.protobuf" if as_kind.is_none() => {
-                return Ok(Output::Protobuf);
+                let json_later = clauses[i + 1..].iter().any(|c| {
+                    let mut p = c.split(';').map(str::trim);
+                    let media = p.next().unwrap_or_default().to_ascii_lowercase();
+                    matches!(media.as_str(), "application/json" | "application/*" | "*/*")
+                        && !p.any(|param| param.to_ascii_lowercase().starts_with("as="))
+                });
+                return Ok(if json_later {
+                    Output::Protobuf
+                } else {
+                    Output::ProtobufOnly
+                });
             }
             _ => continue,
         }
@@ -102,7 +128,7 @@ pub fn output(headers: &HeaderMap) -> Result<Output, ApiError> {
 /// (`responsewriters.ErrorNegotiated`), so a client whose first choice is
 /// protobuf (client-go configured for it) gets a protobuf `Status`.
 pub fn protobuf_errors(headers: &HeaderMap) -> bool {
-    matches!(output(headers), Ok(Output::Protobuf))
+    matches!(output(headers), Ok(Output::Protobuf | Output::ProtobufOnly))
 }
 
 /// A handler's answer with its error, if any, rendered as protobuf when
@@ -235,7 +261,7 @@ pub fn encode(value: &Value, output: Output) -> Result<Vec<u8>, ApiError> {
         Output::Yaml => serde_saphyr::to_string(value)
             .map(String::into_bytes)
             .map_err(|e| ApiError::internal(format!("encoding YAML: {e}"))),
-        Output::Protobuf => crate::protobuf::encode(value),
+        Output::Protobuf | Output::ProtobufOnly => crate::protobuf::encode(value),
         _ => serde_json::to_vec(value).map_err(|e| ApiError::internal(e.to_string())),
     }
 }
@@ -395,12 +421,42 @@ mod tests {
             Some(Output::Protobuf)
         );
         assert_eq!(
-            for_kind(Output::Protobuf, "v1", "ConfigMap"),
-            Output::Protobuf
+            for_kind(Output::Protobuf, "v1", "ConfigMap").ok(),
+            Some(Output::Protobuf)
         );
         assert_eq!(
-            for_kind(Output::Protobuf, "stable.example.com/v1", "CronTab"),
-            Output::Json
+            for_kind(Output::Protobuf, "stable.example.com/v1", "CronTab").ok(),
+            Some(Output::Json)
+        );
+    }
+
+    #[test]
+    fn protobuf_only_clients_get_406_for_custom_resources() {
+        assert_eq!(
+            accept("application/vnd.kubernetes.protobuf").ok(),
+            Some(Output::ProtobufOnly)
+        );
+        assert_eq!(
+            accept(
+                "application/vnd.kubernetes.protobuf, application/json;as=Table;g=meta.k8s.io;v=v1"
+            )
+            .ok(),
+            Some(Output::ProtobufOnly)
+        );
+        assert_eq!(
+            accept("application/vnd.kubernetes.protobuf, */*").ok(),
+            Some(Output::Protobuf)
+        );
+        assert_eq!(
+            for_kind(Output::ProtobufOnly, "v1", "ConfigMapList").ok(),
+            Some(Output::Protobuf)
+        );
+        let e = for_kind(Output::ProtobufOnly, "stable.example.com/v1", "CronTabList")
+            .err()
+            .map(|e| (e.code, e.message));
+        assert_eq!(
+            e,
+            Some((406, "object *unstructured.UnstructuredList does not implement the protobuf marshalling interface and cannot be encoded to a protobuf message".to_string()))
         );
     }
 

@@ -519,9 +519,9 @@ fn list_metadata(result: &ListResult) -> Value {
 /// re-encoding them.
 pub fn render_list(info: &ResourceInfo, result: ListResult, output: Output) -> HandlerResult {
     let meta = list_metadata(&result);
-    let output = negotiate::for_kind(output, &info.api_version(), &info.list_kind());
+    let output = negotiate::for_kind(output, &info.api_version(), &info.list_kind())?;
     match output {
-        Output::Protobuf => {
+        Output::Protobuf | Output::ProtobufOnly => {
             let items = parse_items(&result.items)?;
             let list = json!({"apiVersion": info.api_version(), "kind": info.list_kind(), "metadata": meta, "items": items});
             let body = crate::protobuf::encode_list(&list)?;
@@ -640,8 +640,8 @@ pub fn render_value(
     };
     let out = match output {
         Output::Yaml => Output::Yaml,
-        Output::Protobuf => negotiate::for_kind(
-            Output::Protobuf,
+        Output::Protobuf | Output::ProtobufOnly => negotiate::for_kind(
+            output,
             rendered
                 .get("apiVersion")
                 .and_then(Value::as_str)
@@ -650,7 +650,7 @@ pub fn render_value(
                 .get("kind")
                 .and_then(Value::as_str)
                 .unwrap_or_default(),
-        ),
+        )?,
         _ => Output::Json,
     };
     let body = negotiate::encode(&rendered, out)?;

@@ -112,7 +112,7 @@ pub async fn watch(
         negotiate::output(headers)?,
         &target.store.info().api_version(),
         &target.store.info().kind,
-    );
+    )?;
     if output == Output::Yaml {
         return Err(ApiError::not_acceptable("watch is served as JSON only").into());
     }
