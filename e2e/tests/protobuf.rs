@@ -12,7 +12,12 @@
 //! Shown here: `DeleteOptions` in protobuf on delete and deletecollection
 //! (built-in kinds under `v1`, `apps/v1` and `meta.k8s.io/v1` envelopes, and
 //! custom resources), read for real (dry run, preconditions), and the
-//! empty-body and JSON cases unchanged.
+//! empty-body and JSON cases unchanged; CustomResourceDefinitions created,
+//! read, listed and watched in protobuf, their schema then enforced;
+//! custom resources answered in JSON, or 406 to a protobuf-only client;
+//! federation Clusters read with prost types written from Federation v1's
+//! `generated.proto`; the scale subresource; and malformed bodies answered
+//! with kube-apiserver's codes and wording, as protobuf `Status`es.
 
 use std::time::Duration;
 
@@ -1160,5 +1165,69 @@ async fn federation_clusters_in_protobuf() -> Result<()> {
     ensure!(kind == "ClusterList", "list answered a {kind}");
     let list = fed::ClusterList::decode(raw.as_slice())?;
     ensure!(list.items.len() == 1, "{} clusters", list.items.len());
+    Ok(())
+}
+
+// ---- the scale subresource in protobuf ---------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn scale_subresource_in_protobuf() -> Result<()> {
+    use k8s_pb::api::autoscaling::v1 as autoscaling;
+    let (_server, client) = start().await?;
+    let deploys = "/apis/apps/v1/namespaces/default/deployments";
+    create_json(
+        &client,
+        deploys,
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": "web"},
+               "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                        "template": {"metadata": {"labels": {"app": "web"}},
+                                     "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+    )
+    .await?;
+    let scale_path = format!("{deploys}/web/scale");
+    let r = send(&client, "GET", &scale_path, None, Vec::new()).await?;
+    let (api_version, kind, raw) = r.kind_and_raw()?;
+    ensure!(
+        api_version == "autoscaling/v1" && kind == "Scale",
+        "scale answered a {api_version} {kind}"
+    );
+    let mut scale = autoscaling::Scale::decode(raw.as_slice())?;
+    ensure!(
+        scale.spec.as_ref().and_then(|s| s.replicas) == Some(2),
+        "scale: {scale:?}"
+    );
+
+    // client-go's UpdateScale: the Scale it read, replicas changed.
+    scale.spec = Some(autoscaling::ScaleSpec { replicas: Some(5) });
+    let body = envelope("autoscaling/v1", "Scale", scale.encode_to_vec());
+    let r = send(&client, "PUT", &scale_path, Some(PROTOBUF), body).await?;
+    ensure!(
+        r.code == 200,
+        "protobuf scale update: {} {}",
+        r.code,
+        r.text()
+    );
+    let (_, kind, raw) = r.kind_and_raw()?;
+    ensure!(kind == "Scale", "update answered a {kind}");
+    let updated = autoscaling::Scale::decode(raw.as_slice())?;
+    ensure!(
+        updated.spec.and_then(|s| s.replicas) == Some(5),
+        "updated scale"
+    );
+    let r = send_accepting(
+        &client,
+        "application/json",
+        "GET",
+        &format!("{deploys}/web"),
+        None,
+        Vec::new(),
+    )
+    .await?;
+    ensure!(
+        r.json()["spec"]["replicas"] == 5,
+        "deployment replicas: {}",
+        r.text()
+    );
     Ok(())
 }
