@@ -4,6 +4,9 @@
 //! the JSON the server serves ([`encode`], [`encode_list`],
 //! [`encode_watch_event`], [`encodable`]).
 //!
+//! Client-go configured for protobuf (the e2e framework, Kubernetes' own
+//! components) sends every body this way, `DeleteOptions` of deletes and
+//! deletecollections and CustomResourceDefinitions included, and
 //! kubectl 1.37's typed clients prefer protobuf for built-in kinds, so
 //! `kubectl create configmap|secret|namespace|serviceaccount|service|deployment|
 //! job|cronjob|role|rolebinding|clusterrole|clusterrolebinding|poddisruptionbudget|
@@ -22,11 +25,14 @@
 //! itself has no serde or reflection, so it cannot produce JSON at run time,
 //! but the tests encode their bodies with it, which checks the table.
 //! Special messages become their JSON forms: `Time`/`MicroTime` → RFC 3339,
-//! `Quantity` → string, `IntOrString` → number or string, `RawExtension`
-//! and `FieldsV1` → embedded JSON, `bytes` → base64, list wrappers
-//! (`ExtraValue`) → arrays, embedded Go structs (`VolumeSource`,
-//! `ProbeHandler`, `LocalObjectReference`, …) → inlined fields. Unknown
-//! field numbers are skipped as gogo-protobuf does.
+//! `Quantity` → string, `IntOrString` → number or string, `RawExtension`,
+//! `FieldsV1` and apiextensions' `JSON` → embedded JSON, `bytes` → base64,
+//! list wrappers (`ExtraValue`) → arrays, embedded Go structs
+//! (`VolumeSource`, `ProbeHandler`, `LocalObjectReference`, …) → inlined
+//! fields, and JSONSchemaProps' `OrArray`/`OrBool`/`OrStringArray` → the one
+//! JSON form their Go `MarshalJSON` writes. Unknown field numbers are
+//! skipped as gogo-protobuf does. federation/v1beta1 (not in `k8s-pb`) is
+//! written into the table from Federation v1's `generated.proto`.
 //!
 //! Encoding is the reverse walk: fields in tag order as gogo-protobuf
 //! writes them, map entries sorted by key, absent or `null` JSON fields left
@@ -882,10 +888,11 @@ fn go_duration(ns: i64) -> String {
 pub const PROTOBUF_WATCH_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
 
 /// Whether objects of this apiVersion/kind can be served as protobuf: the
-/// built-in kinds of the table, their `<Kind>List`s, `Status` (under any
-/// apiVersion) and `meta.k8s.io/v1` `PartialObjectMetadata[List]`. Custom
-/// resources (and federation's `Cluster`) are JSON only: kube-apiserver's
-/// CR serializers have no protobuf, so it answers 406 NotAcceptable.
+/// built-in kinds of the table (CRDs, APIServices and federation Clusters
+/// included), their `<Kind>List`s, `Status` (under any apiVersion) and
+/// `meta.k8s.io/v1` `PartialObjectMetadata[List]`. Custom resources are not:
+/// kube-apiserver cannot marshal an Unstructured to protobuf, so it answers
+/// them in the next accepted type, or 406 NotAcceptable.
 pub fn encodable(api_version: &str, kind: &str) -> bool {
     message_for(api_version, kind).is_some()
 }
