@@ -116,7 +116,8 @@ impl CustomResource {
     }
 
     /// The CEL rules' causes, unless schema validation already found the
-    /// object's shape wrong (kube's `hasBlockingErr`: a type or enum error),
+    /// object's shape wrong (kube's `hasBlockingErr`: a type, enum,
+    /// required, length or item-count error),
     /// where rules are not run and one cause says so.
     fn rule_causes(
         &self,
@@ -127,9 +128,16 @@ impl CustomResource {
         let Some(rules) = &self.rules else {
             return Vec::new();
         };
+        const BLOCKING: [&str; 5] = [
+            "FieldValueNotSupported",
+            "FieldValueRequired",
+            "FieldValueTooLong",
+            "FieldValueTooMany",
+            "FieldValueTypeInvalid",
+        ];
         if schema_causes
             .iter()
-            .any(|c| c.reason == "FieldValueTypeInvalid" || c.reason == "FieldValueNotSupported")
+            .any(|c| BLOCKING.contains(&c.reason.as_str()))
         {
             return vec![(
                 Cause::new(
@@ -353,6 +361,31 @@ mod tests {
             "Invalid value: 8: spec.replicas in body should be less than or equal to 5"
         );
         assert_eq!(field_pointer("spec.list[2].a"), "/spec/list/2/a");
+    }
+
+    #[test]
+    fn cel_rules_run_unless_the_schema_found_the_shape_wrong() {
+        let mut c = crd();
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["x-kubernetes-validations"] = json!([{"rule": "self.color != 'red'", "message": "no red"}]);
+        let s = custom_resource_strategy(&c, "v1");
+        let ok = json!({"spec": {"color": "blue", "replicas": 1}});
+        assert!(s.validate_create(&ok).is_empty());
+        let red = json!({"spec": {"color": "red", "replicas": 1}});
+        let causes = s.validate_create(&red);
+        assert_eq!(
+            (causes[0].field.as_str(), causes[0].message.as_str()),
+            ("spec", "Invalid value: no red")
+        );
+        // Unchanged on update: ratcheted.
+        assert!(s.validate_update(&red, &red).is_empty());
+        let wrong_type = json!({"spec": {"color": "red", "replicas": "x"}});
+        let causes = s.validate_create(&wrong_type);
+        assert_eq!(causes.len(), 2, "{causes:?}");
+        assert_eq!(
+            causes[1].message,
+            "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+        );
     }
 
     #[test]
