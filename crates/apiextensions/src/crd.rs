@@ -392,7 +392,14 @@ fn validate_version(v: &Value, path: &str) -> Vec<Cause> {
     let schema_path = child(path, "schema.openAPIV3Schema");
     match v.pointer("/schema/openAPIV3Schema") {
         None | Some(Value::Null) => out.push(field::required(&schema_path, "schemas are required")),
-        Some(s) => out.extend(validate_schema(s, &schema_path)),
+        Some(s) => {
+            let causes = validate_schema(s, &schema_path);
+            // kube checks the CEL rules of structural schemas only.
+            if causes.is_empty() {
+                out.extend(crate::rules::check_schema_rules(s, &schema_path));
+            }
+            out.extend(causes);
+        }
     }
     if let Some(scale) = v.pointer("/subresources/scale") {
         let sub = child(path, "subresources.scale");

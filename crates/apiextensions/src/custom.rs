@@ -15,6 +15,7 @@ use ubernetes_registry::Strategy;
 use ubernetes_registry::strategy::ScalePaths;
 
 use crate::printer::printer_columns;
+use crate::rules::Validator;
 use crate::schema::Structural;
 use crate::status::{resource_info, version};
 
@@ -26,6 +27,8 @@ pub struct CustomResource {
     scale: Option<ScalePaths>,
     selectable: Vec<&'static str>,
     columns: Vec<Value>,
+    /// The schema's `x-kubernetes-validations`, compiled once.
+    rules: Option<Arc<Validator>>,
 }
 
 /// `.spec.replicas` → `/spec/replicas`.
@@ -79,8 +82,10 @@ impl CustomResource {
                     .collect()
             })
             .unwrap_or_default();
+        let rules = Validator::new(schema.schema()).map(Arc::new);
         Self {
             info: resource_info(crd, version_name),
+            rules,
             schema,
             scale,
             selectable,
@@ -108,6 +113,42 @@ impl CustomResource {
     /// Defaulting on read, as kube applies it to objects from storage.
     pub fn default_on_read(&self, obj: &mut Value) {
         self.schema.apply_defaults(obj);
+    }
+
+    /// The CEL rules' causes, unless schema validation already found the
+    /// object's shape wrong (kube's `hasBlockingErr`: a type, enum,
+    /// required, length or item-count error),
+    /// where rules are not run and one cause says so.
+    fn rule_causes(
+        &self,
+        schema_causes: &[Cause],
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> Vec<(Cause, bool)> {
+        let Some(rules) = &self.rules else {
+            return Vec::new();
+        };
+        const BLOCKING: [&str; 5] = [
+            "FieldValueNotSupported",
+            "FieldValueRequired",
+            "FieldValueTooLong",
+            "FieldValueTooMany",
+            "FieldValueTypeInvalid",
+        ];
+        if schema_causes
+            .iter()
+            .any(|c| BLOCKING.contains(&c.reason.as_str()))
+        {
+            return vec![(
+                Cause::new(
+                    "FieldValueInvalid",
+                    "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+                    "<nil>",
+                ),
+                false,
+            )];
+        }
+        rules.validate(obj, old)
     }
 
     fn check_type_meta(&self, map: &mut Map<String, Value>) -> Result<(), ApiError> {
@@ -159,17 +200,31 @@ impl Strategy for CustomResource {
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<Cause> {
-        self.schema.validate(obj)
+        let mut causes = self.schema.validate(obj);
+        let rules = self.rule_causes(&causes, obj, None);
+        causes.extend(rules.into_iter().map(|(c, _)| c));
+        causes
     }
 
     /// kube's validation ratcheting (`CRDValidationRatcheting`, on by
     /// default): an error about a value the update left unchanged is
     /// dropped, so objects written under an older schema stay updatable.
+    /// CEL rule failures are ratcheted the same way, except those of
+    /// transition rules (kube's `UsesOldSelf`).
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
-        self.schema
-            .validate(new)
+        let schema_causes = self.schema.validate(new);
+        let rules = self.rule_causes(&schema_causes, new, Some(old));
+        schema_causes
             .into_iter()
             .filter(|c| !unchanged(&c.field, &c.reason, new, old))
+            .chain(
+                rules
+                    .into_iter()
+                    .filter(|(c, transition)| {
+                        *transition || !unchanged(&c.field, &c.reason, new, old)
+                    })
+                    .map(|(c, _)| c),
+            )
             .collect()
     }
 
@@ -306,6 +361,31 @@ mod tests {
             "Invalid value: 8: spec.replicas in body should be less than or equal to 5"
         );
         assert_eq!(field_pointer("spec.list[2].a"), "/spec/list/2/a");
+    }
+
+    #[test]
+    fn cel_rules_run_unless_the_schema_found_the_shape_wrong() {
+        let mut c = crd();
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["x-kubernetes-validations"] = json!([{"rule": "self.color != 'red'", "message": "no red"}]);
+        let s = custom_resource_strategy(&c, "v1");
+        let ok = json!({"spec": {"color": "blue", "replicas": 1}});
+        assert!(s.validate_create(&ok).is_empty());
+        let red = json!({"spec": {"color": "red", "replicas": 1}});
+        let causes = s.validate_create(&red);
+        assert_eq!(
+            (causes[0].field.as_str(), causes[0].message.as_str()),
+            ("spec", "Invalid value: no red")
+        );
+        // Unchanged on update: ratcheted.
+        assert!(s.validate_update(&red, &red).is_empty());
+        let wrong_type = json!({"spec": {"color": "red", "replicas": "x"}});
+        let causes = s.validate_create(&wrong_type);
+        assert_eq!(causes.len(), 2, "{causes:?}");
+        assert_eq!(
+            causes[1].message,
+            "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+        );
     }
 
     #[test]

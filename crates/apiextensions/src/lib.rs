@@ -12,6 +12,8 @@
 //!   `apiserver/schema` does), with [`values`] (value validation),
 //!   [`prune`] (unknown-field pruning) and [`defaults`] (structural
 //!   defaulting) over them.
+//! - [`rules`]: `x-kubernetes-validations` (CEL rules) compiled, checked
+//!   on CRD writes and evaluated on custom resource writes.
 //! - [`custom`]: the strategy of one served version of a custom resource.
 //! - [`printer`]: `additionalPrinterColumns` and their Table cells.
 //! - [`openapi`]: the schema kube publishes for a custom kind.
@@ -29,6 +31,7 @@ pub mod defaults;
 pub mod openapi;
 pub mod printer;
 pub mod prune;
+pub mod rules;
 pub mod schema;
 pub mod status;
 pub mod values;
