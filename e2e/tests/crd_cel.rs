@@ -6,7 +6,6 @@
 //! subresource, the runtime cost limit of the conformance spec, and CRDs
 //! whose rules don't compile (or cost too much) refused.
 
-
 use anyhow::Result;
 use ubernetes_e2e::Server;
 
@@ -108,7 +107,11 @@ fn cel_rules_accept_and_reject_custom_resources_with_kubes_messages() -> Result<
     );
 
     // The default message; a scalar's value is shown.
-    let err = create_err(&server, "quota", "{replicas: 1, minReplicas: 1, quota: 2Gi}")?;
+    let err = create_err(
+        &server,
+        "quota",
+        "{replicas: 1, minReplicas: 1, quota: 2Gi}",
+    )?;
     assert!(
         err.contains(
             "spec.quota: Invalid value: \"2Gi\": failed rule: isQuantity(self) && quantity(self).isLessThan(quantity('1Gi'))"
@@ -152,7 +155,9 @@ fn cel_rules_accept_and_reject_custom_resources_with_kubes_messages() -> Result<
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("status.health: Invalid value: \"bad\": failed rule: self in ['ok', 'unhealthy']"),
+        err.contains(
+            "status.health: Invalid value: \"bad\": failed rule: self in ['ok', 'unhealthy']"
+        ),
         "{err}"
     );
     assert!(status("ok")?.status.success());
@@ -226,7 +231,9 @@ fn crds_with_rules_that_do_not_compile_or_cost_too_much_are_refused() -> Result<
         r#"{type: object, x-kubernetes-validations: [{rule: "self = 42"}]}"#,
     ))?;
     assert!(
-        err.contains("compilation failed: ERROR: <input>:1:6: Syntax error: token recognition error at: '= '"),
+        err.contains(
+            "compilation failed: ERROR: <input>:1:6: Syntax error: token recognition error at: '= '"
+        ),
         "{err}"
     );
 
@@ -243,8 +250,14 @@ fn crds_with_rules_that_do_not_compile_or_cost_too_much_are_refused() -> Result<
         "notbool",
         r#"{type: object, x-kubernetes-validations: [{rule: "self.x + 1", messageExpression: "1"}], properties: {x: {type: integer}}}"#,
     ))?;
-    assert!(err.contains("cel expression must evaluate to a bool"), "{err}");
-    assert!(err.contains("messageExpression must evaluate to a string"), "{err}");
+    assert!(
+        err.contains("cel expression must evaluate to a bool"),
+        "{err}"
+    );
+    assert!(
+        err.contains("messageExpression must evaluate to a string"),
+        "{err}"
+    );
 
     // None of them was stored.
     let crds = server.kubectl_ok(&["get", "crd", "-o", "name"])?;

@@ -366,8 +366,8 @@ mod tests {
     #[test]
     fn cel_rules_run_unless_the_schema_found_the_shape_wrong() {
         let mut c = crd();
-        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-            ["x-kubernetes-validations"] = json!([{"rule": "self.color != 'red'", "message": "no red"}]);
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.color != 'red'", "message": "no red"}]);
         let s = custom_resource_strategy(&c, "v1");
         let ok = json!({"spec": {"color": "blue", "replicas": 1}});
         assert!(s.validate_create(&ok).is_empty());
