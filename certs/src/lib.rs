@@ -728,6 +728,44 @@ fn yaml_quote(s: &str) -> String {
 }
 
 // ---------------------------------------------------------------------------
+// service-account signing key
+
+/// The service-account signing key in the PKI directory (kubeadm's `sa.key`).
+pub const SERVICE_ACCOUNT_KEY_FILE: &str = "sa.key";
+/// Its public half (kubeadm's `sa.pub`), for verifiers outside this server.
+pub const SERVICE_ACCOUNT_PUB_FILE: &str = "sa.pub";
+
+/// The key that signs service-account tokens: `dir/sa.key` as found, or a
+/// new ECDSA P-256 key (PKCS#8 PEM, mode 0600) with its public key in
+/// `dir/sa.pub` when there is none. Returns the private key PEM and whether
+/// it was made now. Kept across restarts, so tokens stay valid; ECDSA because
+/// it is made in microseconds (kube-apiserver signs ES256 with such a key as
+/// it signs RS256 with kubeadm's RSA one).
+pub fn ensure_service_account_key(dir: &Path) -> Result<(String, Outcome)> {
+    create_private_dir(dir)?;
+    let path = dir.join(SERVICE_ACCOUNT_KEY_FILE);
+    if let Some(pem) = read_optional(&path)?
+        && !pem.trim().is_empty()
+    {
+        return Ok((pem, Outcome::Reused));
+    }
+    let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(|source| {
+        Error::Generate {
+            what: "the service-account signing key",
+            source,
+        }
+    })?;
+    let pem = key.serialize_pem();
+    write_private(&path, pem.as_bytes())?;
+    write_file(
+        &dir.join(SERVICE_ACCOUNT_PUB_FILE),
+        key.public_key_pem().as_bytes(),
+        0o644,
+    )?;
+    Ok((pem, Outcome::Created))
+}
+
+// ---------------------------------------------------------------------------
 // files
 
 fn create_private_dir(dir: &Path) -> Result<()> {
@@ -1013,5 +1051,27 @@ mod tests {
         assert_eq!(out, vec![0x82, 0x01, 0x2c]);
         let tlv = der_tlv(0x04, &[0u8; 300]);
         assert_eq!(der_read(&tlv).expect("read"), (0x04, 4, 304));
+    }
+
+    #[test]
+    fn the_service_account_key_is_made_once_and_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (first, made) = ensure_service_account_key(dir.path()).expect("made");
+        assert_eq!(made, Outcome::Created);
+        assert!(first.contains("BEGIN PRIVATE KEY"), "{first}");
+        let public = fs::read_to_string(dir.path().join(SERVICE_ACCOUNT_PUB_FILE)).expect("sa.pub");
+        assert!(public.contains("BEGIN PUBLIC KEY"));
+        let (again, kept) = ensure_service_account_key(dir.path()).expect("reused");
+        assert_eq!(kept, Outcome::Reused);
+        assert_eq!(first, again);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(dir.path().join(SERVICE_ACCOUNT_KEY_FILE))
+                .expect("stat")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
     }
 }

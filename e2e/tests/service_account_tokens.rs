@@ -1,5 +1,5 @@
 //! Service-account token Secrets with kubectl 1.37: a Secret of type
-//! `kubernetes.io/service-account-token` is filled in by the server (token,
+//! `kubernetes.io/service-account-token` is filled in by the server (a JWT,
 //! the server's CA, namespace); kubectl with that token is
 //! `system:serviceaccount:NS:NAME`, refused by RBAC until bound and allowed as
 //! bound; deleting the account deletes its token Secret and the token stops
@@ -119,7 +119,18 @@ fn a_service_account_token_secret_is_filled_and_authenticates_as_its_account_und
         Ok(secret_key(&server, "team", "robot-token", "token")?.filter(|t| !t.is_empty()))
     })?;
     let token = String::from_utf8(token)?;
-    assert!(token.len() >= 40, "a 32-byte token in base64url: {token}");
+    // A JWT with kube's legacy claims (issuer kubernetes/serviceaccount).
+    let payload = token.split('.').nth(1).unwrap_or_default();
+    let claims: serde_json::Value = serde_json::from_slice(&base64::Engine::decode(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        payload,
+    )?)?;
+    assert_eq!(claims["iss"], "kubernetes/serviceaccount", "{claims}");
+    assert_eq!(claims["sub"], "system:serviceaccount:team:robot");
+    assert_eq!(
+        claims["kubernetes.io/serviceaccount/secret.name"],
+        "robot-token"
+    );
     assert_eq!(
         secret_key(&server, "team", "robot-token", "namespace")?,
         Some(b"team".to_vec())

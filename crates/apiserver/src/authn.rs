@@ -10,13 +10,13 @@
 //!    after rustls verified the chain against the client CA): CN = user,
 //!    every O = a group; a certificate with an empty CN is ignored;
 //! 3. a bearer token from `--token-auth-file` (kube's CSV format);
-//! 4. a service-account token (the `data.token` of a Secret of type
-//!    `kubernetes.io/service-account-token`, filled in by the registry's
-//!    token controller), looked up in the registry's in-memory
-//!    [`TokenIndex`]: user `system:serviceaccount:NS:NAME` (uid: the
-//!    account's), groups `system:serviceaccounts` and
-//!    `system:serviceaccounts:NS`. A token whose Secret or ServiceAccount is
-//!    gone or being deleted is unknown (401), as kube's legacy validator.
+//! 4. a service-account JWT of this server's issuers
+//!    ([`ServiceAccountJwt::authenticate`]: signature, issuer, audiences
+//!    (`--api-audiences`), expiry, and the account and bound Pod, Secret or
+//!    Node still existing with the claimed uid; a token Secret's token only
+//!    while that Secret holds it): user `system:serviceaccount:NS:NAME`
+//!    (uid: the account's), groups `system:serviceaccounts` and
+//!    `system:serviceaccounts:NS`, extra as kube's (pod, node, credential id).
 //!
 //! Authenticated users get the group `system:authenticated`. A request no
 //! authenticator recognises gets 401 with a `metav1.Status` body, except on
@@ -35,7 +35,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::header::{AUTHORIZATION, CONTENT_TYPE};
 use ubernetes_apimachinery::ApiError;
-use ubernetes_registry::tokens::TokenIndex;
+use ubernetes_registry::jwt::{ObjectLookup, ServiceAccountJwt};
 
 /// The group every authenticated user is in.
 pub const ALL_AUTHENTICATED: &str = "system:authenticated";
@@ -114,12 +114,26 @@ pub enum TokenFileError {
     TooFewColumns { path: String, found: usize },
 }
 
+/// Service-account JWT checking: the issuer's keys and claims, and where
+/// the objects the claims name are looked up.
+#[derive(Clone)]
+struct ServiceAccountTokens {
+    jwt: Arc<ServiceAccountJwt>,
+    lookup: Arc<dyn ObjectLookup>,
+}
+
+impl std::fmt::Debug for ServiceAccountTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.jwt.fmt(f)
+    }
+}
+
 /// The authenticators of this server.
 #[derive(Debug, Default)]
 pub struct Authenticator {
     tokens: HashMap<String, UserInfo>,
     /// Service-account tokens (none: not checked).
-    service_accounts: Option<Arc<TokenIndex>>,
+    service_accounts: Option<ServiceAccountTokens>,
 }
 
 impl Authenticator {
@@ -143,10 +157,75 @@ impl Authenticator {
         }
     }
 
-    /// Also accept the service-account tokens of `index`.
-    pub fn with_service_account_tokens(mut self, index: Arc<TokenIndex>) -> Self {
-        self.service_accounts = Some(index);
+    /// Also accept the service-account JWTs of `jwt`, checking the objects
+    /// they name in `lookup`.
+    pub fn with_service_account_tokens(
+        mut self,
+        jwt: Arc<ServiceAccountJwt>,
+        lookup: Arc<dyn ObjectLookup>,
+    ) -> Self {
+        self.service_accounts = Some(ServiceAccountTokens { jwt, lookup });
         self
+    }
+
+    /// The audiences the server's own tokens must carry (`--api-audiences`);
+    /// empty without service-account tokens.
+    pub fn api_audiences(&self) -> Vec<String> {
+        self.service_accounts
+            .as_ref()
+            .map(|s| s.jwt.api_audiences().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// Who a bearer token belongs to, and for which audiences (kube's token
+    /// authenticators): the token file first (audience-agnostic: valid for
+    /// the requested audiences that are the server's own), then
+    /// service-account JWTs. `audiences`: those the caller wants (TokenReview's
+    /// `spec.audiences`); none: the server's.
+    pub fn authenticate_token(
+        &self,
+        token: &str,
+        audiences: Option<&[String]>,
+    ) -> Result<(UserInfo, Vec<String>), AuthnError> {
+        let own = self.api_audiences();
+        if let Some(user) = self.tokens.get(token) {
+            let auds = match audiences.filter(|a| !a.is_empty()) {
+                Some(wanted) if !own.is_empty() => {
+                    let both: Vec<String> =
+                        wanted.iter().filter(|a| own.contains(a)).cloned().collect();
+                    if both.is_empty() {
+                        return Err(AuthnError::InvalidBearerToken);
+                    }
+                    both
+                }
+                Some(wanted) => wanted.to_vec(),
+                None => own,
+            };
+            return Ok((with_authenticated_group(user.clone()), auds));
+        }
+        let Some(sa) = &self.service_accounts else {
+            return Err(AuthnError::InvalidBearerToken);
+        };
+        let now = jiff::Timestamp::now().as_second();
+        match sa
+            .jwt
+            .authenticate(token, audiences, sa.lookup.as_ref(), now)
+        {
+            Ok(Some(ok)) => Ok((
+                with_authenticated_group(UserInfo {
+                    name: ok.info.username(),
+                    uid: ok.info.uid.clone(),
+                    groups: ok.info.groups(),
+                    extra: ok.info.extra(),
+                }),
+                ok.audiences,
+            )),
+            Ok(None) => Err(AuthnError::InvalidBearerToken),
+            Err(e) => {
+                tracing::debug!(error = %e, "service account token refused");
+                Err(AuthnError::InvalidBearerToken)
+            }
+        }
     }
 
     /// How many bearer tokens are known.
@@ -174,20 +253,9 @@ impl Authenticator {
             })));
         }
         match bearer_token(&parts.headers) {
-            Some(token) => {
-                if let Some(user) = self.tokens.get(token) {
-                    return Ok(Some(with_authenticated_group(user.clone())));
-                }
-                match self.service_accounts.as_ref().and_then(|i| i.lookup(token)) {
-                    Some(account) => Ok(Some(with_authenticated_group(UserInfo {
-                        name: account.username(),
-                        uid: account.uid.clone(),
-                        groups: account.groups(),
-                        extra: BTreeMap::new(),
-                    }))),
-                    None => Err(AuthnError::InvalidBearerToken),
-                }
-            }
+            Some(token) => self
+                .authenticate_token(token, None)
+                .map(|(user, _)| Some(user)),
             None => Ok(None),
         }
     }
@@ -501,32 +569,82 @@ mod tests {
         );
     }
 
-    fn service_account_tokens() -> Authenticator {
-        use ubernetes_storage::EventType;
-        let index = TokenIndex::new();
-        index.observe_service_account(
-            EventType::Added,
-            &serde_json::json!({"metadata": {"namespace": "ns1", "name": "robot", "uid": "sa-uid"}}),
+    /// Objects by (resource, namespace, name), for the token checks.
+    struct Objects(HashMap<(String, String, String), serde_json::Value>);
+
+    impl ObjectLookup for Objects {
+        fn object(
+            &self,
+            resource: &str,
+            namespace: Option<&str>,
+            name: &str,
+        ) -> Option<serde_json::Value> {
+            self.0
+                .get(&(
+                    resource.to_string(),
+                    namespace.unwrap_or_default().to_string(),
+                    name.to_string(),
+                ))
+                .cloned()
+        }
+    }
+
+    fn jwt() -> Arc<ServiceAccountJwt> {
+        // A test-only P-256 key (openssl genpkey).
+        let pem = concat!(
+            "-----BEGIN PRIVATE KEY-----\n",
+            "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgfz+5JFASPUtwKthk\n",
+            "dpvXpEZpQelNsNwtTnOviDrosZuhRANCAAStDrh2vlqTi78Pe59v92tn7ub/tIs6\n",
+            "5l6uYObcohRSQqhupzHEHAWSTxe5XnYyiJnNcwGkC4mU3zgLxPr/18ef\n",
+            "-----END PRIVATE KEY-----\n",
         );
-        index.observe_secret(
-            EventType::Added,
-            &serde_json::json!({
-                "type": "kubernetes.io/service-account-token",
-                "metadata": {"namespace": "ns1", "name": "robot-token",
-                             "annotations": {"kubernetes.io/service-account.name": "robot"}},
-                "data": {"token": "c2EtdG9rZW4="}
-            }),
+        ServiceAccountJwt::new(ubernetes_registry::jwt::JwtConfig {
+            signing_key_pem: pem.into(),
+            signing_key_name: "test".into(),
+            ..Default::default()
+        })
+        .expect("issuer")
+    }
+
+    /// The authenticator of [`tokens`] that also takes service-account
+    /// tokens, and a bound token of `ns1/robot`.
+    fn service_account_tokens() -> (Authenticator, String) {
+        let jwt = jwt();
+        let mut objects = HashMap::new();
+        objects.insert(
+            (
+                "serviceaccounts".to_string(),
+                "ns1".to_string(),
+                "robot".to_string(),
+            ),
+            serde_json::json!({"metadata": {"namespace": "ns1", "name": "robot", "uid": "sa-uid"}}),
         );
-        tokens().with_service_account_tokens(index)
+        let account = ubernetes_registry::jwt::ObjectRef {
+            name: "robot".into(),
+            uid: "sa-uid".into(),
+        };
+        let (token, _) = jwt
+            .bound_token(
+                "ns1",
+                &account,
+                &Default::default(),
+                jwt.api_audiences(),
+                3600,
+                jiff::Timestamp::now().as_second(),
+            )
+            .expect("token");
+        (
+            tokens().with_service_account_tokens(jwt, Arc::new(Objects(objects))),
+            token,
+        )
     }
 
     #[test]
     fn a_service_account_token_authenticates_as_its_service_account() {
-        let p = parts(http::Request::get("/api").header("Authorization", "Bearer sa-token"));
-        let user = service_account_tokens()
-            .authenticate(&p)
-            .expect("ok")
-            .expect("user");
+        let (authn, token) = service_account_tokens();
+        let p =
+            parts(http::Request::get("/api").header("Authorization", format!("Bearer {token}")));
+        let user = authn.authenticate(&p).expect("ok").expect("user");
         assert_eq!(user.name, "system:serviceaccount:ns1:robot");
         assert_eq!(user.uid, "sa-uid");
         assert_eq!(
@@ -543,6 +661,7 @@ mod tests {
     fn the_token_file_is_tried_before_service_account_tokens() {
         let p = parts(http::Request::get("/api").header("Authorization", "Bearer secret"));
         let user = service_account_tokens()
+            .0
             .authenticate(&p)
             .expect("ok")
             .expect("user");
@@ -553,7 +672,7 @@ mod tests {
     fn a_token_neither_in_the_file_nor_a_service_account_token_is_an_error() {
         let p = parts(http::Request::get("/api").header("Authorization", "Bearer other"));
         assert_eq!(
-            service_account_tokens().authenticate(&p),
+            service_account_tokens().0.authenticate(&p),
             Err(AuthnError::InvalidBearerToken)
         );
     }

@@ -28,6 +28,7 @@ pub mod options;
 pub mod protobuf;
 pub mod reviews;
 pub mod serve;
+pub mod service_accounts;
 pub mod state;
 pub mod table;
 

@@ -67,6 +67,47 @@ pub struct ServerOptions {
     #[arg(long = "token-auth-file", value_name = "FILE")]
     pub token_auth_file: Option<PathBuf>,
 
+    /// Identifier of the service account token issuer: the `iss` claim of
+    /// the tokens this server issues. Repeat to also accept tokens of earlier
+    /// issuers; the first one signs.
+    #[arg(
+        long = "service-account-issuer",
+        value_name = "URL",
+        default_value = ubernetes_registry::jwt::DEFAULT_ISSUER
+    )]
+    pub service_account_issuer: Vec<String>,
+
+    /// PEM private key (RSA or ECDSA P-256) that signs service-account
+    /// tokens. Default: DATA_DIR/pki/sa.key, made on first start.
+    #[arg(long = "service-account-signing-key-file", value_name = "FILE")]
+    pub service_account_signing_key_file: Option<PathBuf>,
+
+    /// PEM files with more public (or private) keys that verify
+    /// service-account tokens, e.g. the previous key while rotating.
+    /// Repeatable.
+    #[arg(long = "service-account-key-file", value_name = "FILE")]
+    pub service_account_key_file: Vec<PathBuf>,
+
+    /// The longest lifetime of a token a TokenRequest may ask for; longer
+    /// requests are shortened to it (0: no limit). Go-style duration.
+    #[arg(
+        long = "service-account-max-token-expiration",
+        value_name = "DURATION",
+        default_value = "0s",
+        value_parser = parse_duration
+    )]
+    pub service_account_max_token_expiration: Duration,
+
+    /// Identifiers of the API: service-account tokens must carry one of
+    /// these audiences to authenticate here (comma-separated). Default: the
+    /// --service-account-issuer values.
+    #[arg(
+        long = "api-audiences",
+        value_name = "AUDIENCES",
+        value_delimiter = ','
+    )]
+    pub api_audiences: Vec<String>,
+
     /// Ordered list of plug-ins to do authorization on the secure port:
     /// RBAC or AlwaysAllow (comma-separated).
     #[arg(
@@ -159,6 +200,11 @@ impl Default for ServerOptions {
                 client_ca_file: None,
                 tls_san: Vec::new(),
                 token_auth_file: None,
+                service_account_issuer: vec![ubernetes_registry::jwt::DEFAULT_ISSUER.to_string()],
+                service_account_signing_key_file: None,
+                service_account_key_file: Vec::new(),
+                service_account_max_token_expiration: Duration::ZERO,
+                api_audiences: Vec::new(),
                 authorization_mode: "RBAC".to_string(),
                 service_cluster_ip_range: "10.96.0.0/12".to_string(),
                 max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
@@ -222,6 +268,45 @@ mod tests {
         assert_eq!(o.shutdown_delay_duration, Duration::ZERO);
         assert_eq!(o.shutdown_grace, Duration::from_secs(10));
         assert!(o.tls_cert_file.is_none() && o.token_auth_file.is_none());
+        assert_eq!(
+            o.service_account_issuer,
+            vec!["https://kubernetes.default.svc.cluster.local"]
+        );
+        assert!(o.api_audiences.is_empty() && o.service_account_signing_key_file.is_none());
+        assert_eq!(o.service_account_max_token_expiration, Duration::ZERO);
+    }
+
+    #[test]
+    fn service_account_flags_use_kube_apiserver_names() {
+        let o = parse(&[
+            "--service-account-issuer",
+            "https://new.example",
+            "--service-account-issuer",
+            "https://old.example",
+            "--api-audiences",
+            "a,b",
+            "--service-account-signing-key-file",
+            "/sa.key",
+            "--service-account-key-file",
+            "/old.pub",
+            "--service-account-max-token-expiration",
+            "24h",
+        ])
+        .expect("parses");
+        assert_eq!(
+            o.service_account_issuer,
+            vec!["https://new.example", "https://old.example"]
+        );
+        assert_eq!(o.api_audiences, vec!["a", "b"]);
+        assert_eq!(
+            o.service_account_signing_key_file,
+            Some(PathBuf::from("/sa.key"))
+        );
+        assert_eq!(o.service_account_key_file, vec![PathBuf::from("/old.pub")]);
+        assert_eq!(
+            o.service_account_max_token_expiration,
+            Duration::from_secs(86_400)
+        );
     }
 
     #[test]

@@ -218,21 +218,23 @@ pub fn token_review_of(
     }
     let mut spec = Map::new();
     spec.insert("token".into(), json!(token));
-    if let Some(a) = body
+    let audiences: Vec<String> = body
         .pointer("/spec/audiences")
         .and_then(Value::as_array)
-        .filter(|a| !a.is_empty())
-    {
-        spec.insert("audiences".into(), Value::Array(a.clone()));
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    if !audiences.is_empty() {
+        spec.insert("audiences".into(), json!(audiences));
     }
-    let request = http::Request::post("/")
-        .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
-        .body(())
-        .map_err(|e| ApiError::bad_request(format!("invalid token: {e}")))?;
-    let (parts, ()) = request.into_parts();
     let mut status = Map::new();
     let mut user_info = Map::new();
-    if let Ok(Some(user)) = authenticator.authenticate(&parts) {
+    let wanted = (!audiences.is_empty()).then_some(audiences.as_slice());
+    if let Ok((user, auds)) = authenticator.authenticate_token(token, wanted) {
         status.insert("authenticated".into(), json!(true));
         if !user.name.is_empty() {
             user_info.insert("username".into(), json!(user.name));
@@ -245,6 +247,9 @@ pub fn token_review_of(
         }
         if !user.extra.is_empty() {
             user_info.insert("extra".into(), json!(user.extra));
+        }
+        if !auds.is_empty() {
+            status.insert("audiences".into(), json!(auds));
         }
     }
     status.insert("user".into(), Value::Object(user_info));

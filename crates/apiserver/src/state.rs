@@ -13,9 +13,10 @@ use ubernetes_apimachinery::{ApiError, ResourceInfo};
 use ubernetes_registry::controllers::{
     self, BootstrapOptions, GarbageCollector, NamespaceController,
 };
+use ubernetes_registry::jwt::ServiceAccountJwt;
 use ubernetes_registry::rbac_sync::{self, RbacCache};
 use ubernetes_registry::store::WriteOptions;
-use ubernetes_registry::tokens::{TokenController, TokenIndex};
+use ubernetes_registry::tokens::TokenController;
 use ubernetes_registry::{Registry, RegistryOptions};
 use ubernetes_storage::Storage;
 use ubernetes_storage::sled_engine::{SledOptions, SledStorage};
@@ -33,6 +34,8 @@ pub struct AppState {
     pub authz: Arc<Authorization>,
     /// The authenticators (bearer tokens of `--token-auth-file`).
     pub authenticator: Arc<Authenticator>,
+    /// Signs and checks service-account tokens.
+    pub service_accounts: Arc<ServiceAccountJwt>,
 }
 
 impl AppState {
@@ -159,15 +162,18 @@ pub async fn build_state_on(
     if let Some(ca) = &root_ca_pem {
         controllers::RootCaPublisher::start(registry.clone(), ca.clone());
     }
-    TokenController::start(registry.clone(), root_ca_pem);
-    let authenticator =
-        Arc::new(authenticator.with_service_account_tokens(TokenIndex::start(&registry)));
+    let service_accounts = crate::service_accounts::load_issuer(options)?;
+    TokenController::start(registry.clone(), root_ca_pem, service_accounts.clone());
+    let authenticator = Arc::new(
+        authenticator.with_service_account_tokens(service_accounts.clone(), registry.clone()),
+    );
     spawn_compactor(storage, registry.stop_token());
     Ok(Arc::new(AppState {
         options: options.clone(),
         registry,
         authz: Arc::new(Authorization::new(mode, rbac)),
         authenticator,
+        service_accounts,
     }))
 }
 
@@ -283,6 +289,7 @@ async fn compact_forever(storage: Arc<dyn Storage>) {
 pub fn api_router(state: Arc<AppState>) -> Router {
     Router::new()
         .merge(crate::reviews::router())
+        .merge(crate::service_accounts::router())
         .route("/api", get(api_root))
         .route("/api/v1", get(core_resources))
         .route("/api/v1/", get(core_resources))

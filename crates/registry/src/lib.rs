@@ -15,6 +15,7 @@
 pub mod admission;
 pub mod controllers;
 pub mod ipalloc;
+pub mod jwt;
 pub mod kinds;
 pub mod lifecycle;
 pub mod managed_fields;

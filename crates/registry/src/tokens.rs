@@ -1,38 +1,34 @@
 //! Long-lived service-account tokens, as kube-controller-manager's token
-//! controller (`pkg/controller/serviceaccount/tokens_controller.go`) and
-//! kube-apiserver's legacy token authenticator (`pkg/serviceaccount/legacy.go`)
-//! provide them:
+//! controller (`pkg/controller/serviceaccount/tokens_controller.go`)
+//! provides them: [`TokenController`] fills every Secret of type
+//! `kubernetes.io/service-account-token` whose ServiceAccount (annotation
+//! `kubernetes.io/service-account.name`, and `…/service-account.uid` when
+//! set) exists: `data.token` (a JWT with kube's legacy claims, signed with
+//! the service-account key: [`crate::jwt::ServiceAccountJwt::legacy_token`]),
+//! `data.ca.crt` (the server's CA, when known) and `data.namespace`, and
+//! records the account's uid in the annotation. A token Secret whose account
+//! does not exist is deleted (uid precondition), and so are an account's
+//! token Secrets when the account is deleted — kube's behaviour.
 //!
-//! - [`TokenController`] fills every Secret of type
-//!   `kubernetes.io/service-account-token` whose ServiceAccount (annotation
-//!   `kubernetes.io/service-account.name`, and `…/service-account.uid` when
-//!   set) exists: `data.token` (a random 32-byte token, base64url), `data.ca.crt`
-//!   (the server's CA, when known) and `data.namespace`, and records the
-//!   account's uid in the annotation. A token Secret whose account does not
-//!   exist is deleted (uid precondition), and so are an account's token
-//!   Secrets when the account is deleted — kube's behaviour.
-//! - [`TokenIndex`] keeps, in memory, which token belongs to which account,
-//!   from the watches of secrets and serviceaccounts; the authenticator asks
-//!   it. A token whose Secret or account is gone or being deleted, or whose
-//!   Secret names another account uid, is not found.
+//! Such a token is valid while its Secret holds it and its account exists
+//! (checked by [`crate::jwt::ServiceAccountJwt::authenticate`]).
 //!
-//! What it is not: kube's tokens are JWTs signed with the service-account key;
-//! ours are opaque random strings, valid only against the server that issued
-//! them (the same as a JWT in practice: only its issuer trusts its key).
+//! One difference: a token Secret whose `data.token` is not a JWT signed by
+//! this server's keys (the opaque random tokens earlier versions wrote) gets
+//! a new token, so data dirs from before keep working accounts; kube leaves
+//! such a Secret as it is (and its token never authenticates).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use parking_lot::RwLock;
-use rand::RngCore as _;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
 use ubernetes_apimachinery::ApiError;
 use ubernetes_storage::EventType;
 
 use crate::controllers::{Queue, follow, spawn_until};
+use crate::jwt::ServiceAccountJwt;
 use crate::registry::Registry;
 use crate::store::{DeleteOptions, ReadAt};
 
@@ -48,13 +44,6 @@ pub const TOKEN_KEY: &str = "token";
 pub const ROOT_CA_KEY: &str = "ca.crt";
 /// Data key of the namespace (`v1.ServiceAccountNamespaceKey`).
 pub const NAMESPACE_KEY: &str = "namespace";
-
-/// A fresh token: 32 random bytes, base64url without padding.
-pub fn generate_token() -> String {
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    URL_SAFE_NO_PAD.encode(bytes)
-}
 
 fn str_at<'a>(obj: &'a Value, pointer: &str) -> Option<&'a str> {
     obj.pointer(pointer).and_then(Value::as_str)
@@ -78,215 +67,6 @@ fn data_bytes(obj: &Value, key: &str) -> Vec<u8> {
         .and_then(Value::as_str)
         .and_then(|s| STANDARD.decode(s).ok())
         .unwrap_or_default()
-}
-
-fn is_terminating(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionTimestamp")
-        .is_some_and(|v| !v.is_null())
-}
-
-// --------------------------------------------------------------------- index
-
-/// The account a token authenticates as.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServiceAccountRef {
-    pub namespace: String,
-    pub name: String,
-    /// The ServiceAccount's uid.
-    pub uid: String,
-    /// The Secret the token came from.
-    pub secret_name: String,
-}
-
-impl ServiceAccountRef {
-    /// `system:serviceaccount:NS:NAME` (`serviceaccount.MakeUsername`).
-    pub fn username(&self) -> String {
-        format!("system:serviceaccount:{}:{}", self.namespace, self.name)
-    }
-
-    /// `system:serviceaccounts` and `system:serviceaccounts:NS`
-    /// (`serviceaccount.MakeGroupNames`).
-    pub fn groups(&self) -> Vec<String> {
-        vec![
-            "system:serviceaccounts".to_string(),
-            format!("system:serviceaccounts:{}", self.namespace),
-        ]
-    }
-}
-
-#[derive(Debug, Clone)]
-struct TokenSecret {
-    namespace: String,
-    secret_name: String,
-    account: String,
-    /// The account uid the Secret was issued for (annotation), if any.
-    account_uid: Option<String>,
-    terminating: bool,
-}
-
-#[derive(Debug, Clone)]
-struct Account {
-    uid: String,
-    terminating: bool,
-}
-
-#[derive(Debug, Default)]
-struct IndexState {
-    /// token → its Secret.
-    tokens: HashMap<String, TokenSecret>,
-    /// (namespace, secret name) → token, to drop a replaced token.
-    by_secret: HashMap<(String, String), String>,
-    /// (namespace, account name) → account.
-    accounts: HashMap<(String, String), Account>,
-}
-
-/// Which token belongs to which ServiceAccount, kept current from the
-/// secrets and serviceaccounts watches.
-#[derive(Default)]
-pub struct TokenIndex {
-    state: RwLock<IndexState>,
-}
-
-impl std::fmt::Debug for TokenIndex {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = self.state.read();
-        f.debug_struct("TokenIndex")
-            .field("tokens", &state.tokens.len())
-            .field("accounts", &state.accounts.len())
-            .finish()
-    }
-}
-
-impl TokenIndex {
-    /// An empty index (fed by hand: tests).
-    pub fn new() -> Arc<Self> {
-        Arc::new(Self::default())
-    }
-
-    /// An index that follows the registry's secrets and serviceaccounts until
-    /// the server stops. Empty when either kind is not served.
-    pub fn start(registry: &Arc<Registry>) -> Arc<Self> {
-        let index = Self::new();
-        let (Some(secrets), Some(accounts)) = (
-            registry.get("", "v1", "secrets"),
-            registry.get("", "v1", "serviceaccounts"),
-        ) else {
-            return index;
-        };
-        let i = index.clone();
-        follow(registry.stop_token(), accounts, move |_, kind, obj| {
-            i.observe_service_account(kind, &obj);
-        });
-        let i = index.clone();
-        follow(registry.stop_token(), secrets, move |_, kind, obj| {
-            i.observe_secret(kind, &obj);
-        });
-        index
-    }
-
-    /// Record a change of a Secret.
-    pub fn observe_secret(&self, kind: EventType, obj: &Value) {
-        let (Some(ns), Some(name)) = (
-            str_at(obj, "/metadata/namespace"),
-            str_at(obj, "/metadata/name"),
-        ) else {
-            return;
-        };
-        let key = (ns.to_string(), name.to_string());
-        let mut state = self.state.write();
-        if let Some(old) = state.by_secret.remove(&key) {
-            state.tokens.remove(&old);
-        }
-        if kind == EventType::Deleted || !is_token_secret(obj) {
-            return;
-        }
-        let Some(account) = annotation(obj, SERVICE_ACCOUNT_NAME_KEY) else {
-            return;
-        };
-        let token = data_bytes(obj, TOKEN_KEY);
-        let Ok(token) = String::from_utf8(token) else {
-            return;
-        };
-        let token = token.trim().to_string();
-        if token.is_empty() {
-            return;
-        }
-        let entry = TokenSecret {
-            namespace: key.0.clone(),
-            secret_name: key.1.clone(),
-            account: account.to_string(),
-            account_uid: annotation(obj, SERVICE_ACCOUNT_UID_KEY).map(str::to_string),
-            terminating: is_terminating(obj),
-        };
-        state.by_secret.insert(key, token.clone());
-        state.tokens.insert(token, entry);
-    }
-
-    /// Record a change of a ServiceAccount.
-    pub fn observe_service_account(&self, kind: EventType, obj: &Value) {
-        let (Some(ns), Some(name)) = (
-            str_at(obj, "/metadata/namespace"),
-            str_at(obj, "/metadata/name"),
-        ) else {
-            return;
-        };
-        let key = (ns.to_string(), name.to_string());
-        let mut state = self.state.write();
-        if kind == EventType::Deleted {
-            state.accounts.remove(&key);
-            return;
-        }
-        state.accounts.insert(
-            key,
-            Account {
-                uid: str_at(obj, "/metadata/uid").unwrap_or_default().to_string(),
-                terminating: is_terminating(obj),
-            },
-        );
-    }
-
-    /// The account `token` authenticates as, if its Secret and account exist,
-    /// neither is being deleted, and the Secret was issued for this account
-    /// (kube's legacy validator).
-    pub fn lookup(&self, token: &str) -> Option<ServiceAccountRef> {
-        let state = self.state.read();
-        let secret = state.tokens.get(token)?;
-        if secret.terminating {
-            tracing::debug!(namespace = %secret.namespace, secret = %secret.secret_name, "token secret is being deleted");
-            return None;
-        }
-        let account = state
-            .accounts
-            .get(&(secret.namespace.clone(), secret.account.clone()))?;
-        if account.terminating {
-            tracing::debug!(namespace = %secret.namespace, account = %secret.account, "service account is being deleted");
-            return None;
-        }
-        if secret
-            .account_uid
-            .as_deref()
-            .is_some_and(|uid| uid != account.uid)
-        {
-            tracing::debug!(namespace = %secret.namespace, account = %secret.account, "token was issued for another service account uid");
-            return None;
-        }
-        Some(ServiceAccountRef {
-            namespace: secret.namespace.clone(),
-            name: secret.account.clone(),
-            uid: account.uid.clone(),
-            secret_name: secret.secret_name.clone(),
-        })
-    }
-
-    /// How many tokens are known.
-    pub fn len(&self) -> usize {
-        self.state.read().tokens.len()
-    }
-
-    /// Whether no token is known.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 // ---------------------------------------------------------------- controller
@@ -328,13 +108,20 @@ pub struct TokenController {
     registry: Arc<Registry>,
     /// PEM written to `data.ca.crt`; none: the key is left alone.
     root_ca: Option<Vec<u8>>,
+    /// Signs the tokens.
+    jwt: Arc<ServiceAccountJwt>,
     queue: Arc<Queue<Work>>,
 }
 
 impl TokenController {
     /// Start following secrets and serviceaccounts; `root_ca_pem` is the CA
-    /// clients should trust for this server (kube's `--root-ca-file`).
-    pub fn start(registry: Arc<Registry>, root_ca_pem: Option<String>) -> Option<Arc<Self>> {
+    /// clients should trust for this server (kube's `--root-ca-file`); `jwt`
+    /// signs the tokens.
+    pub fn start(
+        registry: Arc<Registry>,
+        root_ca_pem: Option<String>,
+        jwt: Arc<ServiceAccountJwt>,
+    ) -> Option<Arc<Self>> {
         let secrets = registry.get("", "v1", "secrets")?;
         let accounts = registry.get("", "v1", "serviceaccounts")?;
         let c = Arc::new(Self {
@@ -342,6 +129,7 @@ impl TokenController {
             root_ca: root_ca_pem
                 .filter(|p| !p.trim().is_empty())
                 .map(String::into_bytes),
+            jwt,
             queue: Queue::new(),
         });
         let stop = c.registry.stop_token();
@@ -415,7 +203,8 @@ impl TokenController {
                 .as_ref()
                 .is_some_and(|ca| data_bytes(secret, ROOT_CA_KEY) != *ca),
             namespace: data_bytes(secret, NAMESPACE_KEY).is_empty(),
-            token: data_bytes(secret, TOKEN_KEY).is_empty(),
+            token: std::str::from_utf8(&data_bytes(secret, TOKEN_KEY))
+                .map_or(true, |t| !self.jwt.is_signed_by_us(t.trim())),
         }
     }
 
@@ -528,10 +317,11 @@ impl TokenController {
                         );
                     }
                     if needs.token {
-                        data.insert(
-                            TOKEN_KEY.into(),
-                            Value::String(STANDARD.encode(generate_token())),
-                        );
+                        let token = self
+                            .jwt
+                            .legacy_token(namespace, &account_name, &account_uid, name)
+                            .map_err(|e| ApiError::internal(e.to_string()))?;
+                        data.insert(TOKEN_KEY.into(), Value::String(STANDARD.encode(token)));
                     }
                 }
                 let meta = obj
@@ -663,117 +453,6 @@ impl TokenController {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn secret(ns: &str, name: &str, account: &str, uid: Option<&str>, token: &str) -> Value {
-        let mut annotations = json!({SERVICE_ACCOUNT_NAME_KEY: account});
-        if let Some(uid) = uid {
-            annotations[SERVICE_ACCOUNT_UID_KEY] = json!(uid);
-        }
-        json!({
-            "apiVersion": "v1", "kind": "Secret", "type": SERVICE_ACCOUNT_TOKEN_TYPE,
-            "metadata": {"namespace": ns, "name": name, "annotations": annotations},
-            "data": {"token": STANDARD.encode(token)}
-        })
-    }
-
-    fn account(ns: &str, name: &str, uid: &str) -> Value {
-        json!({"apiVersion": "v1", "kind": "ServiceAccount",
-               "metadata": {"namespace": ns, "name": name, "uid": uid}})
-    }
-
-    #[test]
-    fn generated_tokens_are_32_random_bytes_in_base64url() {
-        let a = generate_token();
-        let b = generate_token();
-        assert_ne!(a, b);
-        assert_eq!(URL_SAFE_NO_PAD.decode(&a).expect("base64url").len(), 32);
-        assert!(!a.contains('+') && !a.contains('/') && !a.contains('='));
-    }
-
-    #[test]
-    fn a_filled_token_of_an_existing_account_authenticates_as_that_account() {
-        let index = TokenIndex::new();
-        index.observe_service_account(EventType::Added, &account("ns1", "robot", "u1"));
-        index.observe_secret(
-            EventType::Added,
-            &secret("ns1", "robot-token", "robot", Some("u1"), "tok"),
-        );
-        let who = index.lookup("tok").expect("known token");
-        assert_eq!(who.username(), "system:serviceaccount:ns1:robot");
-        assert_eq!(
-            who.groups(),
-            vec!["system:serviceaccounts", "system:serviceaccounts:ns1"]
-        );
-        assert_eq!(who.uid, "u1");
-        assert_eq!(who.secret_name, "robot-token");
-        assert!(index.lookup("other").is_none());
-    }
-
-    #[test]
-    fn a_token_whose_account_is_gone_is_not_found() {
-        let index = TokenIndex::new();
-        let sa = account("ns1", "robot", "u1");
-        index.observe_service_account(EventType::Added, &sa);
-        index.observe_secret(EventType::Added, &secret("ns1", "t", "robot", None, "tok"));
-        assert!(index.lookup("tok").is_some());
-        index.observe_service_account(EventType::Deleted, &sa);
-        assert!(index.lookup("tok").is_none());
-    }
-
-    #[test]
-    fn a_token_whose_secret_is_deleted_or_terminating_is_not_found() {
-        let index = TokenIndex::new();
-        index.observe_service_account(EventType::Added, &account("ns1", "robot", "u1"));
-        let mut s = secret("ns1", "t", "robot", None, "tok");
-        index.observe_secret(EventType::Added, &s);
-        s["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
-        index.observe_secret(EventType::Modified, &s);
-        assert!(index.lookup("tok").is_none());
-        index.observe_secret(EventType::Deleted, &s);
-        assert!(index.lookup("tok").is_none());
-        assert!(index.is_empty());
-    }
-
-    #[test]
-    fn a_token_issued_for_a_previous_account_of_the_same_name_is_not_found() {
-        let index = TokenIndex::new();
-        index.observe_service_account(EventType::Added, &account("ns1", "robot", "new-uid"));
-        index.observe_secret(
-            EventType::Added,
-            &secret("ns1", "t", "robot", Some("old-uid"), "tok"),
-        );
-        assert!(index.lookup("tok").is_none());
-    }
-
-    #[test]
-    fn a_replaced_token_no_longer_authenticates() {
-        let index = TokenIndex::new();
-        index.observe_service_account(EventType::Added, &account("ns1", "robot", "u1"));
-        index.observe_secret(EventType::Added, &secret("ns1", "t", "robot", None, "old"));
-        index.observe_secret(
-            EventType::Modified,
-            &secret("ns1", "t", "robot", None, "new"),
-        );
-        assert!(index.lookup("old").is_none());
-        assert!(index.lookup("new").is_some());
-        assert_eq!(index.len(), 1);
-    }
-
-    #[test]
-    fn secrets_of_other_types_are_not_tokens() {
-        let index = TokenIndex::new();
-        index.observe_service_account(EventType::Added, &account("ns1", "robot", "u1"));
-        let mut s = secret("ns1", "t", "robot", None, "tok");
-        s["type"] = json!("Opaque");
-        index.observe_secret(EventType::Added, &s);
-        assert!(index.lookup("tok").is_none());
-    }
-}
-
-#[cfg(test)]
 mod live_tests {
     use super::*;
     use crate::RegistryOptions;
@@ -785,6 +464,7 @@ mod live_tests {
     const CA: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
 
     struct Env {
+        jwt: Arc<ServiceAccountJwt>,
         registry: Arc<Registry>,
         secrets: Arc<Store>,
         accounts: Arc<Store>,
@@ -807,8 +487,11 @@ mod live_tests {
             )
             .await
             .expect("namespace");
-        TokenController::start(registry.clone(), Some(CA.to_string())).expect("controller");
+        let jwt = crate::jwt::test_issuer();
+        TokenController::start(registry.clone(), Some(CA.to_string()), jwt.clone())
+            .expect("controller");
         Env {
+            jwt,
             secrets: registry.get("", "v1", "secrets").expect("secrets"),
             accounts: registry.get("", "v1", "serviceaccounts").expect("accounts"),
             registry,
@@ -882,7 +565,7 @@ mod live_tests {
             .await
             .expect("secret exists");
         let token = String::from_utf8(data_bytes(&filled, TOKEN_KEY)).expect("utf8");
-        assert_eq!(URL_SAFE_NO_PAD.decode(&token).expect("base64url").len(), 32);
+        assert!(env.jwt.is_signed_by_us(&token), "a JWT of ours: {token}");
         assert_eq!(data_bytes(&filled, ROOT_CA_KEY), CA.as_bytes());
         assert_eq!(data_bytes(&filled, NAMESPACE_KEY), b"ns1");
         assert_eq!(
@@ -890,20 +573,41 @@ mod live_tests {
             str_at(&sa, "/metadata/uid")
         );
 
-        // The index (as the authenticator uses it) knows the token.
-        let index = TokenIndex::start(&env.registry);
-        let wait = async {
-            loop {
-                if let Some(who) = index.lookup(&token) {
-                    return who;
-                }
-                tokio::task::yield_now().await;
-            }
-        };
-        let who = tokio::time::timeout(Duration::from_secs(10), wait)
-            .await
-            .expect("index learns the token");
+        // The authenticator, reading the same caches, takes it.
+        let who = env
+            .jwt
+            .authenticate(
+                &token,
+                None,
+                env.registry.as_ref(),
+                jiff::Timestamp::now().as_second(),
+            )
+            .expect("valid")
+            .expect("ours")
+            .info;
         assert_eq!(who.username(), "system:serviceaccount:ns1:robot");
+        env.registry.shutdown();
+    }
+
+    #[tokio::test]
+    async fn an_opaque_token_of_an_earlier_version_is_replaced_by_a_jwt() {
+        let env = env().await;
+        env.create(
+            &env.accounts,
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}),
+        )
+        .await;
+        let mut secret = token_secret("robot-token", "robot");
+        secret["data"] = json!({"token": STANDARD.encode("opaque-random-token")});
+        env.create(&env.secrets, secret).await;
+        let filled = env
+            .until("robot-token", |s| {
+                s.is_some_and(|s| data_bytes(s, TOKEN_KEY) != b"opaque-random-token")
+            })
+            .await
+            .expect("secret exists");
+        let token = String::from_utf8(data_bytes(&filled, TOKEN_KEY)).expect("utf8");
+        assert!(env.jwt.is_signed_by_us(&token));
         env.registry.shutdown();
     }
 

@@ -295,6 +295,9 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
         (Method::DELETE, None, None) => {
             delete_collection(&state, &target, &query, &headers, &body).await
         }
+        (Method::POST, Some(name), Some("token")) => {
+            crate::service_accounts::create_token(&state, &target, name, &headers, &body).await
+        }
         (m, _, _) => {
             let verb = match m {
                 Method::POST => "create",

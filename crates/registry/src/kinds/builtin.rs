@@ -57,6 +57,14 @@ where
                 version: "v1".into(),
                 verbs: sub_verbs(),
             },
+            // The TokenRequest subresource of serviceaccounts.
+            "token" => SubresourceInfo {
+                name: "token".into(),
+                kind: "TokenRequest".into(),
+                group: "authentication.k8s.io".into(),
+                version: "v1".into(),
+                verbs: vec!["create".into()],
+            },
             "finalize" => SubresourceInfo {
                 name: "finalize".into(),
                 kind: T::KIND.into(),

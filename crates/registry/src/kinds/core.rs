@@ -158,7 +158,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 "serviceaccount",
                 &["sa"],
                 &[],
-                &[],
+                &["token"],
             ))
             .returns_deleted_object(),
         ),
