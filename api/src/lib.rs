@@ -11,6 +11,8 @@
 //! `kinds::federation`, the controllers elsewhere.
 #![forbid(unsafe_code)]
 
+pub mod apiregistration;
+
 use std::borrow::Cow;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta, Time};

@@ -179,3 +179,30 @@ def test_typed_deletes_decode_what_the_server_answers(api_client):
     status = status if isinstance(status, dict) else status.to_dict()
     assert status["kind"] == "Status" and status["status"] == "Success"
 
+
+def test_create_from_yaml_with_an_api_service(api_client, tmp_path):
+    manifest = tmp_path / "bundle.yaml"
+    manifest.write_text(yaml.safe_dump_all([
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "py-agg"}},
+        {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+         "metadata": {"name": "v1beta1.metrics.example.io"},
+         "spec": {"group": "metrics.example.io", "version": "v1beta1",
+                  "groupPriorityMinimum": 100, "versionPriority": 100,
+                  "insecureSkipTLSVerify": True,
+                  "service": {"name": "metrics", "namespace": "py-agg"}}},
+    ]))
+    utils.create_from_yaml(api_client, str(manifest))
+    reg = client.ApiregistrationV1Api(api_client)
+    deadline = time.time() + 10
+    while True:
+        svc = reg.read_api_service("v1beta1.metrics.example.io")
+        conds = {c.type: c for c in (svc.status and svc.status.conditions) or []}
+        if "Available" in conds or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    assert svc.spec.service.port == 443  # defaulted
+    assert conds["Available"].status == "False"
+    assert conds["Available"].reason == "ServiceNotFound"
+    # The server's own group/versions are listed as Local APIServices.
+    names = {a.metadata.name for a in reg.list_api_service().items}
+    assert {"v1.", "v1.apps", "v2.autoscaling"} <= names

@@ -9,7 +9,12 @@
 //!   kinds whose kube storage sets `ReturnDeletedObject` (a Service), a
 //!   Success `Status` for the others (a ConfigMap), the object marked for
 //!   deletion while finalizers are pending, with 200, and 202 only for the
-//!   legacy `orphanDependents: false`.
+//!   legacy `orphanDependents: false`;
+//! - `apiregistration.k8s.io/v1` APIServices: one `Local` APIService per
+//!   served group/version (kube's names, labels and priorities) kept in step
+//!   with CRDs, put back when edited or deleted; user-created ones validated
+//!   with kube's messages and given the `Available` condition; kubectl's
+//!   table columns; `kubectl apply -f` of a bundle with one.
 
 use std::time::{Duration, Instant};
 
@@ -286,5 +291,221 @@ async fn deletes_answer_what_kube_apiserver_answers() -> Result<()> {
     assert_eq!(s, http::StatusCode::OK, "{body}");
     assert_eq!(body["kind"], "Namespace", "{body}");
     assert_eq!(body["status"]["phase"], "Terminating", "{body}");
+    Ok(())
+}
+
+fn api_service(server: &Server, name: &str) -> Result<Option<serde_json::Value>> {
+    let out = server.kubectl(&["get", "apiservice", name, "-o", "json"])?;
+    if !out.status.success() {
+        return Ok(None);
+    }
+    Ok(Some(serde_json::from_slice(&out.stdout)?))
+}
+
+fn available(a: &serde_json::Value) -> Option<(String, String, String)> {
+    let c = a["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Available")?;
+    let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+    Some((s("status"), s("reason"), s("message")))
+}
+
+#[test]
+fn api_services_are_served_as_kube_apiserver_serves_them() -> Result<()> {
+    let server = Server::start()?;
+    let wait = Duration::from_secs(5);
+
+    // One Local APIService per served group/version, as kube names them.
+    let core = ubernetes_e2e::eventually(wait, || api_service(&server, "v1."))?;
+    assert_eq!(core["spec"]["groupPriorityMinimum"], 18000, "{core}");
+    assert_eq!(core["spec"]["versionPriority"], 1, "{core}");
+    assert!(core["spec"].get("group").is_none(), "{core}");
+    assert_eq!(
+        core["metadata"]["labels"]["kube-aggregator.kubernetes.io/automanaged"],
+        "onstart"
+    );
+    let apps = ubernetes_e2e::eventually(wait, || {
+        Ok(api_service(&server, "v1.apps")?.filter(|a| available(a).is_some()))
+    })?;
+    assert_eq!(apps["spec"]["group"], "apps");
+    assert_eq!(apps["spec"]["groupPriorityMinimum"], 17800);
+    assert_eq!(apps["spec"]["versionPriority"], 15);
+    assert_eq!(
+        available(&apps),
+        Some((
+            "True".into(),
+            "Local".into(),
+            "Local APIServices are always available".into()
+        ))
+    );
+    for name in [
+        "v2.autoscaling",
+        "v1.authentication.k8s.io",
+        "v1beta1.federation",
+    ] {
+        ubernetes_e2e::eventually(wait, || api_service(&server, name))?;
+    }
+    assert!(api_service(&server, "v1.apiregistration.k8s.io")?.is_none());
+
+    // kubectl's table: kube's columns.
+    let table = server.kubectl_ok(&["get", "apiservices"])?;
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["NAME", "SERVICE", "AVAILABLE", "AGE"], "{table}");
+    assert!(
+        table.lines().any(|l| l
+            .split_whitespace()
+            .take(3)
+            .eq(["v1.apps", "Local", "True"])),
+        "{table}"
+    );
+
+    // Discovery lists the group first, as kube-apiserver does.
+    let groups: serde_json::Value =
+        serde_json::from_str(&server.kubectl_ok(&["get", "--raw", "/apis"])?)?;
+    assert_eq!(
+        groups["groups"][0]["name"], "apiregistration.k8s.io",
+        "{groups}"
+    );
+
+    // Edited or deleted, an automanaged one is put back.
+    server.kubectl_ok(&[
+        "patch",
+        "apiservice",
+        "v1.apps",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"versionPriority":7}}"#,
+    ])?;
+    ubernetes_e2e::eventually(wait, || {
+        Ok(api_service(&server, "v1.apps")?.filter(|a| a["spec"]["versionPriority"] == 15))
+    })?;
+    server.kubectl_ok(&["delete", "apiservice", "v1.batch"])?;
+    ubernetes_e2e::eventually(wait, || api_service(&server, "v1.batch"))?;
+
+    // A CRD's served versions get APIServices (1000/100, automanaged
+    // "true") that go with the CRD.
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+  - {name: v1beta1, served: true, storage: false, schema: {openAPIV3Schema: {type: object}}}
+  - {name: v1alpha1, served: false, storage: false, schema: {openAPIV3Schema: {type: object}}}
+"#,
+    )?;
+    let crd = ubernetes_e2e::eventually(wait, || api_service(&server, "v1.example.com"))?;
+    assert_eq!(crd["spec"]["groupPriorityMinimum"], 1000);
+    assert_eq!(crd["spec"]["versionPriority"], 100);
+    assert_eq!(
+        crd["metadata"]["labels"]["kube-aggregator.kubernetes.io/automanaged"],
+        "true"
+    );
+    ubernetes_e2e::eventually(wait, || api_service(&server, "v1beta1.example.com"))?;
+    assert!(api_service(&server, "v1alpha1.example.com")?.is_none());
+    server.kubectl_ok(&["delete", "crd", "widgets.example.com"])?;
+    ubernetes_e2e::eventually(Duration::from_secs(10), || {
+        Ok((api_service(&server, "v1.example.com")?.is_none()
+            && api_service(&server, "v1beta1.example.com")?.is_none())
+        .then_some(()))
+    })?;
+
+    // kube's validation messages.
+    let out = server.kubectl_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {name: v1.bad}\nspec: {group: other, version: v2}\n",
+    )?;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("metadata.name: Invalid value: \"v1.bad\": must be `spec.version+\".\"+spec.group`: \"v2.other\"")
+            && err.contains("spec.groupPriorityMinimum: Invalid value: 0: must be positive and less than 20000"),
+        "{err}"
+    );
+
+    // A bundle with a user's APIServices: a Local one is available, one
+    // backed by a Service is not (and says why), and follows its Service.
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        r#"apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1.local.example.io}
+spec: {group: local.example.io, version: v1, groupPriorityMinimum: 100, versionPriority: 100}
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta1.metrics.example.io}
+spec:
+  group: metrics.example.io
+  version: v1beta1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  insecureSkipTLSVerify: true
+  service: {name: metrics, namespace: kube-system}
+"#,
+    )?;
+    let srv = &server;
+    let condition = |name: &'static str, reason: &'static str| {
+        ubernetes_e2e::eventually(wait, move || {
+            Ok(api_service(srv, name)?
+                .and_then(|a| available(&a))
+                .filter(|(_, r, _)| r == reason))
+        })
+    };
+    assert_eq!(condition("v1.local.example.io", "Local")?.0, "True");
+    let (status, _, message) = condition("v1beta1.metrics.example.io", "ServiceNotFound")?;
+    assert_eq!(status, "False");
+    assert_eq!(message, "service/metrics in \"kube-system\" is not present");
+    let metrics = api_service(&server, "v1beta1.metrics.example.io")?.context("gone")?;
+    assert_eq!(metrics["spec"]["service"]["port"], 443, "{metrics}");
+    assert!(
+        server
+            .kubectl_ok(&["get", "apiservice", "v1beta1.metrics.example.io"])?
+            .contains("kube-system/metrics   False (ServiceNotFound)")
+    );
+    server.kubectl_ok(&[
+        "-n",
+        "kube-system",
+        "create",
+        "service",
+        "clusterip",
+        "metrics",
+        "--tcp=80:80",
+    ])?;
+    let (_, _, message) = condition("v1beta1.metrics.example.io", "ServicePortError")?;
+    assert_eq!(
+        message,
+        "service/metrics in \"kube-system\" is not listening on port 443"
+    );
+    server.kubectl_ok(&["-n", "kube-system", "delete", "service", "metrics"])?;
+    server.kubectl_ok(&[
+        "-n",
+        "kube-system",
+        "create",
+        "service",
+        "clusterip",
+        "metrics",
+        "--tcp=443:443",
+    ])?;
+    let (status, _, message) = condition("v1beta1.metrics.example.io", "FailedDiscoveryCheck")?;
+    assert_eq!(status, "False");
+    assert!(
+        message.contains("does not proxy to aggregated API servers yet"),
+        "{message}"
+    );
+    // The user's APIServices are theirs: left alone.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(api_service(&server, "v1.local.example.io")?.is_some());
     Ok(())
 }

@@ -54,6 +54,9 @@ pub struct ApiError {
     pub causes: Vec<Cause>,
     /// Seconds a client should wait before retrying (`details.retryAfterSeconds`).
     pub retry_after: Option<u32>,
+    /// `metadata.continue` of the Status: the token to go on listing with
+    /// after a 410 for a continue token whose revision was compacted.
+    pub list_continue: Option<Box<str>>,
 }
 
 fn qualified(group: &str, resource: &str) -> String {
@@ -73,6 +76,7 @@ impl ApiError {
             subject: None,
             causes: Vec::new(),
             retry_after: None,
+            list_continue: None,
         }
     }
 
@@ -268,6 +272,9 @@ impl ApiError {
             "status": "Failure",
             "message": self.message,
         });
+        if let Some(token) = &self.list_continue {
+            status["metadata"]["continue"] = json!(token);
+        }
         if !self.reason.is_empty() {
             status["reason"] = json!(self.reason);
         }

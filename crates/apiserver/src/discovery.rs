@@ -83,43 +83,16 @@ pub fn api_versions(server_address: &str) -> Value {
     })
 }
 
-/// The aggregator's `GroupPriorityMinimum` and `VersionPriority` for the
-/// group-versions kube-apiserver 1.37 registers (`DefaultGenericAPIServicePriorities`
-/// merged with kube-apiserver's own list). Anything else (CRDs, our
-/// `federation` group) gets 1000 / 100 as the CRD registration controller gives.
+/// The aggregator's `GroupPriorityMinimum` and `VersionPriority` of a
+/// group/version: those of its APIService (kube-apiserver's list for the
+/// built-in groups, 1000 / 100 for custom resources and our `federation`
+/// group). The aggregator's own group, which has no APIService, is listed
+/// first, as kube-apiserver lists it.
 fn priority(group: &str, version: &str) -> (i32, i32) {
-    let gp = match group {
-        "" => 18000,
-        "apps" => 17800,
-        "events.k8s.io" => 17750,
-        "authentication.k8s.io" => 17700,
-        "authorization.k8s.io" => 17600,
-        "autoscaling" => 17500,
-        "batch" => 17400,
-        "certificates.k8s.io" => 17300,
-        "networking.k8s.io" => 17200,
-        "policy" => 17100,
-        "rbac.authorization.k8s.io" => 17000,
-        "storage.k8s.io" => 16800,
-        "apiextensions.k8s.io" | "admissionregistration.k8s.io" => 16700,
-        "scheduling.k8s.io" => 16600,
-        "coordination.k8s.io" => 16500,
-        "node.k8s.io" => 16300,
-        "discovery.k8s.io" | "resource.k8s.io" => 16200,
-        "flowcontrol.apiserver.k8s.io" => 16100,
-        "internal.apiserver.k8s.io" => 16000,
-        "storagemigration.k8s.io" => 15800,
-        _ => return (1000, 100),
-    };
-    let vp = match (group, version) {
-        ("", "v1") => 1,
-        ("autoscaling", "v2") => 30,
-        ("flowcontrol.apiserver.k8s.io", "v1") => 21,
-        (_, "v1") => 15,
-        (_, v) if v.contains("beta") => 9,
-        _ => 1,
-    };
-    (gp, vp)
+    if group == ubernetes_registry::kinds::apiregistration::GROUP {
+        return (i32::MAX, 15);
+    }
+    ubernetes_registry::kinds::apiregistration::priority(group, version)
 }
 
 /// Kube-aware version order (`version.CompareKubeAwareVersionStrings`):

@@ -156,6 +156,12 @@ pub async fn build_state_on(
         .await
         .map_err(|e| anyhow::anyhow!("reading roles and bindings: {e}"))?;
     rbac_sync::start_aggregation(&registry, &rbac, ubernetes_rbac::aggregate_cluster_roles);
+    // Before the CRD controller adds custom resources: what is served now is
+    // what gets the built-in (`onstart`) APIServices.
+    ubernetes_registry::apiservices::ApiServiceController::start(
+        registry.clone(),
+        crate::reviews::review_resources(),
+    );
     let gc = GarbageCollector::start(registry.clone());
     ubernetes_apiextensions::controller::CrdController::start(registry.clone(), Some(gc)).await;
     NamespaceController::start(registry.clone());

@@ -240,6 +240,7 @@ pub(crate) fn kind<T: JsonSchema + k8s_openapi::Resource>(
 const SERVED_GROUP_VERSIONS: &[(&str, &str)] = &[
     ("", "v1"),
     ("apiextensions.k8s.io", "v1"),
+    ("apiregistration.k8s.io", "v1"),
     ("apps", "v1"),
     ("authentication.k8s.io", "v1"),
     ("authorization.k8s.io", "v1"),

@@ -222,6 +222,12 @@ pub static FIELD_FACTS: &[FieldFact] = &[
         "x-kubernetes-validations",
     )
     .list_map(&["rule"]),
+    // apiregistration.k8s.io/v1
+    fact(
+        "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceStatus",
+        "conditions",
+    )
+    .merge_by("type", &["type"]),
     // federation/v1beta1
     fact(
         "io.ubernetes.federation.v1beta1.ClusterStatus",

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admission;
+pub mod apiservices;
 pub mod controllers;
 pub mod ipalloc;
 pub mod jwt;

@@ -253,7 +253,26 @@ fn encode_continue(rev: Revision, last_key_suffix: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(token.to_string())
 }
 
-fn decode_continue(token: &str) -> Result<(Revision, String), ApiError> {
+/// kube's answer to a continue token whose revision was compacted
+/// (`handleCompactedErrorForPaging`): 410 with a token that goes on from
+/// the same key at the latest revision (`rv: -1`), an inconsistent list.
+fn continue_expired(start: &str) -> ApiError {
+    use base64::Engine;
+    let token = json!({"v": "meta.k8s.io/v1", "rv": -1, "start": format!("{start}\u{0}")});
+    let mut e = ApiError::expired(INCONSISTENT_CONTINUE);
+    e.list_continue = Some(
+        base64::engine::general_purpose::STANDARD
+            .encode(token.to_string())
+            .into(),
+    );
+    e
+}
+
+const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// A continue token: the revision to list at (`None`: the latest, kube's
+/// `rv: -1` of an inconsistent continue) and the key to start after.
+fn decode_continue(token: &str) -> Result<(Option<Revision>, String), ApiError> {
     use base64::Engine;
     let bad = || {
         ApiError::bad_request(
@@ -270,7 +289,11 @@ fn decode_continue(token: &str) -> Result<(Revision, String), ApiError> {
             "continue key is not valid: server does not recognize this encoded key",
         ));
     }
-    let rev = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
+    let rev = match v.get("rv").and_then(Value::as_i64).ok_or_else(bad)? {
+        -1 => None,
+        rv if rv > 0 => Some(rv as Revision),
+        _ => return Err(bad()),
+    };
     let start = v
         .get("start")
         .and_then(Value::as_str)
@@ -393,12 +416,17 @@ impl Store {
         read_at: ReadAt,
     ) -> Result<ListResult, ApiError> {
         let prefix = self.list_prefix(namespace);
-        let (start_after, at) = match continue_token {
+        let mut read_at = read_at;
+        let (start_after, at, start) = match continue_token {
             Some(t) if !t.is_empty() => {
                 let (rev, start) = decode_continue(t)?;
-                (Some(format!("{}{start}", self.prefix)), Some(rev))
+                if rev.is_none() {
+                    // An inconsistent continue: the rest at the latest revision.
+                    read_at = ReadAt::Latest;
+                }
+                (Some(format!("{}{start}", self.prefix)), rev, Some(start))
             }
-            _ => (None, None),
+            _ => (None, None, None),
         };
         let exact = match (&read_at, at) {
             (_, Some(rev)) => Some(rev),
@@ -406,6 +434,21 @@ impl Store {
             _ => None,
         };
         if let Some(rev) = exact {
+            // History older than the last compaction is gone, even where the
+            // watch cache could still rebuild it (kube reads it from etcd).
+            let compacted = self
+                .storage
+                .compacted_revision()
+                .await
+                .map_err(|e| storage_error(self.info(), "", e))?;
+            if rev < compacted {
+                return Err(match &start {
+                    Some(start) => continue_expired(start),
+                    None => {
+                        ApiError::expired(format!("too old resource version: {rev} ({compacted})"))
+                    }
+                });
+            }
             if let Some((items, remaining)) =
                 self.cache
                     .list_at(&prefix, start_after.as_deref(), filter, limit, rev)
@@ -414,7 +457,11 @@ impl Store {
             }
             return self
                 .list_from_storage(&prefix, start_after, filter, limit, rev)
-                .await;
+                .await
+                .map_err(|e| match &start {
+                    Some(start) if e.code == 410 => continue_expired(start),
+                    _ => e,
+                });
         }
         match read_at {
             ReadAt::Latest => self.consistent().await?,
@@ -485,12 +532,7 @@ impl Store {
                     },
                 )
                 .await
-                .map_err(|e| match e {
-                    StorageError::Compacted { .. } => ApiError::expired(
-                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
-                    ),
-                    other => storage_error(info, "", other),
-                })?;
+                .map_err(|e| storage_error(info, "", e))?;
             let page_len = page.items.len();
             for kv in page.items {
                 cursor = Some(kv.key.clone());
@@ -1340,8 +1382,17 @@ mod tests {
         let t = encode_continue(42, "default/cm-7");
         assert_eq!(
             decode_continue(&t).ok(),
-            Some((42, "default/cm-7".to_string()))
+            Some((Some(42), "default/cm-7".to_string()))
         );
+        // kube's inconsistent continue after compaction: the latest revision.
+        let e = continue_expired("default/cm-7");
+        assert_eq!(e.code, 410);
+        let next = e.list_continue.as_deref().unwrap_or_default();
+        assert_eq!(
+            decode_continue(next).ok(),
+            Some((None, "default/cm-7".to_string()))
+        );
+        assert_eq!(e.status()["metadata"]["continue"], next);
         assert_eq!(decode_continue("%%%").map_err(|e| e.code), Err(400));
         use base64::Engine;
         let other =

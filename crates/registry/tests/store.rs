@@ -335,6 +335,75 @@ async fn lists_page_with_continue_tokens_at_one_revision() {
     assert_eq!(second.resource_version, first.resource_version);
 }
 
+/// The chunking conformance spec: once the first page's revision is
+/// compacted, its continue token is 410 with an inconsistent continue token
+/// that lists the rest at the latest revision (kube's etcd3 store).
+#[tokio::test]
+async fn a_compacted_continue_token_expires_with_an_inconsistent_one() {
+    let env = env().await;
+    let cms = env.store("", "v1", "configmaps");
+    for i in 0..5 {
+        env.create(&cms, Some("default"), cm(&format!("p{i}")))
+            .await;
+    }
+    let first = cms
+        .list(Some("default"), None, 2, None, ReadAt::Latest)
+        .await
+        .expect("page 1");
+    let token = first.continue_token.clone().expect("continue");
+    env.create(&cms, Some("default"), cm("p9")).await;
+    let storage = env.registry.storage().clone();
+    let now = storage.current_revision().await.expect("revision");
+    storage.compact(now).await.expect("compact");
+    let err = cms
+        .list(Some("default"), None, 2, Some(&token), ReadAt::Latest)
+        .await
+        .expect_err("the token's revision is compacted");
+    assert_eq!((err.code, err.reason.as_str()), (410, "Expired"));
+    assert!(
+        err.message
+            .starts_with("The provided continue parameter is too old")
+    );
+    let inconsistent = err.list_continue.clone().expect("an inconsistent token");
+    let rest = cms
+        .list(
+            Some("default"),
+            None,
+            2,
+            Some(&inconsistent),
+            ReadAt::Latest,
+        )
+        .await
+        .expect("the rest at the latest revision");
+    assert!(rest.resource_version > first.resource_version);
+    let names: Vec<String> = rest
+        .items
+        .iter()
+        .filter_map(|b| serde_json::from_slice::<Value>(b).ok())
+        .filter_map(|v| v["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(names.len(), 2);
+    assert!(!names.iter().any(|n| n == "p0" || n == "p1"), "{names:?}");
+    assert!(rest.continue_token.is_some());
+    // An exact read of a compacted revision is kube's 410 too.
+    let err = cms
+        .list(
+            Some("default"),
+            None,
+            0,
+            None,
+            ReadAt::Exact(first.resource_version),
+        )
+        .await
+        .expect_err("compacted");
+    assert_eq!(err.code, 410);
+    assert!(
+        err.message.starts_with("too old resource version"),
+        "{}",
+        err.message
+    );
+}
+
 #[tokio::test]
 async fn cluster_ips_are_allocated_once_each() {
     let env = env().await;

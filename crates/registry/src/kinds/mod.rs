@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use crate::strategy::Strategy;
 
+pub mod apiregistration;
 pub mod apps;
 pub mod batch;
 pub mod builtin;
@@ -29,7 +30,8 @@ pub use builtin::Builtin;
 pub use names::NameValidation;
 
 /// One strategy per built-in resource served (SPEC §2.2, CRDs and the
-/// review/token APIs excepted) plus `federation/v1beta1` clusters. Within a
+/// review/token APIs excepted) plus `federation/v1beta1` clusters and the
+/// aggregator's `apiregistration.k8s.io/v1` APIServices. Within a
 /// group, a preferred version comes first (`autoscaling/v2` before `v1`).
 pub fn builtin() -> Vec<Arc<dyn Strategy>> {
     let mut all = core::strategies();
@@ -37,5 +39,6 @@ pub fn builtin() -> Vec<Arc<dyn Strategy>> {
     all.extend(batch::strategies());
     all.extend(groups::strategies());
     all.extend(federation::strategies());
+    all.extend(apiregistration::strategies());
     all
 }

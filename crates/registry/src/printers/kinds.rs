@@ -105,6 +105,7 @@ pub(crate) enum Printer {
     ResourceQuota,
     EndpointSlice,
     Cluster,
+    APIService,
     Default,
 }
 
@@ -143,6 +144,7 @@ pub(crate) fn printer_for(group: &str, kind: &str) -> Printer {
         ("", "ResourceQuota") => ResourceQuota,
         ("discovery.k8s.io", "EndpointSlice") => EndpointSlice,
         ("federation", "Cluster") => Cluster,
+        ("apiregistration.k8s.io", "APIService") => APIService,
         _ => Default,
     }
 }
@@ -419,6 +421,13 @@ pub(crate) fn columns(p: Printer, kind: &str) -> Vec<Column> {
             wide("Server Address", "string", "The address the federation reaches the member cluster at."),
             wide("Version", "string", "Kubernetes version the member cluster reports."),
             wide("Objects In Sync", "string", "Federated objects in sync with the member cluster, of those placed there."),
+        ],
+        // kube-aggregator's own table (registry/apiservice/etcd).
+        APIService => vec![
+            NAME,
+            col("Service", "string", "The reference to the service that hosts this API endpoint."),
+            col("Available", "string", "Whether this service is available."),
+            AGE,
         ],
         Default => vec![NAME, col("Created At", "date", AGE_DESC)],
     }
@@ -982,6 +991,7 @@ pub(crate) fn cells(p: Printer, obj: &Value, now: Timestamp) -> (Vec<Value>, Opt
             ]
         }
         Cluster => cluster(obj, now),
+        APIService => api_service(obj, now),
         Default => {
             let created = parse_time(obj.pointer("/metadata/creationTimestamp"))
                 .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
@@ -1577,6 +1587,28 @@ fn hpa_metrics(obj: &Value) -> String {
         return format!("{} + {} more...", list.join(", "), count - max);
     }
     list.join(", ")
+}
+
+/// kube-aggregator's `ConvertToTable`: the Service as `namespace/name` or
+/// `Local`; `True`, or the condition's status with its reason in
+/// parentheses, or `Unknown` without an `Available` condition.
+fn api_service(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let service = match at(obj, "/spec/service") {
+        Some(svc) => format!("{}/{}", s(svc, "/namespace"), s(svc, "/name")),
+        None => "Local".to_string(),
+    };
+    let available = match condition(obj, "/status/conditions", "Available") {
+        None => "Unknown".to_string(),
+        Some(c) => {
+            let (status, reason) = (s(c, "/status"), s(c, "/reason"));
+            if status == "True" || reason.is_empty() {
+                status.to_string()
+            } else {
+                format!("{status} ({reason})")
+            }
+        }
+    };
+    vec![name(obj), json!(service), json!(available), age(obj, now)]
 }
 
 fn cluster(obj: &Value, now: Timestamp) -> Vec<Value> {
