@@ -7,6 +7,9 @@
 //! `kube::Api<Cluster>` works, and `schemars::JsonSchema` so the OpenAPI
 //! documents include them (definition `io.ubernetes.federation.v1beta1.Cluster`).
 //!
+//! The namespaced [`PropagationRecord`] is the federation's own record of
+//! how one federated object is propagated ([`propagation`]).
+//!
 //! What it is not: no behaviour. Validation lives in the registry's
 //! `kinds::federation`, the controllers elsewhere.
 #![forbid(unsafe_code)]
@@ -16,6 +19,12 @@ use std::borrow::Cow;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta, Time};
 use schemars::{JsonSchema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+pub mod propagation;
+pub use propagation::{
+    ClusterPropagation, ObjectReference, PropagationRecord, PropagationRecordList,
+    PropagationRecordSpec, PropagationRecordStatus,
+};
 
 /// API group of the federation types.
 pub const GROUP: &str = "federation";

@@ -391,7 +391,7 @@ impl Context {
 
 /// Build a client to the member from the kubeconfig in `secret`, talking
 /// to `server` if given. Errors are messages for the Cluster's condition.
-async fn member_client(
+pub(crate) async fn member_client(
     secret: &Secret,
     secret_name: &str,
     server: Option<&str>,

@@ -8,5 +8,8 @@ use crate::definitions::{Builtin, kind};
 /// Generate the schemas of the federation kinds into `generator` and say how
 /// they are served.
 pub(crate) fn register(generator: &mut SchemaGenerator) -> Vec<Builtin> {
-    vec![kind::<ubernetes_api::Cluster>(generator, true)]
+    vec![
+        kind::<ubernetes_api::Cluster>(generator, true),
+        kind::<ubernetes_api::PropagationRecord>(generator, true),
+    ]
 }

@@ -80,10 +80,11 @@ fn every_spec_resource_is_served_once() {
         "events.k8s.io/v1/events",
         "discovery.k8s.io/v1/endpointslices",
         "federation/v1beta1/clusters",
+        "federation/v1beta1/propagationrecords",
     ] {
         assert!(keys.contains(&want.to_string()), "missing {want}");
     }
-    assert_eq!(n, 36);
+    assert_eq!(n, 37);
     let v2 = all
         .iter()
         .position(|s| s.info().group == "autoscaling" && s.info().version == "v2");
