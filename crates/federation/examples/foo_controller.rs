@@ -25,11 +25,11 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use futures::channel::mpsc;
+use kube::Resource as _;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use kube::Resource as _;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use ubernetes_federation::deletion::{DeletionHelper, Tracked};
@@ -176,13 +176,24 @@ async fn reconcile(foo: Arc<DynamicObject>, ctx: Arc<FooController>) -> Result<A
             && let Some(ns) = ns
             && dispatch::ensure_namespace(&ctx.fed, &member, ns, ctx.timeout).await
         {
-            result = dispatch::apply(&member, &ctx.kind, &desired, &key.name, Some(ns), ctx.timeout)
-                .await;
+            result = dispatch::apply(
+                &member,
+                &ctx.kind,
+                &desired,
+                &key.name,
+                Some(ns),
+                ctx.timeout,
+            )
+            .await;
         }
         match result {
             Ok(applied) => println!(
                 "foo-controller: {} {key} in cluster {} (resourceVersion {})",
-                if actual.is_some() { "updated" } else { "created" },
+                if actual.is_some() {
+                    "updated"
+                } else {
+                    "created"
+                },
                 member.name,
                 applied
                     .pointer("/metadata/resourceVersion")

@@ -259,7 +259,23 @@ impl DeletionHelper {
                 (m.name.clone(), r.map_err(|e| e.message))
             }
         });
-        let results = futures::future::join_all(jobs).await;
+        let mut results = futures::future::join_all(jobs).await;
+        // A cluster the record names that is not (yet) in the member set:
+        // still joined (the member set is being built, say after a
+        // restart) means wait; unjoined means its copies stay (SPEC §3.8).
+        let clusters: Api<ubernetes_api::Cluster> = Api::all(self.fed.clone());
+        for (name, r) in &state {
+            if (r.hash.is_some() || r.resource_version.is_some())
+                && !members.iter().any(|m| &m.name == name)
+                && clusters.get_opt(name).await?.is_some()
+            {
+                results.push((
+                    name.clone(),
+                    Err(format!("cluster {name} is not connected yet")),
+                ));
+            }
+        }
+        tracing::debug!(kind = %self.kind.id(), record = %record.name_any(), orphan, ?results, "finalizing");
         let mut done = Vec::new();
         let mut waiting = Vec::new();
         for (cluster, r) in results {

@@ -524,6 +524,14 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
             next.insert(cluster, r);
         }
     }
+    // Clusters not in the member set now (being connected after a
+    // restart, or unjoined) keep their entries: the version cache must not
+    // be lost to a member set that is still filling.
+    for (cluster, r) in &previous {
+        if !next.contains_key(cluster) && !members.iter().any(|m| &m.name == cluster) {
+            next.insert(cluster.clone(), r.clone());
+        }
+    }
     for ((reason, warning), clusters) in events {
         let message = if warning {
             failures
