@@ -38,6 +38,8 @@ pub mod clusters;
 pub mod deletion;
 pub mod dispatch;
 pub mod events;
+pub mod failover;
+pub mod hpa;
 pub mod informer;
 pub mod kinds;
 pub mod member_object;
@@ -45,6 +47,8 @@ pub mod members;
 pub mod options;
 pub mod overrides;
 pub mod placement;
+pub mod planner;
+pub mod status_aggregate;
 pub mod sync;
 pub mod version;
 
