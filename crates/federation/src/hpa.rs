@@ -14,8 +14,8 @@
 //! scheduling controller's memory (the user's object is never written).
 //! As in v1, a cluster that gets any maximum gets a minimum of at least 1
 //! (kube requires `minReplicas ≥ 1`), so the members' minimums can add up
-//! to more than the federated one; a cluster whose maximum is 0 gets no
-//! HPA and runs 0 replicas of the workload.
+//! to more than the federated one; likewise every cluster the HPA is placed
+//! in gets a maximum of at least 1.
 //!
 //! Pure functions, no I/O.
 
@@ -84,9 +84,10 @@ pub struct HpaShare {
     pub max: i64,
 }
 
-/// Split `min..max` over `clusters` (the Ready clusters the HPA and its
-/// workload are placed in) with the workload's preferences; clusters
-/// absent from the result get no HPA (their maximum is 0).
+/// Split `min..max` over `clusters` (the Ready clusters the HPA is placed
+/// in) with the given preferences. Every cluster gets at least `1..1`: an
+/// HPA cannot have `maxReplicas: 0`, and the HPA is there because its
+/// placement put it there (place it elsewhere to keep a cluster out).
 pub fn split(
     prefs: &ReplicaAllocationPreferences,
     min: i64,
@@ -105,8 +106,8 @@ pub fn split(
     let mins = plan(&prefs, min.max(0), clusters, &none, &none, key).plan;
     maxes
         .into_iter()
-        .filter(|(_, m)| *m > 0)
         .map(|(c, m)| {
+            let m = m.max(1);
             let lo = mins.get(&c).copied().unwrap_or(0).clamp(1, m);
             (c, HpaShare { min: lo, max: m })
         })
@@ -211,8 +212,8 @@ mod tests {
         let s = split(&p, 2, 10, &names(&["a", "b"]), "k");
         assert_eq!(
             s,
-            BTreeMap::from([("a".into(), share(2, 10))]),
-            "b gets no HPA"
+            BTreeMap::from([("a".into(), share(2, 10)), ("b".into(), share(1, 1))]),
+            "an HPA cannot have maxReplicas 0"
         );
         let p =
             parse_preferences(r#"{"clusters": {"*": {"weight": 1, "maxReplicas": 3}}}"#).unwrap();
@@ -234,6 +235,14 @@ mod tests {
         );
         assert!(s.values().all(|h| h.min <= h.max && h.min >= 1));
         assert!(split(&ReplicaAllocationPreferences::even(), 1, 5, &[], "k").is_empty());
+        let s = split(
+            &ReplicaAllocationPreferences::even(),
+            1,
+            1,
+            &names(&["a", "b"]),
+            "k",
+        );
+        assert!(s.values().all(|h| *h == share(1, 1)));
     }
 
     #[test]
