@@ -23,8 +23,14 @@
 //! - the built-in controllers, one concern each (as kubefed splits them):
 //!   [`clusters`] (Cluster health, fills the member set), [`sync`]
 //!   (propagation: create/update/delete, drift, adoption, placement), with
-//!   its extension point for scheduling ([`sync::ReplicaScheduler`]);
-//! - pure policy, no I/O: [`placement`] (cluster-selector annotation),
+//!   its extension point for scheduling ([`sync::ReplicaScheduler`]),
+//!   [`scheduling`] (fills it: each cluster's share of a workload's
+//!   replicas, failover, federated HPAs) and [`status`] (member statuses
+//!   summed onto the federated object's status subresource);
+//! - pure policy, no I/O: [`planner`] (Federation v1's replica planner),
+//!   [`failover`] (capacity-safe handover), [`hpa`] (HPA min/max split),
+//!   [`status_aggregate`] (member statuses → federated status),
+//!   [`placement`] (cluster-selector annotation),
 //!   [`overrides`] (per-cluster JSON patches), [`version`] (the record
 //!   object and its per-cluster state).
 //!
@@ -48,6 +54,8 @@ pub mod options;
 pub mod overrides;
 pub mod placement;
 pub mod planner;
+pub mod scheduling;
+pub mod status;
 pub mod status_aggregate;
 pub mod sync;
 pub mod version;
@@ -99,16 +107,25 @@ pub async fn run(
     options: FederationOptions,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
-    let ctx = Arc::new(Context::new(client, options, &stop));
+    let mut ctx = Context::new(client, options, &stop);
+    ctx.scheduler = Some(scheduling::Scheduler::start(
+        ctx.fed.clone(),
+        ctx.recorder.clone(),
+        ctx.options.unschedulable_threshold,
+        stop.clone(),
+    ));
+    let ctx = Arc::new(ctx);
     let clusters = tokio::spawn(clusters::run(
         ctx.fed.clone(),
         ctx.members.clone(),
         ctx.options.clone(),
         stop.clone(),
     ));
+    let status = tokio::spawn(status::run(ctx.clone(), stop.clone()));
     let sync = tokio::spawn(sync::run(ctx, stop));
-    let (c, s) = tokio::join!(clusters, sync);
+    let (c, st, s) = tokio::join!(clusters, status, sync);
     c??;
+    st??;
     s??;
     Ok(())
 }

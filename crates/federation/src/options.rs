@@ -59,6 +59,18 @@ pub struct FederationOptions {
         value_delimiter = ','
     )]
     pub disabled_kinds: Vec<String>,
+
+    /// How long a member copy of a workload may show fewer available
+    /// replicas than its `spec.replicas` before the missing ones count as
+    /// unschedulable there and move to clusters with room (Federation v1's
+    /// overflow; v1 used a fixed 60s for unschedulable pods).
+    #[arg(
+        long = "federation-unschedulable-threshold",
+        value_name = "DURATION",
+        default_value = "60s",
+        value_parser = parse_duration
+    )]
+    pub unschedulable_threshold: Duration,
 }
 
 impl FederationOptions {
@@ -79,6 +91,7 @@ impl Default for FederationOptions {
             cluster_probe_timeout: Duration::from_secs(5),
             member_request_timeout: Duration::from_secs(10),
             disabled_kinds: Vec::new(),
+            unschedulable_threshold: Duration::from_secs(60),
         }
     }
 }

@@ -101,6 +101,13 @@ pub trait ReplicaScheduler: Send + Sync + 'static {
     /// object as it is everywhere. Clusters absent from the answer get the
     /// object as it is.
     fn schedule(&self, input: &ScheduleInput<'_>) -> Option<BTreeMap<String, ClusterFields>>;
+
+    /// Objects of `kind` whose schedule changed for a reason sync does not
+    /// watch (an HPA created, a shortfall that matured): sync reconciles
+    /// each key it receives. Asked once per kind; `None`: nothing to add.
+    fn wakeups(&self, _kind: &FederatedKind) -> Option<mpsc::UnboundedReceiver<ObjectKey>> {
+        None
+    }
 }
 
 /// Run a [`SyncController`] for each built-in federated kind, and one per
@@ -242,10 +249,35 @@ impl SyncController {
         let forward = tokio::spawn(forward_events(
             informer.subscribe(),
             ar.clone(),
-            refs_tx,
+            refs_tx.clone(),
             all_tx,
             stop.clone(),
         ));
+        let wakeups = ctx
+            .scheduler
+            .as_ref()
+            .and_then(|s| s.wakeups(&this.kind))
+            .map(|mut keys| {
+                let refs_tx = refs_tx.clone();
+                let ar = ar.clone();
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    loop {
+                        let key = tokio::select! {
+                            () = stop.cancelled() => break,
+                            k = keys.next() => k,
+                        };
+                        let Some(key) = key else { break };
+                        let mut r = ObjectRef::new_with(&key.name, ar.clone());
+                        if let Some(ns) = key.namespace {
+                            r = r.within(&ns);
+                        }
+                        if refs_tx.unbounded_send(r).is_err() {
+                            break;
+                        }
+                    }
+                })
+            });
         let api: Api<DynamicObject> = Api::all_with(ctx.fed.clone(), &ar);
         let closing = stop.clone();
         // The controller's cache keeps only what decides whether and how to
@@ -269,6 +301,9 @@ impl SyncController {
             .await;
         stop.cancel();
         let _ = forward.await;
+        if let Some(w) = wakeups {
+            let _ = w.await;
+        }
         let _ = deletions.await;
     }
 
