@@ -93,6 +93,13 @@ pub struct ClusterStatus {
     /// `kubectl get clusters -o wide`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes_version: Option<String>,
+    /// How many federated objects placed in this cluster are in sync there
+    /// (`kubectl get clusters -o wide`, OBJECTS IN SYNC, as `objectsInSync/objectsPlaced`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects_in_sync: Option<i64>,
+    /// How many federated objects are placed in this cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects_placed: Option<i64>,
 }
 
 /// One condition of a cluster.

@@ -215,6 +215,22 @@ fn seed_demo_weights_move_replicas_for_replicasets_and_deployments() -> Result<(
         );
         fed.host.kubectl_ok(&["delete", &res, "nginx"])?;
     }
+    // `kubectl get clusters -o wide`: OBJECTS IN SYNC is filled (in sync /
+    // placed, from the propagation records).
+    let mut table = String::new();
+    eventually(WAIT, || {
+        table = fed.host.kubectl_ok(&["get", "clusters", "-o", "wide"])?;
+        let rows: Vec<&str> = table.lines().skip(1).collect();
+        let filled = rows.len() == 2
+            && rows.iter().all(|r| {
+                r.split_whitespace().last().is_some_and(|c| {
+                    c.split_once('/')
+                        .is_some_and(|(a, b)| a == b && a.parse::<u32>().is_ok_and(|n| n > 0))
+                })
+            });
+        Ok(filled.then_some(()))
+    })
+    .with_context(|| format!("OBJECTS IN SYNC not filled:\n{table}"))?;
     Ok(())
 }
 

@@ -18,6 +18,10 @@
 //! both are, as kube's and ours are). While some member has not observed
 //! its copy, the object is looked at again every few seconds.
 //!
+//! It also keeps each Cluster's `status.objectsInSync` and
+//! `status.objectsPlaced` (the OBJECTS IN SYNC column of `kubectl get
+//! clusters -o wide`) counted from the propagation records.
+//!
 //! For Services and Ingresses the per-cluster addresses in Federation v1's
 //! `federation.kubernetes.io/service-ingresses` format go on the object's
 //! propagation record (an annotation of the federation's own object; a
@@ -61,8 +65,80 @@ pub async fn run(ctx: Arc<Context>, stop: CancellationToken) -> anyhow::Result<(
         }
         tasks.spawn(StatusController::run(ctx.clone(), kind, stop.child_token()));
     }
+    tasks.spawn(count_objects(ctx.clone(), stop.child_token()));
     while tasks.join_next().await.is_some() {}
     Ok(())
+}
+
+/// Per cluster, `(in sync, placed)`: the records with an entry for the
+/// cluster, and those whose entry is `InSync`.
+pub fn objects_per_cluster<'a>(
+    records: impl IntoIterator<Item = &'a PropagationRecord>,
+) -> BTreeMap<String, (i64, i64)> {
+    let mut out: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    for r in records {
+        for (cluster, rec) in version::state_of(r) {
+            let e = out.entry(cluster).or_default();
+            e.1 += 1;
+            if rec.state == SyncState::InSync {
+                e.0 += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Keep each Cluster's `status.objectsInSync` / `status.objectsPlaced`
+/// (the OBJECTS IN SYNC column of `kubectl get clusters -o wide`) up to
+/// date from the propagation records, written only when they change, at
+/// most once per cluster monitor period (10 s at most).
+async fn count_objects(ctx: Arc<Context>, stop: CancellationToken) {
+    let (records, writer) = reflector::store::<PropagationRecord>();
+    let api: Api<PropagationRecord> = Api::all(ctx.fed.clone());
+    let watch = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+                .default_backoff()
+                .for_each(|_| async {});
+            tokio::select! {
+                () = stop.cancelled() => {},
+                () = stream => {},
+            }
+        })
+    };
+    let period = ctx
+        .options
+        .cluster_monitor_period
+        .min(Duration::from_secs(10));
+    let clusters: Api<ubernetes_api::Cluster> = Api::all(ctx.fed.clone());
+    let mut written: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => break,
+            () = tokio::time::sleep(period) => {},
+        }
+        let state = records.state();
+        let counts = objects_per_cluster(state.iter().map(|r| &**r));
+        for m in ctx.members.snapshot() {
+            let c = counts.get(&m.name).copied().unwrap_or_default();
+            if written.get(&m.name) == Some(&c) {
+                continue;
+            }
+            let patch = json!({"status": {"objectsInSync": c.0, "objectsPlaced": c.1}});
+            match clusters
+                .patch_status(&m.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => {
+                    written.insert(m.name.clone(), c);
+                }
+                Err(e) => tracing::debug!(cluster = %m.name, error = %e, "objects in sync"),
+            }
+        }
+        written.retain(|name, _| ctx.members.get(name).is_some());
+    }
+    let _ = watch.await;
 }
 
 struct StatusController {
@@ -376,6 +452,29 @@ mod tests {
             status_patch(None, &json!({"replicas": 1})),
             json!({"status": {"replicas": 1}})
         );
+    }
+
+    #[test]
+    fn objects_are_counted_per_cluster_from_the_records() {
+        let rec = |clusters: Value| -> PropagationRecord {
+            serde_json::from_value(json!({
+                "apiVersion": "federation/v1beta1", "kind": "PropagationRecord",
+                "metadata": {"name": "x", "namespace": "default"},
+                "spec": {"resource": {"apiVersion": "v1", "kind": "ConfigMap", "resource": "configmaps",
+                                      "name": "x", "uid": "u"}},
+                "status": {"clusters": clusters},
+            }))
+            .unwrap()
+        };
+        let records = [
+            rec(json!([{"name": "a", "state": "InSync"}, {"name": "b", "state": "Failed"}])),
+            rec(json!([{"name": "a", "state": "InSync"}, {"name": "b", "state": "InSync"}])),
+            rec(json!([{"name": "a", "state": "Pending"}])),
+        ];
+        let c = objects_per_cluster(&records);
+        assert_eq!(c.get("a"), Some(&(2, 3)));
+        assert_eq!(c.get("b"), Some(&(1, 2)));
+        assert_eq!(c.get("c"), None);
     }
 
     #[test]
