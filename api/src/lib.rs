@@ -7,6 +7,9 @@
 //! `kube::Api<Cluster>` works, and `schemars::JsonSchema` so the OpenAPI
 //! documents include them (definition `io.ubernetes.federation.v1beta1.Cluster`).
 //!
+//! The namespaced [`PropagationRecord`] is the federation's own record of
+//! how one federated object is propagated ([`propagation`]).
+//!
 //! What it is not: no behaviour. Validation lives in the registry's
 //! `kinds::federation`, the controllers elsewhere.
 #![forbid(unsafe_code)]
@@ -18,6 +21,12 @@ use std::borrow::Cow;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta, Time};
 use schemars::{JsonSchema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+pub mod propagation;
+pub use propagation::{
+    ClusterPropagation, ObjectReference, PropagationRecord, PropagationRecordList,
+    PropagationRecordSpec, PropagationRecordStatus,
+};
 
 /// API group of the federation types.
 pub const GROUP: &str = "federation";
@@ -86,6 +95,13 @@ pub struct ClusterStatus {
     /// `kubectl get clusters -o wide`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes_version: Option<String>,
+    /// How many federated objects placed in this cluster are in sync there
+    /// (`kubectl get clusters -o wide`, OBJECTS IN SYNC, as `objectsInSync/objectsPlaced`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects_in_sync: Option<i64>,
+    /// How many federated objects are placed in this cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects_placed: Option<i64>,
 }
 
 /// One condition of a cluster.

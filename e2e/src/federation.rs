@@ -106,36 +106,13 @@ impl Federation {
     /// Secret `federation-system/<name>` with the member's admin kubeconfig
     /// and the Cluster pointing at the member's URL for `0.0.0.0/0`.
     pub fn join(&self, i: usize, name: &str, labels: &[(&str, &str)]) -> Result<()> {
-        let member = self.member(i)?;
-        let kubeconfig = std::fs::read_to_string(member.kubeconfig())
-            .with_context(|| format!("reading {}", member.kubeconfig().display()))?;
-        self.create_secret(name, &kubeconfig)?;
-        self.create_cluster(name, &member.url(), name, labels)
+        join_with_labels(&self.host, self.member(i)?, name, labels)
     }
 
     /// Create (or update) the Secret `federation-system/<name>` with
     /// `kubeconfig` under key `kubeconfig`.
     pub fn create_secret(&self, name: &str, kubeconfig: &str) -> Result<()> {
-        let manifest = json!({
-            "apiVersion": "v1",
-            "kind": "List",
-            "items": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Namespace",
-                    "metadata": {"name": FEDERATION_NAMESPACE},
-                },
-                {
-                    "apiVersion": "v1",
-                    "kind": "Secret",
-                    "metadata": {"name": name, "namespace": FEDERATION_NAMESPACE},
-                    "stringData": {"kubeconfig": kubeconfig},
-                },
-            ],
-        });
-        self.host
-            .kubectl_stdin_ok(&["apply", "-f", "-"], &manifest.to_string())?;
-        Ok(())
+        create_secret(&self.host, name, kubeconfig)
     }
 
     /// Create (or update) Cluster `name` reaching `server` for `0.0.0.0/0`
@@ -147,24 +124,7 @@ impl Federation {
         secret: &str,
         labels: &[(&str, &str)],
     ) -> Result<()> {
-        let labels: serde_json::Map<String, Value> = labels
-            .iter()
-            .map(|(k, v)| (k.to_string(), json!(v)))
-            .collect();
-        let cluster = json!({
-            "apiVersion": "federation/v1beta1",
-            "kind": "Cluster",
-            "metadata": {"name": name, "labels": labels},
-            "spec": {
-                "serverAddressByClientCIDRs": [
-                    {"clientCIDR": "0.0.0.0/0", "serverAddress": server},
-                ],
-                "secretRef": {"name": secret},
-            },
-        });
-        self.host
-            .kubectl_stdin_ok(&["apply", "-f", "-"], &cluster.to_string())?;
-        Ok(())
+        create_cluster(&self.host, name, server, secret, labels)
     }
 
     /// Unjoin Cluster `name`: delete the Cluster and its Secret.
@@ -240,4 +200,143 @@ pub fn condition<'a>(cluster: &'a Value, type_: &str) -> Option<&'a Value> {
         .as_array()?
         .iter()
         .find(|c| c["type"] == type_)
+}
+
+/// The federation's PropagationRecord of object `name` of resource `id`
+/// (`configmaps`, `deployments.apps`, …) in namespace `ns` (`None`:
+/// cluster-scoped), as JSON; `None` when there is none.
+pub fn propagation_record(
+    host: &Server,
+    id: &str,
+    ns: Option<&str>,
+    name: &str,
+) -> Result<Option<Value>> {
+    let record = format!("{name}.{id}");
+    let ns = ns.unwrap_or(FEDERATION_NAMESPACE);
+    let out = host.kubectl(&[
+        "get",
+        "propagationrecords.federation",
+        &record,
+        "-n",
+        ns,
+        "-o",
+        "json",
+    ])?;
+    if out.status.success() {
+        let text = String::from_utf8_lossy(&out.stdout);
+        return serde_json::from_str(&text)
+            .map(Some)
+            .with_context(|| format!("record {ns}/{record} is not JSON: {text}"));
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("NotFound") || err.contains("not found") {
+        return Ok(None);
+    }
+    bail!("kubectl get propagationrecord {ns}/{record} failed: {err}")
+}
+
+/// The per-cluster propagation state of an object (from its
+/// PropagationRecord): cluster name → `{state, observedGeneration,
+/// message, hash, resourceVersion, replicas}`; `{}` without a record.
+pub fn propagation_state(host: &Server, id: &str, ns: Option<&str>, name: &str) -> Result<Value> {
+    let Some(record) = propagation_record(host, id, ns, name)? else {
+        return Ok(json!({}));
+    };
+    let mut out = serde_json::Map::new();
+    for c in record
+        .pointer("/status/clusters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(n) = c["name"].as_str() {
+            out.insert(n.to_string(), c.clone());
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+/// Create (or update) the Secret `federation-system/<name>` on `host` with
+/// `kubeconfig` under key `kubeconfig`.
+pub fn create_secret(host: &Server, name: &str, kubeconfig: &str) -> Result<()> {
+    let manifest = json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": FEDERATION_NAMESPACE},
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": name, "namespace": FEDERATION_NAMESPACE},
+                "stringData": {"kubeconfig": kubeconfig},
+            },
+        ],
+    });
+    host.kubectl_stdin_ok(&["apply", "-f", "-"], &manifest.to_string())?;
+    Ok(())
+}
+
+/// Create (or update) Cluster `name` on `host` reaching `server` for
+/// `0.0.0.0/0` with the credentials of Secret `secret`.
+pub fn create_cluster(
+    host: &Server,
+    name: &str,
+    server: &str,
+    secret: &str,
+    labels: &[(&str, &str)],
+) -> Result<()> {
+    let labels: serde_json::Map<String, Value> = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect();
+    let cluster = json!({
+        "apiVersion": "federation/v1beta1",
+        "kind": "Cluster",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "serverAddressByClientCIDRs": [
+                {"clientCIDR": "0.0.0.0/0", "serverAddress": server},
+            ],
+            "secretRef": {"name": secret},
+        },
+    });
+    host.kubectl_stdin_ok(&["apply", "-f", "-"], &cluster.to_string())?;
+    Ok(())
+}
+
+/// Join `member` to `host` declaratively as Cluster `name` with `labels`.
+pub fn join_with_labels(
+    host: &Server,
+    member: &Server,
+    name: &str,
+    labels: &[(&str, &str)],
+) -> Result<()> {
+    let kubeconfig = std::fs::read_to_string(member.kubeconfig())
+        .with_context(|| format!("reading {}", member.kubeconfig().display()))?;
+    create_secret(host, name, &kubeconfig)?;
+    create_cluster(host, name, &member.url(), name, labels)
+}
+
+/// Join `member` to `host` as Cluster `name` (no labels).
+pub fn join_member(host: &Server, member: &Server, name: &str) -> Result<()> {
+    join_with_labels(host, member, name, &[])
+}
+
+/// Wait until Cluster `name` on `host` is `Ready=True`.
+pub fn wait_member_ready(host: &Server, name: &str) -> Result<()> {
+    eventually(CLUSTER_WAIT, || {
+        let out = host.kubectl(&["get", "cluster", name, "-o", "json"])?;
+        if !out.status.success() {
+            return Ok(None);
+        }
+        let c: Value = serde_json::from_slice(&out.stdout)?;
+        Ok(condition(&c, "Ready")
+            .is_some_and(|r| r["status"] == "True")
+            .then_some(()))
+    })
+    .with_context(|| format!("member {name} not Ready; host log:\n{}", host.log_tail()))
 }

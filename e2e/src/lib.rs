@@ -51,12 +51,30 @@ pub struct Server {
     dir: tempfile::TempDir,
     port: u16,
     extra_args: Vec<String>,
+    /// Member clusters joined to this server (see [`Server::start`]).
+    members: Vec<Server>,
 }
 
 impl Server {
-    /// Start a server on a fresh data dir.
+    /// Start a server on a fresh data dir. With `E2E_JOINED_MEMBERS=N` in
+    /// the environment, N member servers are started and joined to it (and
+    /// Ready) first, so any test runs against a federation with members
+    /// joined (SPEC §3.8: a client must not be able to tell).
     pub fn start() -> Result<Self> {
-        Self::start_with(&[])
+        let mut s = Self::start_with(&[])?;
+        let n: usize = std::env::var("E2E_JOINED_MEMBERS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        for i in 0..n {
+            let member = Self::start_with(&["--federation-controllers=false"])?;
+            federation::join_member(&s, &member, &format!("member-{i}"))?;
+            s.members.push(member);
+        }
+        for i in 0..n {
+            federation::wait_member_ready(&s, &format!("member-{i}"))?;
+        }
+        Ok(s)
     }
 
     /// Start with extra `serve` flags.
@@ -69,6 +87,7 @@ impl Server {
             dir,
             port: 0,
             extra_args: extra.iter().map(|s| s.to_string()).collect(),
+            members: Vec::new(),
         };
         s.spawn(0)?;
         Ok(s)

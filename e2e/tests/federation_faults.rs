@@ -123,15 +123,7 @@ fn wait_copies(member: &Server, names: &BTreeSet<String>, timeout: Duration) -> 
 
 /// The federation's propagation record of ConfigMap `name` for `cluster`.
 fn propagation_state(host: &Server, name: &str, cluster: &str) -> Result<Value> {
-    let out = host.kubectl_ok(&["get", "configmap", name, "-n", NS, "-o", "json"])?;
-    let cm: Value = serde_json::from_str(&out).context("configmap")?;
-    let rec: Value = cm
-        .pointer("/metadata/annotations/federation.kubernetes.io~1propagation")
-        .and_then(Value::as_str)
-        .map(serde_json::from_str)
-        .transpose()
-        .context("propagation annotation")?
-        .unwrap_or(Value::Null);
+    let rec = ubernetes_e2e::federation::propagation_state(host, "configmaps", Some(NS), name)?;
     Ok(rec[cluster].clone())
 }
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::Value;
-use ubernetes_e2e::federation::{Federation, condition};
+use ubernetes_e2e::federation::{Federation, condition, propagation_record, propagation_state};
 use ubernetes_e2e::{Server, eventually, ubernetes_bin};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -473,17 +473,13 @@ spec:
         |_| true,
     )?;
     let state = eventually(WAIT, || {
-        let d = get(&fed.host, &["deployment", "picky", "-n", "app"])?.context("picky")?;
-        let rec: Value = annotation(&d, "federation.kubernetes.io/propagation")
-            .map(serde_json::from_str)
-            .transpose()?
-            .unwrap_or(Value::Null);
+        let rec = propagation_state(&fed.host, "deployments.apps", Some("app"), "picky")?;
         Ok((rec["m1"]["state"] == "Failed"
             && rec["m0"]["state"] == "InSync"
             && rec["m2"]["state"] == "InSync")
             .then_some(rec))
     })
-    .context("propagation annotation: m1 Failed, others InSync")?;
+    .context("propagation record: m1 Failed, others InSync")?;
     ensure!(
         state["m1"]["message"]
             .as_str()
@@ -507,8 +503,9 @@ spec:
 
     // 5. A member down: Offline; writes still reach the others; back:
     //    Ready and converged with no manual step. An object deleted while
-    //    it is down waits (Terminating, an event names the cluster) and
-    //    its copy there is deleted when the member is back (§3.8).
+    //    it is down is gone at once (Background deletion); its record waits
+    //    (an event names the cluster) and its copy there is deleted when
+    //    the member is back (§3.8).
     fed.host.kubectl_ok(&[
         "create",
         "configmap",
@@ -528,10 +525,8 @@ spec:
     }
     // The record of m2 must be written before m2 goes away.
     eventually(WAIT, || {
-        let d = get(&fed.host, &["configmap", "doomed", "-n", "app"])?.context("doomed")?;
-        Ok(annotation(&d, "federation.kubernetes.io/propagation")
-            .is_some_and(|r| r.contains("\"m2\"") && !r.contains("Pending"))
-            .then_some(()))
+        let rec = propagation_state(&fed.host, "configmaps", Some("app"), "doomed")?;
+        Ok((rec["m2"]["state"] == "InSync").then_some(()))
     })?;
     fed.members[2].kill9();
     let c = fed.wait_condition("m2", "Offline", "True", None, WAIT)?;
@@ -572,8 +567,11 @@ spec:
             .then_some(()))
     })
     .context("an event names the cluster the deletion waits for")?;
-    let waiting = get(&fed.host, &["configmap", "doomed", "-n", "app"])?
-        .context("the federated object waits for the unreachable member")?;
+    // Background deletion: the user's object is gone at once; the
+    // federation's record waits for the unreachable member.
+    ensure!(get(&fed.host, &["configmap", "doomed", "-n", "app"])?.is_none());
+    let waiting = propagation_record(&fed.host, "configmaps", Some("app"), "doomed")?
+        .context("the propagation record waits for the unreachable member")?;
     ensure!(
         waiting.pointer("/metadata/deletionTimestamp").is_some(),
         "{waiting}"
@@ -591,13 +589,26 @@ spec:
     .context("the returning member converges")?;
     wait_gone(&fed.members[2], &["configmap", "doomed", "-n", "app"])
         .context("the copy is deleted when the member is back")?;
-    wait_gone(&fed.host, &["configmap", "doomed", "-n", "app"])
-        .context("then the federated object goes")?;
+    eventually(WAIT, || {
+        Ok(
+            propagation_record(&fed.host, "configmaps", Some("app"), "doomed")?
+                .is_none()
+                .then_some(()),
+        )
+    })
+    .context("then the record goes")?;
 
-    // 6. Deletion: from every member, then from the federation; orphan
-    //    keeps the copies without our label.
-    fed.host
-        .kubectl_ok(&["delete", "deployment", "web", "-n", "app", "--wait=true"])?;
+    // 6. Deletion: foreground returns once every member copy is gone;
+    //    orphan keeps the copies without our label.
+    fed.host.kubectl_ok(&[
+        "delete",
+        "deployment",
+        "web",
+        "-n",
+        "app",
+        "--cascade=foreground",
+        "--wait=true",
+    ])?;
     for m in &fed.members {
         ensure!(
             get(m, &["deployment", "web", "-n", "app"])?.is_none(),
@@ -616,16 +627,24 @@ spec:
         "--wait=true",
     ])?;
     for m in &fed.members {
-        let copy = get(m, &["configmap", "during", "-n", "app"])?.context("orphaned copy stays")?;
-        ensure!(
-            label(&copy, "federation.kubernetes.io/managed").is_none(),
-            "{copy}"
-        );
+        let copy = eventually(WAIT, || {
+            let copy =
+                get(m, &["configmap", "during", "-n", "app"])?.context("orphaned copy stays")?;
+            Ok((label(&copy, "federation.kubernetes.io/managed").is_none()).then_some(copy))
+        })?;
         ensure!(
             annotation(&copy, "federation.kubernetes.io/origin-uid").is_none(),
             "{copy}"
         );
     }
+    eventually(WAIT, || {
+        Ok(
+            propagation_record(&fed.host, "configmaps", Some("app"), "during")?
+                .is_none()
+                .then_some(()),
+        )
+    })
+    .context("the orphaned record goes")?;
 
     // 7. A federation restart with everything in sync sends no member
     //    write; a new object still propagates promptly.

@@ -391,7 +391,7 @@ impl Context {
 
 /// Build a client to the member from the kubeconfig in `secret`, talking
 /// to `server` if given. Errors are messages for the Cluster's condition.
-async fn member_client(
+pub(crate) async fn member_client(
     secret: &Secret,
     secret_name: &str,
     server: Option<&str>,
@@ -757,6 +757,7 @@ async fn reconcile(cluster: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, E
         zones,
         region,
         kubernetes_version: version.clone(),
+        ..ClusterStatus::default()
     };
     if needs_write(old, &status, at, period) || written_version.as_ref() != Some(&version) {
         write_status(&ctx, &name, &status, version.as_deref()).await?;
@@ -784,6 +785,7 @@ async fn credentials_invalid(cluster: &Cluster, ctx: &Context, problem: &str) ->
         zones: old.zones.clone(),
         region: old.region.clone(),
         kubernetes_version: old.kubernetes_version.clone(),
+        ..ClusterStatus::default()
     };
     let report = {
         let mut state = ctx.state.lock();
@@ -1077,6 +1079,7 @@ mod tests {
             zones: vec!["z".into()],
             region: Some("r".into()),
             kubernetes_version: None,
+            ..ClusterStatus::default()
         }
     }
 
@@ -1135,6 +1138,7 @@ mod tests {
             zones: vec![],
             region: None,
             kubernetes_version: None,
+            ..ClusterStatus::default()
         };
         let patch = status_patch(&s, Some("v1.37.0"));
         assert_eq!(patch["status"]["zones"], Value::Null);

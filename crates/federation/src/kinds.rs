@@ -1,9 +1,12 @@
 //! The federated kinds (SPEC §3.4): which built-in resources are
 //! propagated, as dynamic `ApiResource`s, namespaces first. Custom
 //! resources join at run time when their CRD carries the label
-//! `federation.kubernetes.io/federated: "true"` (see [`crate::propagation`]).
+//! `federation.kubernetes.io/federated: "true"` ([`from_crd`]).
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::DynamicObject;
 use kube::discovery::ApiResource;
+use serde_json::{Value, json};
 
 /// A federated kind: its API resource and whether it is namespaced.
 #[derive(Clone, Debug)]
@@ -51,6 +54,48 @@ impl FederatedKind {
             format!("{}.{}", self.resource.plural, self.resource.group)
         }
     }
+}
+
+/// `obj` as JSON with its `apiVersion` and `kind` (a watch of
+/// `DynamicObject`s may leave them out).
+pub fn to_value(obj: &DynamicObject, kind: &FederatedKind) -> Result<Value, serde_json::Error> {
+    let mut v = serde_json::to_value(obj)?;
+    if let Some(m) = v.as_object_mut() {
+        m.insert("apiVersion".into(), json!(kind.resource.api_version));
+        m.insert("kind".into(), json!(kind.resource.kind));
+    }
+    Ok(v)
+}
+
+/// The federated kind of a CRD's objects: its storage version (else the
+/// first served one), once the CRD is Established and not being deleted.
+pub fn from_crd(crd: &CustomResourceDefinition) -> Option<FederatedKind> {
+    let established = crd.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+    });
+    if !established || crd.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
+    let spec = &crd.spec;
+    let version = spec
+        .versions
+        .iter()
+        .find(|v| v.storage)
+        .or_else(|| spec.versions.iter().find(|v| v.served))?;
+    Some(
+        FederatedKind::new(
+            &spec.group,
+            &version.name,
+            &spec.names.kind,
+            &spec.names.plural,
+            spec.scope == "Namespaced",
+        )
+        .custom(),
+    )
 }
 
 /// The Namespace kind (created in a member before the objects in it).

@@ -1,40 +1,103 @@
 //! # ubernetes-federation
 //!
-//! The federation controllers that `ubernetes serve` embeds: they watch the
-//! federation's own API through an in-process `kube::Client` and keep the
-//! joined member clusters in step, each reached with its own `kube::Client`.
+//! The federation controllers that `ubernetes serve` embeds, and the
+//! library a user writes their own federated controllers with (seed 000's
+//! picture; `examples/foo_controller.rs`). They watch the federation's API
+//! (in `serve`, through an in-process `kube::Client`) and keep the joined
+//! member clusters in step, each reached with its own `kube::Client`.
 //!
 //! Where to start reading:
-//! - [`run`]: starts every controller and stops them with the token;
-//! - [`clusters`] and [`members`]: the Cluster health controller and the
-//!   shared, live set of member clients it maintains;
-//! - [`propagation`]: one kube-runtime controller per federated kind that
-//!   server-side-applies each object to every selected Ready member,
-//!   repairs drift and cleans up on deletion;
-//! - pure policy, no I/O: [`placement`] (cluster-selector annotation),
-//!   [`overrides`] (per-cluster JSON patches), [`member_object`] (what is
-//!   sent to a member and what is never propagated), [`record`] (the
-//!   `federation.kubernetes.io/propagation` annotation, which also keeps the
-//!   per-cluster record of what was applied, so restarts send no writes).
+//! - [`run`]: starts every built-in controller and stops them with the token;
+//! - the public API a federated controller is built on:
+//!   - [`members`]: the live set of member clusters ([`members::Members`];
+//!     [`members::follow`] builds one in a process of its own);
+//!   - [`informer`]: the federated informer, one per kind, shared: per
+//!     member, a cache of our copies **with status**, indexed by origin,
+//!     and an event stream (a copy changed → re-queue its federated object;
+//!     cluster added / ready / not ready / removed / synced);
+//!   - [`deletion`]: the deletion helper, which keeps each federated
+//!     object's [`version::PropagationRecord`] and through it follows
+//!     Kubernetes' Background / Foreground / Orphan deletion in the members;
+//!   - [`dispatch`]: the member writes (apply, delete, orphan);
+//!   - [`member_object`]: what is sent to a member and what never is;
+//! - the built-in controllers, one concern each (as kubefed splits them):
+//!   [`clusters`] (Cluster health, fills the member set), [`sync`]
+//!   (propagation: create/update/delete, drift, adoption, placement), with
+//!   its extension point for scheduling ([`sync::ReplicaScheduler`]),
+//!   [`scheduling`] (fills it: each cluster's share of a workload's
+//!   replicas, failover, federated HPAs) and [`status`] (member statuses
+//!   summed onto the federated object's status subresource);
+//! - pure policy, no I/O: [`planner`] (Federation v1's replica planner),
+//!   [`failover`] (capacity-safe handover), [`hpa`] (HPA min/max split),
+//!   [`status_aggregate`] (member statuses → federated status),
+//!   [`placement`] (cluster-selector annotation),
+//!   [`overrides`] (per-cluster JSON patches), [`version`] (the record
+//!   object and its per-cluster state).
 //!
-//! What it is not: it never touches the store directly; everything goes
-//! through the public Kubernetes API, as any user's controller would.
+//! What it is not: it never touches the store directly, and never writes
+//! the user's objects (SPEC §3.8): its bookkeeping lives in objects of its
+//! own. Everything goes through the public Kubernetes API, as any user's
+//! controller would.
 #![forbid(unsafe_code)]
 
 pub mod clusters;
+pub mod deletion;
+pub mod dispatch;
 pub mod events;
+pub mod failover;
+pub mod hpa;
+pub mod informer;
 pub mod kinds;
 pub mod member_object;
 pub mod members;
 pub mod options;
 pub mod overrides;
 pub mod placement;
-pub mod propagation;
-pub mod record;
+pub mod planner;
+pub mod scheduling;
+pub mod status;
+pub mod status_aggregate;
+pub mod sync;
+pub mod version;
+
+use std::sync::Arc;
 
 pub use options::FederationOptions;
 
 use tokio_util::sync::CancellationToken;
+
+/// What every built-in controller shares: the federation client, the
+/// member set, the federated informers and the event recorder, and the
+/// extension points other controllers fill.
+pub struct Context {
+    /// The client to the federation's own API.
+    pub fed: kube::Client,
+    /// The joined members (filled by the Cluster controller).
+    pub members: Arc<members::Members>,
+    /// One federated informer per kind.
+    pub informers: Arc<informer::Informers>,
+    /// Events on federated objects.
+    pub recorder: events::Recorder,
+    /// The flags.
+    pub options: FederationOptions,
+    /// Scheduling's per-cluster fields (e.g. `spec.replicas`), if set.
+    pub scheduler: Option<Arc<dyn sync::ReplicaScheduler>>,
+}
+
+impl Context {
+    /// A context over `client` with an empty member set and no scheduler.
+    pub fn new(client: kube::Client, options: FederationOptions, stop: &CancellationToken) -> Self {
+        let members = members::Members::new();
+        Self {
+            recorder: events::Recorder::new(client.clone()),
+            informers: informer::Informers::new(members.clone(), stop.clone()),
+            fed: client,
+            members,
+            options,
+            scheduler: None,
+        }
+    }
+}
 
 /// Run every federation controller until `stop` is cancelled. `client` is
 /// the in-process client to the federation's own API, authenticated as
@@ -44,16 +107,25 @@ pub async fn run(
     options: FederationOptions,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
-    let members = members::Members::new();
-    let clusters = tokio::spawn(clusters::run(
-        client.clone(),
-        members.clone(),
-        options.clone(),
+    let mut ctx = Context::new(client, options, &stop);
+    ctx.scheduler = Some(scheduling::Scheduler::start(
+        ctx.fed.clone(),
+        ctx.recorder.clone(),
+        ctx.options.unschedulable_threshold,
         stop.clone(),
     ));
-    let propagation = tokio::spawn(propagation::run(client, members, options, stop));
-    let (c, p) = tokio::join!(clusters, propagation);
+    let ctx = Arc::new(ctx);
+    let clusters = tokio::spawn(clusters::run(
+        ctx.fed.clone(),
+        ctx.members.clone(),
+        ctx.options.clone(),
+        stop.clone(),
+    ));
+    let status = tokio::spawn(status::run(ctx.clone(), stop.clone()));
+    let sync = tokio::spawn(sync::run(ctx, stop));
+    let (c, st, s) = tokio::join!(clusters, status, sync);
     c??;
-    p??;
+    st??;
+    s??;
     Ok(())
 }

@@ -59,7 +59,7 @@ const UNPROPAGATED_NAMESPACES: [&str; 5] = [
 /// control annotations, and kubectl's record of the federation-side apply.
 pub const STRIPPED_ANNOTATIONS: [&str; 12] = [
     "kubectl.kubernetes.io/last-applied-configuration",
-    crate::record::PROPAGATION_ANNOTATION,
+    "federation.kubernetes.io/propagation",
     OVERRIDES_ANNOTATION,
     CONFLICT_RESOLUTION_ANNOTATION,
     crate::placement::CLUSTER_SELECTOR_ANNOTATION,
@@ -145,6 +145,104 @@ pub fn is_propagated(resource: &str, obj: &Value) -> bool {
 /// and annotation set again (an override cannot detach the member object
 /// from its federated object).
 pub fn member_copy(resource: &str, fed: &Value, cluster: &str) -> Result<Value, String> {
+    member_copy_with(resource, fed, cluster, None)
+}
+
+/// Per-cluster fields of a member copy, decided by the federation (the
+/// scheduling controller, see [`crate::sync::ReplicaScheduler`]) rather
+/// than written in the federated object.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClusterFields {
+    /// JSON pointer → value set in this cluster's copy (e.g.
+    /// `/spec/replicas` → its share).
+    pub set: std::collections::BTreeMap<String, Value>,
+    /// JSON pointers of fields never sent to this cluster (the member owns
+    /// them, e.g. `/spec/replicas` of a workload its HPA scales).
+    pub omit: std::collections::BTreeSet<String>,
+}
+
+impl ClusterFields {
+    /// `spec.replicas` = `n` in this cluster.
+    pub fn replicas(n: i64) -> Self {
+        let mut f = Self::default();
+        f.set.insert("/spec/replicas".into(), Value::from(n));
+        f
+    }
+
+    /// `spec.replicas` left to the member (not sent).
+    pub fn without_replicas() -> Self {
+        let mut f = Self::default();
+        f.omit.insert("/spec/replicas".into());
+        f
+    }
+
+    /// Nothing set, nothing omitted.
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty() && self.omit.is_empty()
+    }
+
+    /// Set and omit in `copy`: a set creates missing objects on the way;
+    /// an omit removes the field if present.
+    pub fn apply_to(&self, copy: &mut Value) {
+        self.apply_sets(copy);
+        self.apply_omits(copy);
+    }
+
+    fn apply_sets(&self, copy: &mut Value) {
+        for (pointer, v) in &self.set {
+            set_pointer(copy, pointer, v.clone());
+        }
+    }
+
+    fn apply_omits(&self, copy: &mut Value) {
+        for pointer in &self.omit {
+            if let Some((parent, last)) = pointer.rsplit_once('/')
+                && let Some(obj) = copy.pointer_mut(parent).and_then(Value::as_object_mut)
+            {
+                obj.shift_remove(&unescape(last));
+            }
+        }
+    }
+}
+
+fn unescape(token: &str) -> String {
+    token.replace("~1", "/").replace("~0", "~")
+}
+
+fn set_pointer(root: &mut Value, pointer: &str, v: Value) {
+    let mut cur = root;
+    let tokens: Vec<String> = pointer.split('/').skip(1).map(unescape).collect();
+    let Some((last, path)) = tokens.split_last() else {
+        return;
+    };
+    for t in path {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let Some(obj) = cur.as_object_mut() else {
+            return;
+        };
+        cur = obj
+            .entry(t.clone())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    if !cur.is_object() {
+        *cur = Value::Object(Map::new());
+    }
+    if let Some(obj) = cur.as_object_mut() {
+        obj.insert(last.clone(), v);
+    }
+}
+
+/// [`member_copy`] with the federation's per-cluster `fields`: set before
+/// the user's overrides (an explicit override wins), omitted after them (a
+/// field the member owns is never sent).
+pub fn member_copy_with(
+    resource: &str,
+    fed: &Value,
+    cluster: &str,
+    fields: Option<&ClusterFields>,
+) -> Result<Value, String> {
     let mut out = Map::new();
     if let Some(fields) = fed.as_object() {
         for (k, v) in fields {
@@ -176,7 +274,13 @@ pub fn member_copy(resource: &str, fed: &Value, cluster: &str) -> Result<Value, 
     }
     let uid = meta_str(fed, "uid").unwrap_or_default();
     mark(&mut copy, uid);
+    if let Some(f) = fields {
+        f.apply_sets(&mut copy);
+    }
     apply_overrides(&mut copy, annotation(fed, OVERRIDES_ANNOTATION), cluster)?;
+    if let Some(f) = fields {
+        f.apply_omits(&mut copy);
+    }
     mark(&mut copy, uid);
     Ok(copy)
 }
@@ -404,6 +508,30 @@ fn is_empty_value(v: &Value) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn scheduled_fields_are_set_before_overrides_and_omitted_after() {
+        let fed = serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "app", "uid": "u1",
+                "annotations": {OVERRIDES_ANNOTATION: r#"{"m2": [{"op": "replace", "path": "/spec/replicas", "value": 7}]}"#}},
+            "spec": {"replicas": 10, "paused": false}
+        });
+        let five = ClusterFields::replicas(5);
+        let m1 = member_copy_with("deployments", &fed, "m1", Some(&five)).unwrap_or_default();
+        assert_eq!(m1["spec"]["replicas"], 5);
+        let m2 = member_copy_with("deployments", &fed, "m2", Some(&five)).unwrap_or_default();
+        assert_eq!(m2["spec"]["replicas"], 7, "the user's override wins");
+        let hpa = ClusterFields::without_replicas();
+        let m3 = member_copy_with("deployments", &fed, "m2", Some(&hpa)).unwrap_or_default();
+        assert!(m3["spec"].get("replicas").is_none(), "{m3}");
+        assert_eq!(m3["spec"]["paused"], false);
+        let mut deep = ClusterFields::default();
+        deep.set
+            .insert("/spec/template/x~1y".into(), serde_json::json!(1));
+        let d = member_copy_with("deployments", &fed, "m1", Some(&deep)).unwrap_or_default();
+        assert_eq!(d["spec"]["template"]["x/y"], 1);
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -92,3 +92,141 @@ impl Members {
         self.changes.subscribe()
     }
 }
+
+/// Follow the federation's Clusters from a process of one's own (a user's
+/// federated controller, `examples/foo_controller.rs`): a member set kept
+/// in step with the `federation/v1beta1` Clusters that `fed` sees, each
+/// reached with the kubeconfig of the Secret its `secretRef` names (as the
+/// built-in Cluster controller does, see [`crate::clusters`]) and Ready
+/// when its `Ready` condition, written by the federation's own Cluster
+/// controller, is `True`. Stops with `stop`.
+///
+/// The server embeds the same set filled by its Cluster controller, which
+/// also probes health; this follower only reads.
+pub fn follow(
+    fed: kube::Client,
+    options: crate::FederationOptions,
+    stop: tokio_util::sync::CancellationToken,
+) -> Arc<Members> {
+    let members = Members::new();
+    tokio::spawn(follow_clusters(fed, options, members.clone(), stop));
+    members
+}
+
+async fn follow_clusters(
+    fed: kube::Client,
+    options: crate::FederationOptions,
+    members: Arc<Members>,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    use futures::StreamExt as _;
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::ResourceExt as _;
+    use kube::runtime::watcher::{self, Event};
+    use kube::runtime::{WatchStreamExt as _, watcher as watch_fn};
+    use ubernetes_api::Cluster;
+
+    let api: kube::Api<Cluster> = kube::Api::all(fed.clone());
+    let secrets: kube::Api<Secret> =
+        kube::Api::namespaced(fed.clone(), crate::clusters::FEDERATION_NAMESPACE);
+    let mut stream = watch_fn(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    // name → (uid, secret resourceVersion, server) of the client built.
+    let mut built: BTreeMap<String, (String, String, Option<String>)> = BTreeMap::new();
+    let mut listing: Option<Vec<String>> = None;
+    loop {
+        let event = tokio::select! {
+            () = stop.cancelled() => break,
+            e = stream.next() => e,
+        };
+        let cluster = match event {
+            None => break,
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "watch of Clusters");
+                continue;
+            }
+            Some(Ok(Event::Init)) => {
+                listing = Some(Vec::new());
+                continue;
+            }
+            Some(Ok(Event::InitDone)) => {
+                if let Some(seen) = listing.take() {
+                    for m in members.snapshot() {
+                        if !seen.contains(&m.name) {
+                            members.remove(&m.name);
+                            built.remove(&m.name);
+                        }
+                    }
+                }
+                continue;
+            }
+            Some(Ok(Event::Delete(c))) => {
+                members.remove(&c.name_any());
+                built.remove(&c.name_any());
+                continue;
+            }
+            Some(Ok(Event::Apply(c) | Event::InitApply(c))) => c,
+        };
+        let name = cluster.name_any();
+        if let Some(seen) = listing.as_mut() {
+            seen.push(name.clone());
+        }
+        let ready = cluster.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == crate::clusters::CONDITION_READY && c.status == "True")
+        });
+        let Some(secret_name) = cluster.spec.secret_ref.as_ref().map(|r| r.name.clone()) else {
+            members.remove(&name);
+            continue;
+        };
+        let Ok(Some(secret)) = secrets.get_opt(&secret_name).await else {
+            members.remove(&name);
+            continue;
+        };
+        let server = crate::clusters::pick_server(&cluster.spec);
+        let uid = cluster.uid().unwrap_or_default();
+        let key = (
+            uid.clone(),
+            secret.resource_version().unwrap_or_default(),
+            server.clone(),
+        );
+        let current = members.get(&name);
+        let (client, url) = match (&current, built.get(&name) == Some(&key)) {
+            (Some(m), true) => (m.client.clone(), m.server.clone()),
+            _ => match crate::clusters::member_client(
+                &secret,
+                &secret_name,
+                server.as_deref(),
+                options.member_request_timeout,
+            )
+            .await
+            {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(cluster = %name, error = %e, "cannot reach the member");
+                    members.remove(&name);
+                    continue;
+                }
+            },
+        };
+        let labels = cluster.labels().clone();
+        let unchanged = current.as_ref().is_some_and(|m| {
+            m.uid == uid && m.ready == ready && m.labels == labels && m.server == url
+        }) && built.get(&name) == Some(&key);
+        if unchanged {
+            continue;
+        }
+        built.insert(name.clone(), key);
+        members.upsert(Member {
+            generation: current.map_or(0, |m| m.generation) + 1,
+            name,
+            uid,
+            client,
+            server: url,
+            labels,
+            ready,
+        });
+    }
+}

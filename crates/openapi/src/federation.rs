@@ -13,5 +13,6 @@ pub(crate) fn register(generator: &mut SchemaGenerator) -> Vec<Builtin> {
     vec![
         kind::<ubernetes_api::Cluster>(generator, true),
         kind::<ubernetes_api::apiregistration::APIService>(generator, true),
+        kind::<ubernetes_api::PropagationRecord>(generator, true),
     ]
 }

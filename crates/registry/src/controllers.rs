@@ -206,12 +206,6 @@ struct GcIndex {
     by_uid: HashMap<String, ObjRef>,
 }
 
-/// The finalizer the federation controllers put on every federated object
-/// (`federation.kubernetes.io/delete-from-underlying-clusters`); with it the
-/// `orphan` finalizer is theirs to remove.
-pub const FEDERATION_DELETE_FINALIZER: &str =
-    "federation.kubernetes.io/delete-from-underlying-clusters";
-
 /// The garbage collector.
 pub struct GarbageCollector {
     registry: Arc<Registry>,
@@ -484,12 +478,9 @@ impl GarbageCollector {
                 }
             }
             tracing::info!(resource = %r.resource, name = %r.name, dependents = dependents.len(), "orphaned dependents");
-            // A federated object is orphaned in the member clusters too: the
-            // federation controller reads the `orphan` finalizer to know, and
-            // removes it itself once the member copies are let go.
-            if fins.iter().any(|f| f == FEDERATION_DELETE_FINALIZER) {
-                return Ok(());
-            }
+            // A federated object's member copies follow through its
+            // PropagationRecord, an ordinary dependent: orphaned here (its
+            // ownerReference dropped), the federation lets the copies go.
             return remove_finalizer(&store, r, "orphan").await;
         }
         if fins.iter().any(|f| f == "foregroundDeletion") {

@@ -81,6 +81,7 @@ fn every_spec_resource_is_served_once() {
         "discovery.k8s.io/v1/endpointslices",
         "federation/v1beta1/clusters",
         "apiregistration.k8s.io/v1/apiservices",
+        "federation/v1beta1/propagationrecords",
     ] {
         assert!(keys.contains(&want.to_string()), "missing {want}");
     }

@@ -1,9 +1,11 @@
 //! `federation/v1beta1` clusters: discovery facts and validation of the
-//! server addresses (CIDR and address) and the credentials Secret reference.
+//! server addresses (CIDR and address) and the credentials Secret reference;
+//! and propagation records (the federation's own bookkeeping per federated
+//! object, written by the federation controllers; see `ubernetes-api`).
 
 use std::sync::Arc;
 
-use ubernetes_api::Cluster;
+use ubernetes_api::{Cluster, PropagationRecord};
 use ubernetes_apimachinery::Cause;
 use ubernetes_apimachinery::error::field;
 
@@ -14,11 +16,39 @@ use crate::strategy::Strategy;
 
 /// The `federation/v1beta1` strategies.
 pub fn strategies() -> Vec<Arc<dyn Strategy>> {
-    vec![Arc::new(
-        Builtin::<Cluster>::new(info::<Cluster>("cluster", &[], &[], &["status"]))
-            .generation()
-            .validate(validate_cluster),
-    )]
+    vec![
+        Arc::new(
+            Builtin::<Cluster>::new(info::<Cluster>("cluster", &[], &[], &["status"]))
+                .generation()
+                .validate(validate_cluster),
+        ),
+        Arc::new(
+            Builtin::<PropagationRecord>::new(info::<PropagationRecord>(
+                "propagationrecord",
+                &[],
+                &[],
+                &["status"],
+            ))
+            .validate(validate_record),
+        ),
+    ]
+}
+
+fn validate_record(r: &PropagationRecord) -> Vec<Cause> {
+    let o = &r.spec.resource;
+    let mut out = Vec::new();
+    for (path, v) in [
+        ("spec.resource.apiVersion", &o.api_version),
+        ("spec.resource.kind", &o.kind),
+        ("spec.resource.resource", &o.resource),
+        ("spec.resource.name", &o.name),
+        ("spec.resource.uid", &o.uid),
+    ] {
+        if v.is_empty() {
+            out.push(field::required(path, ""));
+        }
+    }
+    out
 }
 
 /// Whether `s` is `ip/prefix` with a prefix that fits the address family.

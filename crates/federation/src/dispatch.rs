@@ -1,0 +1,265 @@
+//! Dispatch (kubefed's `dispatch` package): every write the federation
+//! makes to a member cluster, one function per operation, each bounded by
+//! a timeout and answering the member's own error message.
+//!
+//! - [`apply`]: server-side apply of a member copy, field manager
+//!   [`FIELD_MANAGER`], forced (the federation owns the fields it sets;
+//!   other managers' fields stay);
+//! - [`ensure_namespace`]: the namespace first, from its federated twin;
+//! - [`delete_copy`]: delete our copy (never an object the federation does
+//!   not manage, checked against the label and the origin uid; with a uid
+//!   precondition);
+//! - [`orphan_copy`]: let our copy go (remove our label and annotation);
+//! - [`get_copy`]: the member's object as it is there now.
+//!
+//! A user's own federated controller uses these as the built-in sync does.
+
+use std::time::Duration;
+
+use http::StatusCode;
+use kube::Resource as _;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::core::Request;
+use serde_json::{Value, json};
+
+use crate::kinds::{self, FederatedKind};
+use crate::member_object::{self, MANAGED_LABEL, ORIGIN_UID_ANNOTATION};
+use crate::members::Member;
+
+/// The field manager of every write to a member.
+pub const FIELD_MANAGER: &str = "ubernetes";
+
+/// A member call's failure, with the member's own message when it sent a
+/// Status.
+#[derive(Debug, Clone)]
+pub struct MemberError {
+    /// The HTTP status code, 0 when no answer came.
+    pub code: u16,
+    /// The member's message (or the transport error).
+    pub message: String,
+}
+
+impl MemberError {
+    /// A failure with no HTTP answer.
+    pub fn transport(message: String) -> Self {
+        Self { code: 0, message }
+    }
+    /// The member answered 404.
+    pub fn not_found(&self) -> bool {
+        self.code == 404
+    }
+}
+
+impl std::fmt::Display for MemberError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for MemberError {}
+
+/// Send a request to a member and read its JSON answer, within `timeout`.
+pub async fn send(
+    client: &kube::Client,
+    req: http::Request<Vec<u8>>,
+    timeout: Duration,
+) -> Result<(StatusCode, Value), MemberError> {
+    let call = async {
+        let res = client
+            .send(req.map(kube::client::Body::from))
+            .await
+            .map_err(|e| MemberError::transport(e.to_string()))?;
+        let status = res.status();
+        let bytes = res
+            .into_body()
+            .collect_bytes()
+            .await
+            .map_err(|e| MemberError::transport(e.to_string()))?;
+        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if status.is_success() {
+            Ok((status, body))
+        } else {
+            let message = body
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{status}: {}", String::from_utf8_lossy(&bytes)));
+            Err(MemberError {
+                code: status.as_u16(),
+                message,
+            })
+        }
+    };
+    match tokio::time::timeout(timeout, call).await {
+        Ok(r) => r,
+        Err(_) => Err(MemberError::transport(format!(
+            "no answer within {}s",
+            timeout.as_secs_f64()
+        ))),
+    }
+}
+
+/// Server-side apply of `desired` (a member copy) as `name` in `ns`.
+/// Returns the member's object after the apply.
+pub async fn apply(
+    member: &Member,
+    kind: &FederatedKind,
+    desired: &Value,
+    name: &str,
+    ns: Option<&str>,
+    timeout: Duration,
+) -> Result<Value, MemberError> {
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let req = Request::new(DynamicObject::url_path(&kind.resource, ns))
+        .patch(name, &params, &Patch::Apply(desired))
+        .map_err(|e| MemberError::transport(e.to_string()))?;
+    send(&member.client, req, timeout).await.map(|(_, v)| v)
+}
+
+/// Create the namespace `ns` in a member from its federated twin (read
+/// with `fed`), before an object in it. False when the federation does not
+/// propagate it or the write failed.
+pub async fn ensure_namespace(
+    fed: &kube::Client,
+    member: &Member,
+    ns: &str,
+    timeout: Duration,
+) -> bool {
+    let kind = kinds::namespaces();
+    let api: Api<DynamicObject> = Api::all_with(fed.clone(), &kind.resource);
+    let Ok(obj) = api.get(ns).await else {
+        return false;
+    };
+    let Ok(fed_ns) = kinds::to_value(&obj, &kind) else {
+        return false;
+    };
+    if !member_object::is_propagated("namespaces", &fed_ns) {
+        return false;
+    }
+    let Ok(copy) = member_object::member_copy("namespaces", &fed_ns, &member.name) else {
+        return false;
+    };
+    match apply(member, &kind, &copy, ns, None, timeout).await {
+        Ok(_) => {
+            tracing::debug!(cluster = %member.name, namespace = ns, "created the namespace first");
+            true
+        }
+        Err(e) => {
+            tracing::debug!(cluster = %member.name, namespace = ns, error = %e, "cannot create the namespace");
+            false
+        }
+    }
+}
+
+/// The object `name` in `member` as it is there; `None` when absent.
+pub async fn get_copy(
+    member: &Member,
+    kind: &FederatedKind,
+    name: &str,
+    ns: Option<&str>,
+    timeout: Duration,
+) -> Result<Option<Value>, MemberError> {
+    let get = Request::new(DynamicObject::url_path(&kind.resource, ns))
+        .get(name, &Default::default())
+        .map_err(|e| MemberError::transport(e.to_string()))?;
+    match send(&member.client, get, timeout).await {
+        Ok((_, v)) => Ok(Some(v)),
+        Err(e) if e.not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether a member object carries our label and our origin uid `uid`:
+/// `(managed, from this origin)`.
+pub fn is_ours(actual: &Value, uid: &str) -> (bool, bool) {
+    let managed = actual
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(MANAGED_LABEL))
+        .and_then(Value::as_str)
+        == Some("true");
+    let origin = actual
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(ORIGIN_UID_ANNOTATION))
+        .and_then(Value::as_str)
+        == Some(uid);
+    (managed, origin)
+}
+
+/// Delete our copy of the federated object with uid `uid`; Ok(false) when
+/// there was none (or it is not ours: the federation never deletes what it
+/// does not manage).
+pub async fn delete_copy(
+    member: &Member,
+    kind: &FederatedKind,
+    name: &str,
+    ns: Option<&str>,
+    uid: &str,
+    timeout: Duration,
+) -> Result<bool, MemberError> {
+    let Some(actual) = get_copy(member, kind, name, ns, timeout).await? else {
+        return Ok(false);
+    };
+    let (managed, origin) = is_ours(&actual, uid);
+    if !(managed && origin) {
+        return Ok(false);
+    }
+    let mut dp = DeleteParams::background();
+    if let Some(member_uid) = actual.pointer("/metadata/uid").and_then(Value::as_str) {
+        dp.preconditions = Some(kube::api::Preconditions {
+            uid: Some(member_uid.to_string()),
+            resource_version: None,
+        });
+    }
+    let del = Request::new(DynamicObject::url_path(&kind.resource, ns))
+        .delete(name, &dp)
+        .map_err(|e| MemberError::transport(e.to_string()))?;
+    match send(&member.client, del, timeout).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.not_found() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Let our copy of the federated object with uid `uid` go (Orphan):
+/// remove our label and annotation. Ok(false) when there was none.
+pub async fn orphan_copy(
+    member: &Member,
+    kind: &FederatedKind,
+    name: &str,
+    ns: Option<&str>,
+    uid: &str,
+    timeout: Duration,
+) -> Result<bool, MemberError> {
+    let Some(actual) = get_copy(member, kind, name, ns, timeout).await? else {
+        return Ok(false);
+    };
+    if !is_ours(&actual, uid).1 {
+        return Ok(false);
+    }
+    let patch = json!({"metadata": {
+        "labels": {MANAGED_LABEL: null},
+        "annotations": {ORIGIN_UID_ANNOTATION: null},
+    }});
+    let req = Request::new(DynamicObject::url_path(&kind.resource, ns))
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .map_err(|e| MemberError::transport(e.to_string()))?;
+    match send(&member.client, req, timeout).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.not_found() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ownership_needs_the_label_and_our_uid() {
+        let v = json!({"metadata": {"labels": {MANAGED_LABEL: "true"},
+            "annotations": {ORIGIN_UID_ANNOTATION: "u1"}}});
+        assert_eq!(is_ours(&v, "u1"), (true, true));
+        assert_eq!(is_ours(&v, "u2"), (true, false));
+        assert_eq!(is_ours(&json!({"metadata": {}}), "u1"), (false, false));
+    }
+}

@@ -1,0 +1,562 @@
+//! The federated informer (seed 000's `util.NewFederatedInformer`): for one
+//! federated kind, one watch per member cluster on the copies the
+//! federation manages there (label `federation.kubernetes.io/managed=true`),
+//! each kept in a cache **with status** (only `managedFields` is dropped),
+//! indexed by object (namespace/name, the same as the federated object's)
+//! and by origin (annotation `federation.kubernetes.io/origin-uid`).
+//!
+//! Every controller of the kind reads the same caches: sync compares
+//! against them, scheduling and status aggregation read the members'
+//! status from them, a user's own federated controller (see
+//! `examples/foo_controller.rs`) does both. One informer per kind is shared
+//! through [`Informers`].
+//!
+//! Controllers learn of changes from [`FederatedInformer::subscribe`]: an
+//! [`InformerEvent`] stream with a [`InformerEvent::Changed`] for every
+//! change of a copy (the federated object's key to re-queue: drift repair,
+//! status aggregation) and the cluster lifecycle callbacks of Federation
+//! v1's `ClusterLifecycleHandlerFuncs` as events: a cluster added, ready,
+//! not ready, removed, and its cache synced (listed in full).
+//!
+//! The informer follows the shared [`Members`] set: it starts a watch when
+//! a member joins, restarts it when the member's client changes or it
+//! becomes Ready again (a fresh list, so what happened while it was away
+//! is seen), and stops it when the member leaves.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures::StreamExt as _;
+use futures::channel::mpsc;
+use kube::ResourceExt as _;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::{WatchStreamExt as _, watcher as watch_fn};
+use parking_lot::{Mutex, RwLock};
+use tokio_util::sync::CancellationToken;
+
+use crate::kinds::FederatedKind;
+use crate::member_object::{MANAGED_LABEL, ORIGIN_UID_ANNOTATION};
+use crate::members::{Member, Members};
+
+/// An object's key: its namespace (none for a cluster-scoped kind) and
+/// name. A member copy has the key of its federated object.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// The namespace, `None` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    /// The name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// A key from its parts (an empty namespace is none).
+    pub fn new(namespace: Option<&str>, name: &str) -> Self {
+        Self {
+            namespace: namespace.filter(|n| !n.is_empty()).map(str::to_string),
+            name: name.to_string(),
+        }
+    }
+
+    /// The key of an object.
+    pub fn of(obj: &DynamicObject) -> Self {
+        Self::new(obj.namespace().as_deref(), &obj.name_any())
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{ns}/{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+/// What a subscriber of a [`FederatedInformer`] is told.
+#[derive(Clone, Debug)]
+pub enum InformerEvent {
+    /// A copy in `cluster` was added, changed or deleted: the federated
+    /// object `key` (origin uid `origin_uid`, when the copy carried one)
+    /// should be reconciled.
+    Changed {
+        /// The member cluster.
+        cluster: String,
+        /// The copy's (and its federated object's) key.
+        key: ObjectKey,
+        /// The copy's `federation.kubernetes.io/origin-uid`.
+        origin_uid: Option<String>,
+    },
+    /// A member joined (its watch starts).
+    ClusterAdded(Arc<Member>),
+    /// A member became Ready.
+    ClusterReady(Arc<Member>),
+    /// A member stopped being Ready (its cache keeps the last known copies).
+    ClusterNotReady(Arc<Member>),
+    /// A member's labels changed (placement may select it differently).
+    ClusterChanged(Arc<Member>),
+    /// A member left the federation (its Cluster was deleted); its cache is
+    /// dropped.
+    ClusterRemoved(String),
+    /// The cache of a member holds a full list (after a start or restart
+    /// of its watch): every object may need a look.
+    ClusterSynced(String),
+}
+
+/// The copies of one member cluster.
+#[derive(Default)]
+struct Copies {
+    by_key: HashMap<ObjectKey, Arc<DynamicObject>>,
+    by_origin: HashMap<String, ObjectKey>,
+}
+
+impl Copies {
+    fn insert(&mut self, obj: DynamicObject) -> (ObjectKey, Option<String>) {
+        let key = ObjectKey::of(&obj);
+        let origin = origin_uid(&obj);
+        if let Some(old) = self.by_key.get(&key)
+            && let Some(old_origin) = origin_uid(old)
+            && Some(&old_origin) != origin.as_ref()
+        {
+            self.by_origin.remove(&old_origin);
+        }
+        if let Some(o) = &origin {
+            self.by_origin.insert(o.clone(), key.clone());
+        }
+        self.by_key.insert(key.clone(), Arc::new(obj));
+        (key, origin)
+    }
+
+    fn remove(&mut self, obj: &DynamicObject) -> (ObjectKey, Option<String>) {
+        let key = ObjectKey::of(obj);
+        let origin = self
+            .by_key
+            .remove(&key)
+            .and_then(|o| origin_uid(&o))
+            .or_else(|| origin_uid(obj));
+        if let Some(o) = &origin
+            && self.by_origin.get(o) == Some(&key)
+        {
+            self.by_origin.remove(o);
+        }
+        (key, origin)
+    }
+}
+
+fn origin_uid(obj: &DynamicObject) -> Option<String> {
+    obj.annotations().get(ORIGIN_UID_ANNOTATION).cloned()
+}
+
+/// One member's watch and cache.
+struct ClusterCache {
+    member: Arc<Member>,
+    copies: Arc<RwLock<Copies>>,
+    synced: Arc<AtomicBool>,
+    stop: CancellationToken,
+}
+
+/// The federated informer of one kind. Build it with
+/// [`FederatedInformer::start`] (or share one through [`Informers`]).
+pub struct FederatedInformer {
+    kind: FederatedKind,
+    members: Arc<Members>,
+    clusters: RwLock<BTreeMap<String, ClusterCache>>,
+    subscribers: Mutex<Vec<mpsc::UnboundedSender<InformerEvent>>>,
+    stop: CancellationToken,
+}
+
+impl std::fmt::Debug for FederatedInformer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FederatedInformer")
+            .field("kind", &self.kind.id())
+            .field("clusters", &self.clusters.read().keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FederatedInformer {
+    /// Start the informer of `kind` over the member set: it follows
+    /// `members` until `stop` is cancelled.
+    pub fn start(kind: FederatedKind, members: Arc<Members>, stop: CancellationToken) -> Arc<Self> {
+        let this = Arc::new(Self {
+            kind,
+            members,
+            clusters: RwLock::new(BTreeMap::new()),
+            subscribers: Mutex::new(Vec::new()),
+            stop,
+        });
+        tokio::spawn(this.clone().follow_members());
+        this
+    }
+
+    /// The kind this informer watches.
+    pub fn kind(&self) -> &FederatedKind {
+        &self.kind
+    }
+
+    /// The member set it follows.
+    pub fn members(&self) -> &Arc<Members> {
+        &self.members
+    }
+
+    /// A new stream of [`InformerEvent`]s (from now on; what is cached
+    /// already is read with the getters). Dropping the receiver
+    /// unsubscribes.
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<InformerEvent> {
+        let (tx, rx) = mpsc::unbounded();
+        self.subscribers.lock().push(tx);
+        rx
+    }
+
+    /// The copy of `key` in `cluster`, as last seen (status included).
+    pub fn get(&self, cluster: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
+        let clusters = self.clusters.read();
+        let cache = clusters.get(cluster)?;
+        cache.copies.read().by_key.get(key).cloned()
+    }
+
+    /// Every cached copy of `key`, by cluster.
+    pub fn copies(&self, key: &ObjectKey) -> BTreeMap<String, Arc<DynamicObject>> {
+        self.clusters
+            .read()
+            .iter()
+            .filter_map(|(name, c)| {
+                c.copies
+                    .read()
+                    .by_key
+                    .get(key)
+                    .map(|o| (name.clone(), o.clone()))
+            })
+            .collect()
+    }
+
+    /// Every cached copy whose origin is the federated object with uid
+    /// `origin_uid`, by cluster.
+    pub fn copies_of_origin(&self, origin_uid: &str) -> BTreeMap<String, Arc<DynamicObject>> {
+        self.clusters
+            .read()
+            .iter()
+            .filter_map(|(name, c)| {
+                let copies = c.copies.read();
+                let key = copies.by_origin.get(origin_uid)?;
+                copies.by_key.get(key).map(|o| (name.clone(), o.clone()))
+            })
+            .collect()
+    }
+
+    /// Every cached copy in `cluster`.
+    pub fn list(&self, cluster: &str) -> Vec<Arc<DynamicObject>> {
+        self.clusters
+            .read()
+            .get(cluster)
+            .map(|c| c.copies.read().by_key.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether the cache of `cluster` holds a full list (`None`: the
+    /// cluster is not watched).
+    pub fn is_synced(&self, cluster: &str) -> Option<bool> {
+        self.clusters
+            .read()
+            .get(cluster)
+            .map(|c| c.synced.load(Ordering::Acquire))
+    }
+
+    /// The members watched now, as the informer last saw them.
+    pub fn clusters(&self) -> Vec<Arc<Member>> {
+        self.clusters
+            .read()
+            .values()
+            .map(|c| c.member.clone())
+            .collect()
+    }
+
+    /// How many copies are cached over all clusters (for measurements).
+    pub fn len(&self) -> usize {
+        self.clusters
+            .read()
+            .values()
+            .map(|c| c.copies.read().by_key.len())
+            .sum()
+    }
+
+    /// Whether no copy is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn publish(&self, event: InformerEvent) {
+        self.subscribers
+            .lock()
+            .retain(|tx| tx.unbounded_send(event.clone()).is_ok());
+    }
+
+    async fn follow_members(self: Arc<Self>) {
+        let mut changes = self.members.subscribe();
+        loop {
+            let members = self.members.snapshot();
+            self.sync_watches(&members);
+            tokio::select! {
+                () = self.stop.cancelled() => break,
+                r = changes.changed() => if r.is_err() { break },
+            }
+        }
+        for (_, c) in std::mem::take(&mut *self.clusters.write()) {
+            c.stop.cancel();
+        }
+    }
+
+    fn sync_watches(self: &Arc<Self>, members: &[Arc<Member>]) {
+        let mut events = Vec::new();
+        {
+            let mut clusters = self.clusters.write();
+            clusters.retain(|name, cache| {
+                let keep = members.iter().any(|m| &m.name == name);
+                if !keep {
+                    cache.stop.cancel();
+                    events.push(InformerEvent::ClusterRemoved(name.clone()));
+                }
+                keep
+            });
+            for m in members {
+                match clusters.get_mut(&m.name) {
+                    None => {
+                        events.push(InformerEvent::ClusterAdded(m.clone()));
+                        if m.ready {
+                            events.push(InformerEvent::ClusterReady(m.clone()));
+                        }
+                        clusters.insert(m.name.clone(), self.start_watch(m.clone()));
+                    }
+                    Some(c) => {
+                        let was_ready = c.member.ready;
+                        let restart = c.member.uid != m.uid
+                            || c.member.server != m.server
+                            || (!was_ready && m.ready);
+                        if m.ready != was_ready {
+                            events.push(if m.ready {
+                                InformerEvent::ClusterReady(m.clone())
+                            } else {
+                                InformerEvent::ClusterNotReady(m.clone())
+                            });
+                        } else if c.member.labels != m.labels {
+                            events.push(InformerEvent::ClusterChanged(m.clone()));
+                        }
+                        if restart {
+                            c.stop.cancel();
+                            *c = self.start_watch(m.clone());
+                        } else {
+                            c.member = m.clone();
+                        }
+                    }
+                }
+            }
+        }
+        for e in events {
+            self.publish(e);
+        }
+    }
+
+    fn start_watch(self: &Arc<Self>, member: Arc<Member>) -> ClusterCache {
+        let ar = self.kind.resource.clone();
+        let api: Api<DynamicObject> = Api::all_with(member.client.clone(), &ar);
+        let wc = watcher::Config::default().labels(&format!("{MANAGED_LABEL}=true"));
+        let copies = Arc::new(RwLock::new(Copies::default()));
+        let synced = Arc::new(AtomicBool::new(false));
+        let stop = self.stop.child_token();
+        let cache = ClusterCache {
+            member: member.clone(),
+            copies: copies.clone(),
+            synced: synced.clone(),
+            stop: stop.clone(),
+        };
+        let this = Arc::downgrade(self);
+        let cluster = member.name.clone();
+        let kind = self.kind.id();
+        tokio::spawn(async move {
+            let mut stream = watch_fn(api, wc).modify(lean).default_backoff().boxed();
+            let mut buffer: Option<Copies> = None;
+            loop {
+                let event = tokio::select! {
+                    () = stop.cancelled() => break,
+                    e = stream.next() => e,
+                };
+                let Some(this) = this.upgrade() else { break };
+                match event {
+                    None => break,
+                    Some(Ok(Event::Apply(o))) => {
+                        let (key, origin_uid) = copies.write().insert(o);
+                        this.publish(InformerEvent::Changed {
+                            cluster: cluster.clone(),
+                            key,
+                            origin_uid,
+                        });
+                    }
+                    Some(Ok(Event::Delete(o))) => {
+                        let (key, origin_uid) = copies.write().remove(&o);
+                        this.publish(InformerEvent::Changed {
+                            cluster: cluster.clone(),
+                            key,
+                            origin_uid,
+                        });
+                    }
+                    Some(Ok(Event::Init)) => buffer = Some(Copies::default()),
+                    Some(Ok(Event::InitApply(o))) => {
+                        buffer.get_or_insert_with(Copies::default).insert(o);
+                    }
+                    Some(Ok(Event::InitDone)) => {
+                        let fresh = buffer.take().unwrap_or_default();
+                        let old = std::mem::replace(&mut *copies.write(), fresh);
+                        // Copies gone while the watch was away.
+                        let gone: Vec<_> = {
+                            let now = copies.read();
+                            old.by_key
+                                .iter()
+                                .filter(|(k, _)| !now.by_key.contains_key(*k))
+                                .map(|(k, o)| (k.clone(), origin_uid(o)))
+                                .collect()
+                        };
+                        for (key, origin_uid) in gone {
+                            this.publish(InformerEvent::Changed {
+                                cluster: cluster.clone(),
+                                key,
+                                origin_uid,
+                            });
+                        }
+                        synced.store(true, Ordering::Release);
+                        this.publish(InformerEvent::ClusterSynced(cluster.clone()));
+                    }
+                    Some(Err(err)) => {
+                        tracing::debug!(%cluster, %kind, error = %err, "member watch failed; retrying");
+                    }
+                }
+            }
+        });
+        cache
+    }
+}
+
+/// What a cache keeps of a member copy: everything (status included) but
+/// `managedFields`, which no controller reads and which is the largest
+/// part of a small object.
+pub fn lean(obj: &mut DynamicObject) {
+    obj.metadata.managed_fields = None;
+}
+
+/// The federated informers of a process, one per kind, shared by every
+/// controller of that kind. An informer starts on first use.
+pub struct Informers {
+    members: Arc<Members>,
+    stop: CancellationToken,
+    by_kind: Mutex<HashMap<String, (Arc<FederatedInformer>, CancellationToken)>>,
+}
+
+impl std::fmt::Debug for Informers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Informers")
+            .field("kinds", &self.by_kind.lock().keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Informers {
+    /// No informer yet; they follow `members` until `stop`.
+    pub fn new(members: Arc<Members>, stop: CancellationToken) -> Arc<Self> {
+        Arc::new(Self {
+            members,
+            stop,
+            by_kind: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The member set the informers follow.
+    pub fn members(&self) -> &Arc<Members> {
+        &self.members
+    }
+
+    /// The informer of `kind` (its `apiVersion` and plural), started now
+    /// if it is the first use.
+    pub fn for_kind(&self, kind: &FederatedKind) -> Arc<FederatedInformer> {
+        let key = informer_key(kind);
+        let mut by_kind = self.by_kind.lock();
+        if let Some((i, _)) = by_kind.get(&key) {
+            return i.clone();
+        }
+        let token = self.stop.child_token();
+        let informer = FederatedInformer::start(kind.clone(), self.members.clone(), token.clone());
+        by_kind.insert(key, (informer.clone(), token));
+        informer
+    }
+
+    /// The informer of `kind` if one runs.
+    pub fn get(&self, kind: &FederatedKind) -> Option<Arc<FederatedInformer>> {
+        self.by_kind
+            .lock()
+            .get(&informer_key(kind))
+            .map(|(i, _)| i.clone())
+    }
+
+    /// Stop and forget the informer of `kind` (a federated CRD went away).
+    pub fn remove(&self, kind: &FederatedKind) {
+        if let Some((_, token)) = self.by_kind.lock().remove(&informer_key(kind)) {
+            token.cancel();
+        }
+    }
+
+    /// How many copies are cached over every kind and cluster.
+    pub fn cached_copies(&self) -> usize {
+        self.by_kind.lock().values().map(|(i, _)| i.len()).sum()
+    }
+}
+
+fn informer_key(kind: &FederatedKind) -> String {
+    format!("{}/{}", kind.resource.api_version, kind.resource.plural)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing test may panic
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn copy(ns: &str, name: &str, origin: &str) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": ns,
+                "annotations": {ORIGIN_UID_ANNOTATION: origin},
+                "managedFields": [{"manager": "x"}]},
+            "status": {"ready": true}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn copies_are_indexed_by_key_and_origin() {
+        let mut c = Copies::default();
+        let (key, origin) = c.insert(copy("app", "cfg", "u1"));
+        assert_eq!(key, ObjectKey::new(Some("app"), "cfg"));
+        assert_eq!(origin.as_deref(), Some("u1"));
+        assert_eq!(c.by_origin.get("u1"), Some(&key));
+        // Re-created federated object: the copy now points at a new origin.
+        c.insert(copy("app", "cfg", "u2"));
+        assert!(!c.by_origin.contains_key("u1"));
+        assert_eq!(c.by_origin.get("u2"), Some(&key));
+        let (_, origin) = c.remove(&copy("app", "cfg", "u2"));
+        assert_eq!(origin.as_deref(), Some("u2"));
+        assert!(c.by_key.is_empty() && c.by_origin.is_empty());
+    }
+
+    #[test]
+    fn lean_drops_managed_fields_and_keeps_status() {
+        let mut o = copy("app", "cfg", "u1");
+        lean(&mut o);
+        assert!(o.metadata.managed_fields.is_none());
+        assert_eq!(o.data["status"]["ready"], true);
+    }
+
+    #[test]
+    fn keys_print_as_kubectl_does() {
+        assert_eq!(ObjectKey::new(Some("app"), "cfg").to_string(), "app/cfg");
+        assert_eq!(ObjectKey::new(Some(""), "ns1").to_string(), "ns1");
+    }
+}

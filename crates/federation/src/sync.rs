@@ -1,0 +1,862 @@
+//! Sync (kubefed's `sync` controller; SPEC §3.4, §3.5): per federated kind,
+//! one kube-runtime controller keeps every federated object applied to
+//! each Ready member cluster its placement selects.
+//!
+//! Per kind ([`SyncController`]):
+//! - the controller watches the kind in the federation (in-process client);
+//! - it reads the members through the kind's shared [`FederatedInformer`]
+//!   and re-queues a federated object on every change of one of its copies
+//!   (drift repair), and every object when a cluster is added, becomes
+//!   Ready or not, changes labels or is removed;
+//! - its [`DeletionHelper`] keeps the objects' [`PropagationRecord`]s and
+//!   does deletion (the user's object is never written: SPEC §3.8).
+//!
+//! A reconcile of one object: make sure it has its record, compute the
+//! per-cluster fields of a [`ReplicaScheduler`] if one is set (scheduling's
+//! extension point), then for each member:
+//! - selected and Ready: build the member copy
+//!   ([`member_object::member_copy_with`]); if the record of what was last
+//!   applied there (hash of the copy, member resourceVersion) still matches
+//!   and the member's copy still carries every field we applied, nothing is
+//!   sent (kubefed's version cache, kept in the record so it survives
+//!   restarts); else the copy is server-side applied ([`dispatch::apply`]).
+//!   A copy of the same name that is not ours is adopted (event `Adopted`)
+//!   unless the object says `federation.kubernetes.io/conflict-resolution:
+//!   abort`;
+//! - not selected: our copy there is deleted;
+//! - not Ready: left Pending, retried when the cluster comes back.
+//!
+//! Clusters are handled concurrently; a failure in one never blocks the
+//! others and is retried with a per-cluster backoff (5 s doubling to 1 min,
+//! as Federation v1). The record's status is written only when it changed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use futures::channel::mpsc;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::{WatchStreamExt as _, watcher as watch_fn};
+use kube::{Resource as _, ResourceExt as _};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::Context;
+use crate::deletion::{DeletionHelper, Tracked, event_message};
+use crate::dispatch::{self, MemberError};
+use crate::events::EventType;
+use crate::informer::{FederatedInformer, InformerEvent, ObjectKey};
+use crate::kinds::{self, FederatedKind};
+use crate::member_object::{
+    self, CONFLICT_RESOLUTION_ANNOTATION, ClusterFields, FEDERATED_CRD_LABEL,
+};
+use crate::members::Member;
+use crate::placement::{self, Placement};
+use crate::version::{ClusterRecord, PropagationState, SyncState};
+
+/// Federation v1's backoff bounds.
+const BACKOFF_MIN: Duration = Duration::from_secs(5);
+const BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// How many objects of one kind are reconciled at once.
+const CONCURRENCY: u16 = 32;
+
+/// One member cluster as a [`ReplicaScheduler`] sees it.
+#[derive(Clone, Debug)]
+pub struct ClusterChoice {
+    /// The member (name, labels, readiness).
+    pub member: Arc<Member>,
+    /// Whether the object's placement (cluster selector) selects it.
+    pub selected: bool,
+}
+
+/// What a [`ReplicaScheduler`] is given for one federated object.
+pub struct ScheduleInput<'a> {
+    /// The object's kind.
+    pub kind: &'a FederatedKind,
+    /// The federated object (full, as JSON).
+    pub object: &'a Value,
+    /// Every member, with whether placement selects it.
+    pub clusters: &'a [ClusterChoice],
+    /// The kind's federated informer (the members' copies, with status).
+    pub informer: &'a FederatedInformer,
+    /// The record of the last reconcile (per cluster: state, replicas).
+    pub previous: &'a PropagationState,
+}
+
+/// Scheduling's extension point: per cluster, the fields its copy gets on
+/// top of the federated object's (e.g. `spec.replicas` = that cluster's
+/// share) and the fields it is not sent (e.g. `spec.replicas` of a workload
+/// an HPA scales in the member). Set on [`Context::scheduler`]; called on
+/// every reconcile of every object of every kind, so it must be cheap and
+/// pure (read the informer, do no I/O).
+pub trait ReplicaScheduler: Send + Sync + 'static {
+    /// The per-cluster fields for `input.object`, or `None` to send the
+    /// object as it is everywhere. Clusters absent from the answer get the
+    /// object as it is.
+    fn schedule(&self, input: &ScheduleInput<'_>) -> Option<BTreeMap<String, ClusterFields>>;
+
+    /// Objects of `kind` whose schedule changed for a reason sync does not
+    /// watch (an HPA created, a shortfall that matured): sync reconciles
+    /// each key it receives. Asked once per kind; `None`: nothing to add.
+    fn wakeups(&self, _kind: &FederatedKind) -> Option<mpsc::UnboundedReceiver<ObjectKey>> {
+        None
+    }
+}
+
+/// Run a [`SyncController`] for each built-in federated kind, and one per
+/// federated CRD while it exists, except the kinds
+/// `--federation-controllers-disabled-for` names.
+pub async fn run(ctx: Arc<Context>, stop: CancellationToken) -> anyhow::Result<()> {
+    let mut tasks = JoinSet::new();
+    for kind in kinds::builtin() {
+        if ctx.options.disabled_for(&kind) {
+            tracing::info!(kind = %kind.id(), "built-in sync disabled by flag");
+            continue;
+        }
+        tasks.spawn(SyncController::run(ctx.clone(), kind, stop.child_token()));
+    }
+    tasks.spawn(custom_resource_kinds(ctx.clone(), stop.clone()));
+    stop.cancelled().await;
+    while tasks.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// Start a [`SyncController`] for the custom resources of every CRD
+/// labelled `federation.kubernetes.io/federated: "true"` once it is
+/// Established, and stop it when the CRD goes (or loses the label).
+async fn custom_resource_kinds(ctx: Arc<Context>, stop: CancellationToken) {
+    let api: Api<CustomResourceDefinition> = Api::all(ctx.fed.clone());
+    let wc = watcher::Config::default().labels(&format!("{FEDERATED_CRD_LABEL}=true"));
+    let mut running: HashMap<String, (FederatedKind, CancellationToken)> = HashMap::new();
+    let mut tasks = JoinSet::new();
+    let mut stream = watch_fn(api, wc).default_backoff().boxed();
+    let stop_kind = |ctx: &Context, kind: &FederatedKind, token: &CancellationToken| {
+        token.cancel();
+        ctx.informers.remove(kind);
+    };
+    loop {
+        let event = tokio::select! {
+            () = stop.cancelled() => break,
+            e = stream.next() => e,
+        };
+        let Some(event) = event else { break };
+        let event = match event {
+            Ok(e) => e,
+            Err(err) => {
+                tracing::debug!(error = %err, "watch of federated CRDs");
+                continue;
+            }
+        };
+        match event {
+            Event::Apply(crd) | Event::InitApply(crd) => {
+                let name = crd.name_any();
+                match kinds::from_crd(&crd) {
+                    Some(kind) if ctx.options.disabled_for(&kind) => {
+                        if let Some((old, token)) = running.remove(&name) {
+                            stop_kind(&ctx, &old, &token);
+                        }
+                    }
+                    Some(kind) => {
+                        let same = running.get(&name).is_some_and(|(k, _)| {
+                            k.resource.api_version == kind.resource.api_version
+                                && k.resource.plural == kind.resource.plural
+                        });
+                        if !same {
+                            if let Some((old, token)) = running.remove(&name) {
+                                stop_kind(&ctx, &old, &token);
+                            }
+                            tracing::info!(crd = %name, kind = %kind.id(), "propagating custom resources");
+                            let token = stop.child_token();
+                            tasks.spawn(SyncController::run(
+                                ctx.clone(),
+                                kind.clone(),
+                                token.clone(),
+                            ));
+                            running.insert(name, (kind, token));
+                        }
+                    }
+                    None => {
+                        if let Some((old, token)) = running.remove(&name) {
+                            stop_kind(&ctx, &old, &token);
+                        }
+                    }
+                }
+            }
+            Event::Delete(crd) => {
+                if let Some((old, token)) = running.remove(&crd.name_any()) {
+                    tracing::info!(crd = %crd.name_any(), "stopped propagating custom resources");
+                    stop_kind(&ctx, &old, &token);
+                }
+            }
+            Event::Init | Event::InitDone => {}
+        }
+    }
+    for (_, (_, token)) in running {
+        token.cancel();
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+/// The sync of one federated kind.
+pub struct SyncController {
+    ctx: Arc<Context>,
+    kind: FederatedKind,
+    informer: Arc<FederatedInformer>,
+    deletion: Arc<DeletionHelper>,
+    /// Consecutive failures per (object uid, cluster).
+    failures: Mutex<HashMap<(String, String), u32>>,
+    /// The last placement error reported per object uid (no repeats).
+    placement_errors: Mutex<HashMap<String, String>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    #[error("the federation API: {0}")]
+    Federation(#[from] kube::Error),
+    #[error("the federated object cannot be read: {0}")]
+    Decode(#[from] serde_json::Error),
+}
+
+impl SyncController {
+    /// Run the sync of `kind` until `stop`.
+    pub async fn run(ctx: Arc<Context>, kind: FederatedKind, stop: CancellationToken) {
+        let ar = kind.resource.clone();
+        let informer = ctx.informers.for_kind(&kind);
+        let deletion = DeletionHelper::new(
+            ctx.fed.clone(),
+            informer.clone(),
+            ctx.recorder.clone(),
+            ctx.options.member_request_timeout,
+        );
+        let this = Arc::new(Self {
+            ctx: ctx.clone(),
+            kind,
+            informer: informer.clone(),
+            deletion: deletion.clone(),
+            failures: Mutex::new(HashMap::new()),
+            placement_errors: Mutex::new(HashMap::new()),
+        });
+        let deletions = tokio::spawn(deletion.run(stop.clone()));
+        let (refs_tx, refs_rx) = mpsc::unbounded::<ObjectRef<DynamicObject>>();
+        let (all_tx, all_rx) = mpsc::unbounded::<()>();
+        let forward = tokio::spawn(forward_events(
+            informer.subscribe(),
+            ar.clone(),
+            refs_tx.clone(),
+            all_tx,
+            stop.clone(),
+        ));
+        let wakeups = ctx
+            .scheduler
+            .as_ref()
+            .and_then(|s| s.wakeups(&this.kind))
+            .map(|mut keys| {
+                let refs_tx = refs_tx.clone();
+                let ar = ar.clone();
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    loop {
+                        let key = tokio::select! {
+                            () = stop.cancelled() => break,
+                            k = keys.next() => k,
+                        };
+                        let Some(key) = key else { break };
+                        let mut r = ObjectRef::new_with(&key.name, ar.clone());
+                        if let Some(ns) = key.namespace {
+                            r = r.within(&ns);
+                        }
+                        if refs_tx.unbounded_send(r).is_err() {
+                            break;
+                        }
+                    }
+                })
+            });
+        let api: Api<DynamicObject> = Api::all_with(ctx.fed.clone(), &ar);
+        let closing = stop.clone();
+        // The controller's cache keeps only what decides whether and how to
+        // reconcile (metadata, a Secret's type): reconcile reads the content
+        // itself when it has members to write to. Holding every federated
+        // object in full cost ~5 KiB per object (heaptrack, docs/benchmarks.md).
+        let writer = reflector::store::Writer::new(ar.clone());
+        let reader = writer.as_reader();
+        let objects = reflector::reflector(
+            writer,
+            watch_fn(api, watcher::Config::default()).modify(slim),
+        )
+        .applied_objects();
+        Controller::for_stream_with(objects, reader, ar)
+            .with_config(ControllerConfig::default().concurrency(CONCURRENCY))
+            .reconcile_on(refs_rx)
+            .reconcile_all_on(all_rx)
+            .graceful_shutdown_on(async move { closing.cancelled().await })
+            .run(reconcile, error_policy, this.clone())
+            .for_each(|_| async {})
+            .await;
+        stop.cancel();
+        let _ = forward.await;
+        if let Some(w) = wakeups {
+            let _ = w.await;
+        }
+        let _ = deletions.await;
+    }
+
+    fn fed_api(&self, ns: Option<&str>) -> Api<DynamicObject> {
+        match ns {
+            Some(ns) => Api::namespaced_with(self.ctx.fed.clone(), ns, &self.kind.resource),
+            None => Api::all_with(self.ctx.fed.clone(), &self.kind.resource),
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        self.ctx.options.member_request_timeout
+    }
+
+    fn note_failure(&self, uid: &str, cluster: &str) -> Duration {
+        let mut f = self.failures.lock();
+        let n = f.entry((uid.to_string(), cluster.to_string())).or_insert(0);
+        *n = n.saturating_add(1);
+        backoff(*n)
+    }
+
+    fn note_success(&self, uid: &str, cluster: &str) {
+        self.failures
+            .lock()
+            .remove(&(uid.to_string(), cluster.to_string()));
+    }
+}
+
+/// Turn the informer's events into the controller's triggers: a copy's
+/// change re-queues its federated object; a cluster's lifecycle re-queues
+/// every object (placement and readiness decide anew).
+async fn forward_events(
+    mut events: mpsc::UnboundedReceiver<InformerEvent>,
+    ar: kube::discovery::ApiResource,
+    refs: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+    all: mpsc::UnboundedSender<()>,
+    stop: CancellationToken,
+) {
+    loop {
+        let e = tokio::select! {
+            () = stop.cancelled() => break,
+            e = events.next() => e,
+        };
+        let Some(e) = e else { break };
+        match e {
+            InformerEvent::Changed { key, .. } => {
+                let mut r = ObjectRef::new_with(&key.name, ar.clone());
+                if let Some(ns) = key.namespace {
+                    r = r.within(&ns);
+                }
+                let _ = refs.unbounded_send(r);
+            }
+            InformerEvent::ClusterAdded(_)
+            | InformerEvent::ClusterReady(_)
+            | InformerEvent::ClusterNotReady(_)
+            | InformerEvent::ClusterChanged(_)
+            | InformerEvent::ClusterRemoved(_)
+            | InformerEvent::ClusterSynced(_) => {
+                let _ = all.unbounded_send(());
+            }
+        }
+    }
+}
+
+/// The wait before retry `n` (1-based): 5 s doubling, at most 1 min.
+fn backoff(n: u32) -> Duration {
+    let shift = n.saturating_sub(1).min(8);
+    (BACKOFF_MIN * (1u32 << shift)).min(BACKOFF_MAX)
+}
+
+fn error_policy(_obj: Arc<DynamicObject>, err: &Error, ctx: Arc<SyncController>) -> Action {
+    tracing::debug!(kind = %ctx.kind.id(), error = %err, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(1))
+}
+
+/// What the controller's cache keeps of a federated object: its metadata
+/// without managedFields, and a Secret's `type` (which decides whether it is
+/// propagated at all).
+fn slim(obj: &mut DynamicObject) {
+    obj.metadata.managed_fields = None;
+    let kept = obj.data.get("type").cloned();
+    obj.data = match kept {
+        Some(t) => json!({ "type": t }),
+        None => json!({}),
+    };
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer).and_then(Value::as_str)
+}
+
+/// What happened in one cluster during a reconcile.
+struct Outcome {
+    record: Option<ClusterRecord>,
+    event: Option<(EventType, &'static str)>,
+    retry: Option<Duration>,
+}
+
+impl Outcome {
+    fn keep(record: ClusterRecord) -> Self {
+        Self {
+            record: Some(record),
+            event: None,
+            retry: None,
+        }
+    }
+}
+
+/// One object, one cluster: what a reconcile brings along.
+struct Target<'a> {
+    fed: &'a Value,
+    name: &'a str,
+    ns: Option<&'a str>,
+    uid: &'a str,
+    generation: i64,
+}
+
+impl Target<'_> {
+    fn key(&self) -> ObjectKey {
+        ObjectKey::new(self.ns, self.name)
+    }
+}
+
+async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<Action, Error> {
+    let slim_value = kinds::to_value(&obj, &ctx.kind)?;
+    let name = obj.name_any();
+    let ns = obj.namespace();
+    let Some(uid) = obj.uid() else {
+        return Ok(Action::await_change());
+    };
+    // Deletion is the record's business (see `deletion`): the garbage
+    // collector applies the user's propagationPolicy to it.
+    if obj.meta().deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    if !member_object::is_propagated(&ctx.kind.resource.plural, &slim_value) {
+        return Ok(Action::await_change());
+    }
+    // A federation with no member cluster is a plain API server: no record
+    // until a cluster joins (every change of the member set re-queues
+    // every object).
+    let members = ctx.ctx.members.snapshot();
+    if members.is_empty() {
+        return Ok(Action::await_change());
+    }
+
+    // The cached object is metadata only (see `slim`): read the content to
+    // propagate, from the federation's own watch cache.
+    let obj = match ctx.fed_api(ns.as_deref()).get_opt(&name).await? {
+        Some(o) if o.uid().as_deref() == Some(uid.as_str()) => Arc::new(o),
+        // Gone or re-created: its own watch event reconciles it.
+        _ => return Ok(Action::await_change()),
+    };
+    if obj.meta().deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let record = match ctx.deletion.track(obj.meta()).await? {
+        Tracked::Record(r) => r,
+        // The record of an earlier object of this name is being finalized.
+        Tracked::Wait => return Ok(Action::requeue(Duration::from_secs(1))),
+    };
+    let fed = kinds::to_value(&obj, &ctx.kind)?;
+
+    let placement = placement::placement_of(&fed);
+    if let Placement::Invalid(msg) = &placement {
+        let mut seen = ctx.placement_errors.lock();
+        if seen.get(&uid) != Some(msg) {
+            seen.insert(uid.clone(), msg.clone());
+            ctx.ctx.recorder.record(
+                &fed,
+                EventType::Warning,
+                "InvalidClusterSelector",
+                format!(
+                    "annotation {}: {msg}; the object is placed on no cluster",
+                    placement::CLUSTER_SELECTOR_ANNOTATION
+                ),
+            );
+        }
+    } else {
+        ctx.placement_errors.lock().remove(&uid);
+    }
+
+    let previous = crate::version::state_of(&record);
+    let generation = obj.meta().generation.unwrap_or(0);
+    let choices: Vec<ClusterChoice> = members
+        .iter()
+        .map(|m| ClusterChoice {
+            member: m.clone(),
+            selected: placement.selects(&m.labels),
+        })
+        .collect();
+    let schedule = ctx.ctx.scheduler.as_ref().and_then(|s| {
+        s.schedule(&ScheduleInput {
+            kind: &ctx.kind,
+            object: &fed,
+            clusters: &choices,
+            informer: &ctx.informer,
+            previous: &previous,
+        })
+    });
+    let target = Target {
+        fed: &fed,
+        name: &name,
+        ns: ns.as_deref(),
+        uid: &uid,
+        generation,
+    };
+    let jobs = choices.iter().map(|c| {
+        let prev = previous.get(&c.member.name).cloned();
+        let fields = schedule.as_ref().and_then(|s| s.get(&c.member.name));
+        let ctx = &ctx;
+        let target = &target;
+        async move {
+            let m = &c.member;
+            let outcome = if c.selected && m.ready {
+                sync_cluster(ctx, m, target, prev, fields).await
+            } else if c.selected {
+                let mut r = prev.unwrap_or_default();
+                if r.state != SyncState::Failed || r.message.is_empty() {
+                    r.state = SyncState::Pending;
+                    r.message = format!("cluster {} is not ready", m.name);
+                }
+                Outcome::keep(r)
+            } else {
+                remove_unselected(ctx, m, target, prev).await
+            };
+            (m.name.clone(), outcome)
+        }
+    });
+    let outcomes = futures::future::join_all(jobs).await;
+
+    let mut next = PropagationState::new();
+    let mut events: BTreeMap<(&'static str, bool), Vec<String>> = BTreeMap::new();
+    let mut failures: Vec<(String, String)> = Vec::new();
+    let mut retry: Option<Duration> = None;
+    for (cluster, outcome) in outcomes {
+        if let Some((kind, reason)) = outcome.event {
+            events
+                .entry((reason, kind == EventType::Warning))
+                .or_default()
+                .push(cluster.clone());
+        }
+        if let Some(r) = &outcome.record
+            && r.state == SyncState::Failed
+            && outcome.event.is_some()
+        {
+            failures.push((cluster.clone(), r.message.clone()));
+        }
+        if let Some(d) = outcome.retry {
+            retry = Some(retry.map_or(d, |r| r.min(d)));
+        }
+        if let Some(r) = outcome.record {
+            next.insert(cluster, r);
+        }
+    }
+    // Clusters not in the member set now (being connected after a
+    // restart, or unjoined) keep their entries: the version cache must not
+    // be lost to a member set that is still filling.
+    for (cluster, r) in &previous {
+        if !next.contains_key(cluster) && !members.iter().any(|m| &m.name == cluster) {
+            next.insert(cluster.clone(), r.clone());
+        }
+    }
+    for ((reason, warning), clusters) in events {
+        let message = if warning {
+            failures
+                .iter()
+                .filter(|(c, _)| clusters.contains(c))
+                .map(|(c, m)| format!("cluster {c}: {m}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        } else {
+            event_message(reason, &clusters)
+        };
+        let message = if message.is_empty() {
+            event_message(reason, &clusters)
+        } else {
+            message
+        };
+        let kind = if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        ctx.ctx.recorder.record(&fed, kind, reason, message);
+    }
+
+    if next != previous {
+        ctx.deletion.write_state(&record, &next).await?;
+    }
+    Ok(match retry {
+        Some(d) => Action::requeue(d),
+        None => Action::await_change(),
+    })
+}
+
+/// Bring one selected, Ready cluster in step.
+async fn sync_cluster(
+    ctx: &SyncController,
+    member: &Member,
+    t: &Target<'_>,
+    prev: Option<ClusterRecord>,
+    fields: Option<&ClusterFields>,
+) -> Outcome {
+    let prev = prev.unwrap_or_default();
+    let failed = |message: String, reason: &'static str| {
+        let retry = ctx.note_failure(t.uid, &member.name);
+        let event = (prev.state != SyncState::Failed || prev.message != message)
+            .then_some((EventType::Warning, reason));
+        Outcome {
+            record: Some(ClusterRecord {
+                state: SyncState::Failed,
+                message,
+                ..prev.clone()
+            }),
+            event,
+            retry: Some(retry),
+        }
+    };
+    let desired = match member_object::member_copy_with(
+        &ctx.kind.resource.plural,
+        t.fed,
+        &member.name,
+        fields,
+    ) {
+        Ok(d) => d,
+        Err(msg) => return failed(format!("overrides: {msg}"), "FailedUpdateInCluster"),
+    };
+    let replicas = fields
+        .filter(|f| !f.is_empty())
+        .and_then(|_| desired.pointer("/spec/replicas"))
+        .and_then(Value::as_i64);
+    let hash = member_object::content_hash(&desired);
+
+    match ctx.informer.is_synced(&member.name) {
+        None => return Outcome::keep(pending(prev, "waiting for the watch on the cluster")),
+        Some(false) => {
+            return Outcome {
+                retry: Some(Duration::from_secs(2)),
+                ..Outcome::keep(pending(
+                    prev,
+                    "waiting for the watch on the cluster to sync",
+                ))
+            };
+        }
+        Some(true) => {}
+    }
+    let actual: Option<Value> = match ctx.informer.get(&member.name, &t.key()) {
+        Some(o) => serde_json::to_value(&*o).ok(),
+        None => match dispatch::get_copy(member, &ctx.kind, t.name, t.ns, ctx.timeout()).await {
+            Ok(v) => v,
+            Err(e) => return failed(e.message, "FailedUpdateInCluster"),
+        },
+    };
+
+    let (managed, origin) = actual
+        .as_ref()
+        .map_or((false, false), |a| dispatch::is_ours(a, t.uid));
+    if let Some(actual) = &actual
+        && managed
+        && origin
+        && prev.hash.as_deref() == Some(hash.as_str())
+        && (prev.resource_version.as_deref() == str_at(actual, "/metadata/resourceVersion")
+            || member_object::is_subset(&desired, actual))
+    {
+        ctx.note_success(t.uid, &member.name);
+        return Outcome::keep(ClusterRecord {
+            state: SyncState::InSync,
+            observed_generation: t.generation,
+            message: String::new(),
+            replicas,
+            ..prev
+        });
+    }
+    let adopting = actual.is_some() && !managed;
+    if adopting
+        && t.fed
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(CONFLICT_RESOLUTION_ANNOTATION))
+            .and_then(Value::as_str)
+            == Some("abort")
+    {
+        let message = format!(
+            "{} {} already exists in cluster {} and is not managed by the federation; \
+             not adopted because of {CONFLICT_RESOLUTION_ANNOTATION}: abort \
+             (delete it there or remove the annotation)",
+            ctx.kind.resource.kind, t.name, member.name
+        );
+        let mut out = failed(message, "FailedAdoptInCluster");
+        out.retry = Some(BACKOFF_MAX);
+        return out;
+    }
+
+    let created = actual.is_none();
+    let failed_reason = if created {
+        "FailedCreateInCluster"
+    } else {
+        "FailedUpdateInCluster"
+    };
+    let mut result =
+        dispatch::apply(member, &ctx.kind, &desired, t.name, t.ns, ctx.timeout()).await;
+    if let Err(e) = &result
+        && e.not_found()
+        && let Some(ns) = t.ns
+        && dispatch::ensure_namespace(&ctx.ctx.fed, member, ns, ctx.timeout()).await
+    {
+        result = dispatch::apply(member, &ctx.kind, &desired, t.name, t.ns, ctx.timeout()).await;
+    }
+    match result {
+        Ok(applied) => {
+            ctx.note_success(t.uid, &member.name);
+            let reason = if created {
+                "CreateInCluster"
+            } else if adopting {
+                "Adopted"
+            } else {
+                "UpdateInCluster"
+            };
+            tracing::debug!(cluster = %member.name, kind = %ctx.kind.id(), name = %t.name, reason, "propagated");
+            Outcome {
+                record: Some(ClusterRecord {
+                    state: SyncState::InSync,
+                    observed_generation: t.generation,
+                    message: String::new(),
+                    hash: Some(hash),
+                    resource_version: str_at(&applied, "/metadata/resourceVersion")
+                        .map(str::to_string),
+                    replicas,
+                }),
+                event: Some((EventType::Normal, reason)),
+                retry: None,
+            }
+        }
+        Err(e) if e.not_found() && ctx.kind.custom => Outcome {
+            retry: Some(Duration::from_secs(2)),
+            ..Outcome::keep(pending(
+                prev,
+                &format!(
+                    "waiting for {} to be served in the cluster: {}",
+                    ctx.kind.id(),
+                    e.message
+                ),
+            ))
+        },
+        Err(e) => failed(e.message, failed_reason),
+    }
+}
+
+fn pending(mut prev: ClusterRecord, why: &str) -> ClusterRecord {
+    prev.state = SyncState::Pending;
+    prev.message = why.to_string();
+    prev
+}
+
+/// Whether our copy of the object may be in `member` (the record says we
+/// applied it, or the cache holds a copy of ours).
+fn may_have_copy(
+    ctx: &SyncController,
+    member: &Member,
+    t: &Target<'_>,
+    prev: Option<&ClusterRecord>,
+) -> bool {
+    if prev.is_some_and(|r| r.hash.is_some() || r.resource_version.is_some()) {
+        return true;
+    }
+    match ctx.informer.is_synced(&member.name) {
+        Some(true) => ctx.informer.get(&member.name, &t.key()).is_some_and(|o| {
+            o.annotations()
+                .get(member_object::ORIGIN_UID_ANNOTATION)
+                .map(String::as_str)
+                == Some(t.uid)
+        }),
+        // Not synced yet: do not guess.
+        _ => false,
+    }
+}
+
+/// Delete our copy from a cluster the placement no longer selects (when
+/// it is Ready; else keep the record and try when it is back).
+async fn remove_unselected(
+    ctx: &SyncController,
+    member: &Member,
+    t: &Target<'_>,
+    prev: Option<ClusterRecord>,
+) -> Outcome {
+    if !may_have_copy(ctx, member, t, prev.as_ref()) {
+        return Outcome {
+            record: None,
+            event: None,
+            retry: None,
+        };
+    }
+    if !member.ready {
+        return Outcome::keep(pending(
+            prev.unwrap_or_default(),
+            "no longer selected; the copy is removed when the cluster is ready",
+        ));
+    }
+    match dispatch::delete_copy(member, &ctx.kind, t.name, t.ns, t.uid, ctx.timeout()).await {
+        Ok(deleted) => {
+            ctx.note_success(t.uid, &member.name);
+            Outcome {
+                record: None,
+                event: deleted.then_some((EventType::Normal, "DeleteInCluster")),
+                retry: None,
+            }
+        }
+        Err(MemberError { message, .. }) => {
+            let retry = ctx.note_failure(t.uid, &member.name);
+            let prev = prev.unwrap_or_default();
+            let event =
+                (prev.message != message).then_some((EventType::Warning, "FailedDeleteInCluster"));
+            Outcome {
+                record: Some(ClusterRecord {
+                    state: SyncState::Failed,
+                    message,
+                    ..prev
+                }),
+                event,
+                retry: Some(retry),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_starts_at_five_seconds_and_doubles_to_a_minute() {
+        assert_eq!(backoff(1), Duration::from_secs(5));
+        assert_eq!(backoff(2), Duration::from_secs(10));
+        assert_eq!(backoff(3), Duration::from_secs(20));
+        assert_eq!(backoff(4), Duration::from_secs(40));
+        assert_eq!(backoff(5), Duration::from_secs(60));
+        assert_eq!(backoff(50), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn the_slim_cache_keeps_metadata_and_a_secrets_type() {
+        let mut o: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "managedFields": [{"manager": "x"}]},
+            "type": "Opaque", "data": {"k": "dg=="}
+        }))
+        .unwrap_or_else(|_| DynamicObject {
+            types: None,
+            metadata: Default::default(),
+            data: Value::Null,
+        });
+        slim(&mut o);
+        assert!(o.metadata.managed_fields.is_none());
+        assert_eq!(o.data, json!({"type": "Opaque"}));
+    }
+}
