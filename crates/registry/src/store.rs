@@ -1076,6 +1076,20 @@ impl Store {
                         }
                     }
                 }
+                // Labels and annotations too, where the kind's status
+                // strategy lets them change.
+                if self.strategy.status_writes_metadata() {
+                    for field in ["labels", "annotations"] {
+                        match new_obj.get("metadata").and_then(|m| m.get(field)) {
+                            Some(v) => {
+                                meta_mut(&mut merged).insert(field.into(), v.clone());
+                            }
+                            None => {
+                                meta_mut(&mut merged).remove(field);
+                            }
+                        }
+                    }
+                }
                 // A server-side apply computed the managed fields already
                 // (its entry for the status subresource); keep them.
                 if opts.fields_tracked
@@ -1113,7 +1127,12 @@ impl Store {
                         }
                     }
                 }
-                self.strategy.prepare_for_update(&mut new_obj, current);
+                // The namespace `finalize` subresource writes the spec's
+                // finalizers (kube's namespaceFinalizeStrategy keeps the new
+                // spec); every other write goes through the kind's rules.
+                if subresource != Some("finalize") {
+                    self.strategy.prepare_for_update(&mut new_obj, current);
+                }
                 if self.strategy.tracks_generation() && spec_part(&new_obj) != spec_part(current) {
                     let g = current
                         .pointer("/metadata/generation")
