@@ -14,7 +14,12 @@
 //!   served group/version (kube's names, labels and priorities) kept in step
 //!   with CRDs, put back when edited or deleted; user-created ones validated
 //!   with kube's messages and given the `Available` condition; kubectl's
-//!   table columns; `kubectl apply -f` of a bundle with one.
+//!   table columns; `kubectl apply -f` of a bundle with one;
+//! - what else the upstream conformance specs check: a `timeout` Go cannot
+//!   parse is 400, a review answers 406 to a Table-only Accept, namespaces'
+//!   `finalize` writes spec.finalizers and their `status` writes annotations,
+//!   strict decoding reports duplicate fields, and the health endpoints list
+//!   kube-apiserver's checks.
 
 use std::time::{Duration, Instant};
 
@@ -162,17 +167,34 @@ async fn raw(
     path: &str,
     body: Option<serde_json::Value>,
 ) -> Result<(http::StatusCode, serde_json::Value)> {
-    let req = http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", "application/json")
-        .body(kube::client::Body::from(
-            body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
-        ))?;
-    let resp = client.send(req).await?;
-    let status = resp.status();
-    let bytes = resp.into_body().collect_bytes().await?;
+    let body = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+    let (status, bytes) = raw_bytes(client, method, path, &[], body).await?;
     Ok((status, serde_json::from_slice(&bytes)?))
+}
+
+/// One raw request with extra headers and a raw body: status and body bytes.
+async fn raw_bytes(
+    client: &kube::Client,
+    method: http::Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> Result<(http::StatusCode, Vec<u8>)> {
+    let mut req = http::Request::builder().method(method).uri(path);
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+    {
+        req = req.header("content-type", "application/json");
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = client
+        .send(req.body(kube::client::Body::from(body))?)
+        .await?;
+    let status = resp.status();
+    Ok((status, resp.into_body().collect_bytes().await?.to_vec()))
 }
 
 #[tokio::test]
@@ -507,5 +529,155 @@ spec:
     // The user's APIServices are theirs: left alone.
     std::thread::sleep(Duration::from_millis(500));
     assert!(api_service(&server, "v1.local.example.io")?.is_some());
+    Ok(())
+}
+
+#[tokio::test]
+async fn what_the_conformance_specs_check_is_answered_as_kube_answers_it() -> Result<()> {
+    let server = Server::start()?;
+    let client = server.client().await?;
+    let get = http::Method::GET;
+
+    // Server request timeout: Go's ParseDuration refuses "invalid" (400);
+    // over the 60 s limit, or 0s, the default applies.
+    let (s, body) = raw_bytes(
+        &client,
+        get.clone(),
+        "/version?timeout=invalid",
+        &[],
+        vec![],
+    )
+    .await?;
+    let text = String::from_utf8_lossy(&body);
+    assert_eq!(s, http::StatusCode::BAD_REQUEST, "{text}");
+    assert!(
+        text.contains("invalid timeout specified in the request URL"),
+        "{text}"
+    );
+    for t in ["3m", "0s"] {
+        let (s, _) = raw_bytes(
+            &client,
+            get.clone(),
+            &format!("/version?timeout={t}"),
+            &[],
+            vec![],
+        )
+        .await?;
+        assert_eq!(s, http::StatusCode::OK, "timeout={t}");
+    }
+
+    // Table transformation: a review has no table to answer with.
+    let ssar = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}}});
+    let (s, body) = raw_bytes(
+        &client,
+        http::Method::POST,
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        &[("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")],
+        ssar.to_string().into_bytes(),
+    )
+    .await?;
+    assert_eq!(
+        s,
+        http::StatusCode::NOT_ACCEPTABLE,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+
+    // Namespaces: finalize adds a spec finalizer; a status patch keeps the
+    // annotation it sets.
+    let (s, _) = raw(
+        &client,
+        http::Method::POST,
+        "/api/v1/namespaces",
+        Some(json!({"metadata": {"name": "fin"}})),
+    )
+    .await?;
+    assert_eq!(s, http::StatusCode::CREATED);
+    let (_, mut ns) = raw(&client, get.clone(), "/api/v1/namespaces/fin", None).await?;
+    ns["spec"]["finalizers"] = json!(["kubernetes", "e2e.example.com/fakeFinalizer"]);
+    let (s, out) = raw(
+        &client,
+        http::Method::PUT,
+        "/api/v1/namespaces/fin/finalize",
+        Some(ns),
+    )
+    .await?;
+    assert_eq!(s, http::StatusCode::OK, "{out}");
+    assert_eq!(
+        out["spec"]["finalizers"],
+        json!(["kubernetes", "e2e.example.com/fakeFinalizer"]),
+        "{out}"
+    );
+    let (s, out) = raw_bytes(
+        &client,
+        http::Method::PATCH,
+        "/api/v1/namespaces/fin/status",
+        &[("content-type", "application/merge-patch+json")],
+        json!({"metadata": {"annotations": {"e2e-patched-ns-status": "fin"}},
+               "status": {"conditions": [{"type": "StatusUpdate", "status": "True", "reason": "E2E", "message": "Set from an e2e test"}]}})
+            .to_string()
+            .into_bytes(),
+    )
+    .await?;
+    let out: serde_json::Value = serde_json::from_slice(&out)?;
+    assert_eq!(s, http::StatusCode::OK, "{out}");
+    assert_eq!(
+        out["metadata"]["annotations"]["e2e-patched-ns-status"], "fin",
+        "{out}"
+    );
+    assert_eq!(
+        out["status"]["conditions"][0]["type"], "StatusUpdate",
+        "{out}"
+    );
+
+    // FieldValidation: unknown and duplicate fields of a typed object.
+    let dup = br#"{"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "my-dep", "labels": {"app": "nginx"}},
+        "spec": {"unknownField": "foo", "replicas": 2, "replicas": 3,
+                 "selector": {"matchLabels": {"app": "nginx"}},
+                 "template": {"metadata": {"labels": {"app": "nginx"}},
+                              "spec": {"containers": [{"name": "nginx", "image": "nginx:latest"}]}}}}"#;
+    let (s, body) = raw_bytes(
+        &client,
+        http::Method::POST,
+        "/apis/apps/v1/namespaces/default/deployments?fieldValidation=Strict",
+        &[],
+        dup.to_vec(),
+    )
+    .await?;
+    let text = String::from_utf8_lossy(&body);
+    assert_eq!(s, http::StatusCode::BAD_REQUEST, "{text}");
+    assert!(
+        text.contains(r#"strict decoding error: unknown field \"spec.unknownField\", duplicate field \"spec.replicas\""#),
+        "{text}"
+    );
+
+    // Health handlers: kube-apiserver's checks, by name.
+    for path in [
+        "/healthz?verbose=1",
+        "/livez?verbose=1",
+        "/readyz?verbose=1",
+    ] {
+        let text = ubernetes_e2e::eventually(Duration::from_secs(10), || {
+            let out = server.kubectl(&["get", "--raw", path])?;
+            Ok(out
+                .status
+                .success()
+                .then(|| String::from_utf8_lossy(&out.stdout).into_owned()))
+        })?;
+        for check in [
+            "[+]etcd ok",
+            "[+]poststarthook/bootstrap-controller ok",
+            "[+]poststarthook/start-system-namespaces-controller ok",
+            "[+]poststarthook/kube-apiserver-autoregistration ok",
+            "[+]autoregister-completion ok",
+        ] {
+            assert!(
+                text.lines().any(|l| l == check),
+                "{path}: {check} missing in\n{text}"
+            );
+        }
+    }
     Ok(())
 }

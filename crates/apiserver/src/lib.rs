@@ -22,6 +22,7 @@ pub mod discovery;
 pub mod field_manager;
 pub mod handlers;
 pub mod health;
+pub mod hooks;
 pub mod in_process;
 pub mod openapi_routes;
 pub mod options;

@@ -106,6 +106,18 @@ pub fn router() -> Router<Arc<AppState>> {
 
 fn created(headers: &HeaderMap, v: &Value) -> HandlerResult {
     let output = negotiate::output(headers)?;
+    // These resources have no table convertor in kube-apiserver, so a
+    // Table is not a media type they can answer with (406).
+    if output == negotiate::Output::Table {
+        let accept = headers
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        return Err(ApiError::not_acceptable(format!(
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf; got {accept}"
+        ))
+        .into());
+    }
     let body = negotiate::encode(v, output)?;
     Ok(bytes_response(
         StatusCode::CREATED,

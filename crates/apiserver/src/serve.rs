@@ -162,6 +162,7 @@ pub async fn start(
     }
     let authorization = state.authz.clone();
     let health = Health::new();
+    crate::hooks::add_checks(&health, &state);
     let watch_shutdown = CancellationToken::new();
     // When the listener closes, the in-server controllers stop too, so the
     // store is released once the last request is done with it.
@@ -253,6 +254,7 @@ pub fn build_router(
             authenticator,
             authn::authenticate,
         ))
+        .layer(middleware::from_fn(request_deadline))
         .layer(middleware::from_fn_with_state(
             watch_shutdown,
             close_watches_on_shutdown,
@@ -263,6 +265,48 @@ pub fn build_router(
 
 // ---------------------------------------------------------------------------
 // filters
+
+/// kube-apiserver's `--request-timeout` default: the longest a request that
+/// is not long-running may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// kube's `WithRequestDeadline` and `WithTimeoutForNonLongRunningRequests`:
+/// a request that is not long-running (watches are) gets the `timeout` of
+/// its URL, or 60 s when that is absent, zero, negative or longer; a
+/// `timeout` Go's `time.ParseDuration` refuses is 400
+/// (`invalid timeout specified in the request URL - …`). A request past its
+/// deadline is answered 504 Timeout, as kube's timeout filter does.
+async fn request_deadline(request: Request, next: Next) -> Response {
+    let query = crate::handlers::negotiate::Query::parse(request.uri().query());
+    let path = request.uri().path();
+    let long_running = query.flag("watch")
+        || path.starts_with("/api/v1/watch/")
+        || (path.starts_with("/apis/") && path.split('/').nth(4) == Some("watch"));
+    if long_running {
+        return next.run(request).await;
+    }
+    let timeout = match query.get("timeout").filter(|t| !t.is_empty()) {
+        None => REQUEST_TIMEOUT,
+        Some(t) => match ubernetes_apimachinery::duration::parse_go_duration(t) {
+            Err(e) => {
+                return status_response(&ApiError::bad_request(format!(
+                    "invalid timeout specified in the request URL - {e}"
+                )));
+            }
+            Ok(n) => u64::try_from(n)
+                .ok()
+                .map(Duration::from_nanos)
+                .filter(|d| !d.is_zero() && *d <= REQUEST_TIMEOUT)
+                .unwrap_or(REQUEST_TIMEOUT),
+        },
+    };
+    match tokio::time::timeout(timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => status_response(&ApiError::timeout(
+            "Timeout: request did not complete within requested timeout - context deadline exceeded",
+        )),
+    }
+}
 
 fn status_response(err: &ApiError) -> Response {
     (

@@ -56,6 +56,11 @@ pub struct WriteOptions {
     pub fields_tracked: bool,
     /// Server-side apply only: take fields other managers own (`force=true`).
     pub force: bool,
+    /// The strict decoding errors of the request body (`unknown field
+    /// "…"`, `duplicate field "…"`, in document order), when the HTTP layer
+    /// checked the raw JSON (duplicates are lost once it is parsed); the
+    /// store then reports these instead of walking the parsed object.
+    pub strict_errors: Option<Vec<String>>,
 }
 
 /// The answer of a write: the object as stored (with resourceVersion) and
@@ -698,6 +703,7 @@ impl Store {
         &self,
         obj: &Value,
         mode: FieldValidation,
+        strict_errors: Option<&[String]>,
     ) -> Result<Vec<String>, ApiError> {
         let Some(check) = self.unknown_fields.as_ref() else {
             return Ok(Vec::new());
@@ -705,14 +711,16 @@ impl Store {
         if mode == FieldValidation::Ignore {
             return Ok(Vec::new());
         }
-        let unknown = check(self.info(), obj);
-        if unknown.is_empty() {
+        let msgs: Vec<String> = match strict_errors {
+            Some(errors) => errors.to_vec(),
+            None => check(self.info(), obj)
+                .iter()
+                .map(|p| format!("unknown field \"{p}\""))
+                .collect(),
+        };
+        if msgs.is_empty() {
             return Ok(Vec::new());
         }
-        let msgs: Vec<String> = unknown
-            .iter()
-            .map(|p| format!("unknown field \"{p}\""))
-            .collect();
         match mode {
             FieldValidation::Strict => Err(ApiError::bad_request(format!(
                 "strict decoding error: {}",
@@ -777,7 +785,7 @@ impl Store {
         }
         // Unknown fields: Strict refuses, Warn warns; either way the
         // configuration the field manager sees has only known fields.
-        let mut warnings = self.field_validation(&applied, opts.field_validation)?;
+        let mut warnings = self.field_validation(&applied, opts.field_validation, None)?;
         let tracked = WriteOptions {
             fields_tracked: true,
             ..opts.clone()
@@ -842,7 +850,8 @@ impl Store {
     ) -> Result<WriteResult, ApiError> {
         let info = self.info().clone();
         self.check_type_and_namespace(&mut obj, namespace)?;
-        let warnings = self.field_validation(&obj, opts.field_validation)?;
+        let warnings =
+            self.field_validation(&obj, opts.field_validation, opts.strict_errors.as_deref())?;
         if let Some(rv) = meta_str(&obj, "resourceVersion")
             && !rv.is_empty()
         {
@@ -1049,7 +1058,11 @@ impl Store {
                 ));
             }
         }
-        let warnings = self.field_validation(&new_obj, opts.field_validation)?;
+        let warnings = self.field_validation(
+            &new_obj,
+            opts.field_validation,
+            opts.strict_errors.as_deref(),
+        )?;
         let mut new_obj = self.strategy.normalize(new_obj)?;
         match subresource {
             Some("status") => {
@@ -1060,6 +1073,20 @@ impl Store {
                     None => {
                         if let Some(m) = merged.as_object_mut() {
                             m.remove("status");
+                        }
+                    }
+                }
+                // Labels and annotations too, where the kind's status
+                // strategy lets them change.
+                if self.strategy.status_writes_metadata() {
+                    for field in ["labels", "annotations"] {
+                        match new_obj.get("metadata").and_then(|m| m.get(field)) {
+                            Some(v) => {
+                                meta_mut(&mut merged).insert(field.into(), v.clone());
+                            }
+                            None => {
+                                meta_mut(&mut merged).remove(field);
+                            }
                         }
                     }
                 }
@@ -1100,7 +1127,12 @@ impl Store {
                         }
                     }
                 }
-                self.strategy.prepare_for_update(&mut new_obj, current);
+                // The namespace `finalize` subresource writes the spec's
+                // finalizers (kube's namespaceFinalizeStrategy keeps the new
+                // spec); every other write goes through the kind's rules.
+                if subresource != Some("finalize") {
+                    self.strategy.prepare_for_update(&mut new_obj, current);
+                }
                 if self.strategy.tracks_generation() && spec_part(&new_obj) != spec_part(current) {
                     let g = current
                         .pointer("/metadata/generation")

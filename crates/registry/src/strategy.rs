@@ -73,6 +73,14 @@ pub trait Strategy: Send + Sync {
         let _ = obj;
     }
 
+    /// Whether a write of the `status` subresource may also change the
+    /// object's labels and annotations. kube's status strategies differ per
+    /// kind: most reset the metadata (`ResetObjectMetaForStatus`), some
+    /// (namespaces) reset only the spec.
+    fn status_writes_metadata(&self) -> bool {
+        false
+    }
+
     /// Kind-specific preparation at update (main resource).
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         let _ = (new, old);

@@ -215,7 +215,8 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
                 return Err(ApiError::no_route().into());
             }
             let obj = negotiate::decode_body(&headers, &body, &info.kind)?;
-            let opts = write_options(&query, &headers)?;
+            let mut opts = write_options(&query, &headers)?;
+            opts.strict_errors = strict_errors(&info, &headers, &body, &opts);
             if let Some(guard) = write_guard(&state, &info, ns, user.as_ref()) {
                 guard(&obj, None)?;
             }
@@ -244,7 +245,10 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
                 info.kind.as_str()
             };
             let obj = negotiate::decode_body(&headers, &body, kind)?;
-            let opts = write_options(&query, &headers)?;
+            let mut opts = write_options(&query, &headers)?;
+            if sub != Some("scale") {
+                opts.strict_errors = strict_errors(&info, &headers, &body, &opts);
+            }
             let res = match sub {
                 Some("scale") => update_scale(&target.store, ns, name, obj, &opts).await?,
                 Some("finalize") => finalize_namespace(&target.store, name, obj, &opts).await?,
@@ -371,7 +375,36 @@ pub fn write_options(query: &Query, headers: &HeaderMap) -> Result<WriteOptions,
         field_validation: query.field_validation()?,
         fields_tracked: false,
         force: query.flag("force"),
+        strict_errors: None,
     })
+}
+
+/// The strict decoding errors of a JSON request body against the kind's
+/// schema, unknown and duplicate fields in document order (kube's strict
+/// JSON decoder); `None` for other bodies, or when fields are not checked.
+fn strict_errors(
+    info: &ResourceInfo,
+    headers: &HeaderMap,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> Option<Vec<String>> {
+    if opts.field_validation == ubernetes_registry::store::FieldValidation::Ignore {
+        return None;
+    }
+    let json = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|ct| {
+            ct.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        });
+    if !json {
+        return None;
+    }
+    ubernetes_openapi::strict_field_errors(&info.definition, body)
+        .ok()
+        .map(|errors| errors.iter().map(ToString::to_string).collect())
 }
 
 /// DeleteOptions from the body (kubectl sends one in JSON, client-go

@@ -112,6 +112,7 @@ pub struct Builtin<T> {
     post_normalize: Option<fn(&mut Value)>,
     prepare_update: Option<fn(&mut Value, &Value)>,
     returns_deleted_object: bool,
+    status_writes_metadata: bool,
     /// The kind's schema, for Go's `omitempty` after encoding.
     schema: std::sync::Arc<super::omitempty::SchemaTree>,
     _type: PhantomData<fn() -> T>,
@@ -143,6 +144,7 @@ where
             post_normalize: None,
             prepare_update: None,
             returns_deleted_object: false,
+            status_writes_metadata: false,
             schema: std::sync::Arc::new(super::omitempty::SchemaTree::of::<T>()),
             _type: PhantomData,
         }
@@ -238,6 +240,13 @@ where
     /// (kube's `ReturnDeletedObject: true` in the kind's storage.go).
     pub fn returns_deleted_object(mut self) -> Self {
         self.returns_deleted_object = true;
+        self
+    }
+
+    /// A `status` write may change labels and annotations too (kube's
+    /// status strategy of the kind resets only the spec).
+    pub fn status_writes_metadata(mut self) -> Self {
+        self.status_writes_metadata = true;
         self
     }
 
@@ -371,6 +380,10 @@ where
 
     fn returns_deleted_object(&self) -> bool {
         self.returns_deleted_object
+    }
+
+    fn status_writes_metadata(&self) -> bool {
+        self.status_writes_metadata
     }
 }
 

@@ -68,7 +68,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .fields(&["status.phase"])
                 .on_create(prepare_namespace)
                 .on_update(prepare_namespace_update)
-                .returns_deleted_object(),
+                .returns_deleted_object()
+                // namespaceStatusStrategy resets only the spec.
+                .status_writes_metadata(),
         ),
         Arc::new(
             Builtin::<Node>::new(info::<Node>("node", &["no"], &[], &["status"]))
