@@ -132,24 +132,24 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn error_policy(_foo: Arc<DynamicObject>, err: &Error, _ctx: Arc<FooController>) -> Action {
+fn error_policy(_obj: Arc<DynamicObject>, err: &Error, _ctx: Arc<FooController>) -> Action {
     eprintln!("foo-controller: reconcile failed: {err}");
     Action::requeue(Duration::from_secs(2))
 }
 
 /// Compare and update: every Ready member gets the Foo as the federation
 /// has it (plus our stamp).
-async fn reconcile(foo: Arc<DynamicObject>, ctx: Arc<FooController>) -> Result<Action, Error> {
+async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<FooController>) -> Result<Action, Error> {
     // Cascading deletion is the deletion helper's (through the record).
-    if foo.meta().deletion_timestamp.is_some() {
+    if obj.meta().deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    match ctx.deletion.track(foo.meta()).await? {
+    match ctx.deletion.track(obj.meta()).await? {
         Tracked::Record(_) => {}
         Tracked::Wait => return Ok(Action::requeue(Duration::from_secs(1))),
     }
-    let fed = kinds::to_value(&foo, &ctx.kind)?;
-    let key = ObjectKey::of(&foo);
+    let fed = kinds::to_value(&obj, &ctx.kind)?;
+    let key = ObjectKey::of(&obj);
     let ns = key.namespace.as_deref();
     for member in ctx.informer.members().snapshot() {
         if !member.ready || ctx.informer.is_synced(&member.name) != Some(true) {

@@ -134,9 +134,15 @@ impl DeletionHelper {
         let ns = version::record_namespace(key.namespace.as_deref());
         let name = version::record_name(&self.kind, &key.name);
         let seen = self.store.get(&ObjectRef::new(&name).within(&ns));
-        let written = self.written.lock().get(&(ns, name)).cloned();
+        let key = (ns, name);
+        let written = self.written.lock().get(&key).cloned();
         match (seen, written) {
-            (Some(s), Some(w)) => Some(if rv(&w) > rv(&s) { w } else { s }),
+            (Some(s), Some(w)) if rv(&w) > rv(&s) => Some(w),
+            (Some(s), Some(_)) => {
+                // The watch caught up: keep one copy only.
+                self.written.lock().remove(&key);
+                Some(s)
+            }
             (s, w) => s.or(w),
         }
     }
