@@ -161,7 +161,8 @@ pub async fn build_state_on(
     ubernetes_registry::apiservices::ApiServiceController::start(
         registry.clone(),
         crate::reviews::review_resources(),
-    );
+    )
+    .await;
     let gc = GarbageCollector::start(registry.clone());
     ubernetes_apiextensions::controller::CrdController::start(registry.clone(), Some(gc)).await;
     NamespaceController::start(registry.clone());

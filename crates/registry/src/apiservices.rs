@@ -86,7 +86,10 @@ impl ApiServiceController {
     /// review APIs), are the built-in ones (every one but
     /// `apiregistration.k8s.io` itself, which kube-apiserver does not register
     /// either). `None` when APIServices are not served.
-    pub fn start(
+    ///
+    /// The built-in APIServices are registered, Available, before this
+    /// returns (kube's `autoregister-completion` check passes from the start).
+    pub async fn start(
         registry: Arc<Registry>,
         also_served: Vec<ubernetes_apimachinery::ResourceInfo>,
     ) -> Option<Arc<Self>> {
@@ -134,6 +137,18 @@ impl ApiServiceController {
             follow(stop.clone(), services, move |_, _, obj| {
                 observer.observe_service(&obj)
             });
+        }
+        // The first pass creates what is missing, the second sets statuses.
+        for _ in 0..2 {
+            for name in c.builtin.keys() {
+                if let Err(e) = c.sync(name).await {
+                    tracing::debug!(apiservice = %name, error = %e, "initial APIService sync failed; the worker retries");
+                }
+            }
+        }
+        // Reads (and health checks) see them from here on.
+        if let Some(store) = c.store() {
+            let _ = store.sync_revision().await;
         }
         let worker = c.clone();
         spawn_until(stop, async move {
