@@ -174,7 +174,14 @@ fn table_headers_and_rows_are_kube_apiservers() -> Result<()> {
         .context("ns out listed")?;
     assert_eq!(&tokens(&out_row)[..2], ["out", "Active"], "{ns}");
 
-    let cm = server.kubectl_ok(&["get", "configmaps", "-n", "out"])?;
+    // (every namespace also holds the server's kube-root-ca.crt)
+    let cm = server.kubectl_ok(&[
+        "get",
+        "configmaps",
+        "-n",
+        "out",
+        "--field-selector=metadata.name=cm1",
+    ])?;
     assert_eq!(header(&cm), "NAME DATA AGE", "{cm}");
     assert_eq!(&only_row(&cm)[..2], ["cm1", "2"], "{cm}");
 
@@ -316,7 +323,12 @@ fn every_output_format_prints_the_object() -> Result<()> {
     ])?;
     assert_eq!(
         lines(&name),
-        ["configmap/cm1", "deployment.apps/web", "secret/sec1"],
+        [
+            "configmap/cm1",
+            "configmap/kube-root-ca.crt",
+            "deployment.apps/web",
+            "secret/sec1"
+        ],
         "{name}"
     );
 
