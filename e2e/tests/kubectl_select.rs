@@ -189,8 +189,6 @@ fn label_and_annotate_add_overwrite_and_remove_keys() -> Result<()> {
         "c3",
         "-n",
         "sel",
-        "--field-selector",
-        "metadata.name!=kube-root-ca.crt",
         "-o",
         "jsonpath={range .items[*]}{.metadata.name}={.metadata.annotations.owner};{end}",
     ])?;
