@@ -511,9 +511,16 @@ mod tests {
         crds.create(None, None, crd(), &WriteOptions::default())
             .await
             .unwrap();
-        until(async || registry.get("example.com", "v1", "widgets").is_some()).await;
+        // Served first, then Established is written (as kube-apiserver):
+        // wait for the condition, then the resource must already be served.
+        until(async || {
+            crds.get_value(None, "widgets.example.com")
+                .await
+                .is_ok_and(|c| is_established(&c))
+        })
+        .await;
+        assert!(registry.get("example.com", "v1", "widgets").is_some());
         let stored = crds.get_value(None, "widgets.example.com").await.unwrap();
-        assert!(is_established(&stored));
         assert_eq!(finalizers(&stored), [CLEANUP_FINALIZER]);
         let info = registry
             .get("example.com", "v1", "widgets")
@@ -569,7 +576,14 @@ mod tests {
             crds.create(None, None, c, &WriteOptions::default())
                 .await
                 .unwrap();
-            until(async || registry.get("example.org", "v1", "gadgets").is_some()).await;
+            // Established is written after the resource is served: wait
+            // for it, or the restart below finds a CRD not yet Established.
+            until(async || {
+                crds.get_value(None, "gadgets.example.org")
+                    .await
+                    .is_ok_and(|c| is_established(&c))
+            })
+            .await;
             registry.shutdown();
         }
         let registry = registry_on(storage).await;
