@@ -13,11 +13,11 @@
 //!   `crd-informer-synced`), the APIService controllers
 //!   (`apiservice-*`, `kube-apiserver-autoregistration`), and
 //!   `autoregister-completion`: every group/version served at start has its
-//!   APIService, Available. The hooks whose work this server has no part of
-//!   (`scheduling/bootstrap-system-priority-classes`: PriorityClasses are not
-//!   served; `start-cluster-authentication-info-controller`: no extension API
-//!   servers to publish client CAs to) have nothing to wait for and pass, as
-//!   a finished hook does.
+//!   APIService, Available, and the system PriorityClasses
+//!   (`scheduling/bootstrap-system-priority-classes`). The hook whose work
+//!   this server has no part of (`start-cluster-authentication-info-controller`:
+//!   there are no extension API servers to publish client CAs to) has nothing
+//!   to wait for and passes, as a finished hook does.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -89,7 +89,6 @@ pub fn add_checks(health: &Health, state: &AppState) {
         "start-apiextensions-informers",
         "start-apiextensions-controllers",
         "crd-informer-synced",
-        "scheduling/bootstrap-system-priority-classes",
         "start-cluster-authentication-info-controller",
         "start-kube-aggregator-informers",
         "apiservice-registration-controller",
@@ -100,6 +99,26 @@ pub fn add_checks(health: &Health, state: &AppState) {
         health.add_check(&format!("poststarthook/{hook}"), &ALL, || Ok(()));
     }
 
+    let r = registry.clone();
+    health.add_check(
+        "poststarthook/scheduling/bootstrap-system-priority-classes",
+        &ALL,
+        move || {
+            for (name, _, _) in ubernetes_registry::kinds::platform::SYSTEM_PRIORITY_CLASSES {
+                require(
+                    cached(
+                        &r,
+                        ("scheduling.k8s.io", "v1", "priorityclasses"),
+                        None,
+                        name,
+                    )
+                    .is_some(),
+                    || format!("PriorityClass {name} does not exist yet"),
+                )?;
+            }
+            Ok(())
+        },
+    );
     let r = registry.clone();
     health.add_check("poststarthook/bootstrap-controller", &ALL, move || {
         require(

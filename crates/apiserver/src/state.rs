@@ -149,6 +149,9 @@ pub async fn build_state_on(
     )
     .await
     .map_err(|e| anyhow::anyhow!("bootstrapping default objects: {e}"))?;
+    ubernetes_registry::kinds::platform::bootstrap_priority_classes(&registry)
+        .await
+        .map_err(|e| anyhow::anyhow!("bootstrapping the system PriorityClasses: {e}"))?;
     bootstrap_rbac(&registry)
         .await
         .map_err(|e| anyhow::anyhow!("bootstrapping the RBAC policy: {e}"))?;
