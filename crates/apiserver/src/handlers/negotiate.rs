@@ -248,10 +248,19 @@ pub fn decode_yaml(body: &[u8]) -> Result<Value, ApiError> {
     let text = std::str::from_utf8(body)
         .map_err(|_| ApiError::bad_request("the YAML body is not valid UTF-8"))?;
     serde_saphyr::from_str::<Value>(text).map_err(|e| {
-        ApiError::bad_request(format!(
-            "error converting YAML to JSON: yaml: {}",
-            e.to_string().lines().next().unwrap_or_default()
-        ))
+        let detail = match e.without_snippet() {
+            // go-yaml's wording, which kube-apiserver passes on.
+            serde_saphyr::Error::DuplicateMappingKey {
+                key: Some(key),
+                location,
+            } => format!(
+                "line {}: key {} already set in map",
+                location.line(),
+                Value::String(key.clone())
+            ),
+            _ => e.to_string().lines().next().unwrap_or_default().to_string(),
+        };
+        ApiError::bad_request(format!("error converting YAML to JSON: yaml: {detail}"))
     })
 }
 
