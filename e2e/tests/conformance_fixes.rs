@@ -683,8 +683,18 @@ async fn what_the_conformance_specs_check_is_answered_as_kube_answers_it() -> Re
                 .success()
                 .then(|| String::from_utf8_lossy(&out.stdout).into_owned()))
         })?;
+        let store_check = if path.starts_with("/readyz") {
+            "[+]informer-sync ok"
+        } else {
+            "[+]etcd ok"
+        };
         for check in [
-            "[+]etcd ok",
+            store_check,
+            "[+]poststarthook/start-apiserver-admission-initializer ok",
+            "[+]poststarthook/storage-readiness ok",
+            "[+]poststarthook/rbac/bootstrap-roles ok",
+            "[+]poststarthook/scheduling/bootstrap-system-priority-classes ok",
+            "[+]poststarthook/apiservice-status-local-available-controller ok",
             "[+]poststarthook/bootstrap-controller ok",
             "[+]poststarthook/start-system-namespaces-controller ok",
             "[+]poststarthook/kube-apiserver-autoregistration ok",
