@@ -168,6 +168,15 @@ impl Registry {
         Some(removed)
     }
 
+    /// Drop a store that another one has replaced under its
+    /// group/version/resource (a CRD version whose schema changed): the
+    /// resource is served throughout, by the old store until the new one
+    /// took over in [`Registry::add_shared_version`].
+    pub fn retire(&self, store: &Arc<Store>) {
+        self.stores.write().retain(|s| !Arc::ptr_eq(s, store));
+        self.by_gvr.write().retain(|_, s| !Arc::ptr_eq(s, store));
+    }
+
     /// The store serving `kind` in `group` (first registered version; used
     /// to resolve ownerReferences, whose apiVersion may be any served version).
     pub fn by_kind(&self, group: &str, kind: &str) -> Option<Arc<Store>> {
