@@ -120,9 +120,10 @@ impl Registry {
         strategy: Arc<dyn Strategy>,
     ) -> Result<Arc<Store>, ApiError> {
         let info = strategy.info().clone();
-        let storage: Arc<dyn Storage> = Arc::new(crate::stamp::ApiVersionStamp::new(
+        let storage: Arc<dyn Storage> = Arc::new(crate::stamp::ApiVersionStamp::with_on_read(
             self.storage.clone(),
             &info.api_version(),
+            strategy.clone(),
         ));
         let store = Arc::new(
             Store::new_with_prefix(

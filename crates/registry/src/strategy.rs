@@ -73,6 +73,14 @@ pub trait Strategy: Send + Sync {
         let _ = obj;
     }
 
+    /// What is done to an object read from storage before it is served or
+    /// updated, as kube's decoding from etcd does (a custom resource's
+    /// schema defaults). Only for resources stored through
+    /// [`crate::Registry::add_shared_version`] (custom resources).
+    fn on_read(&self, obj: &mut Value) {
+        let _ = obj;
+    }
+
     /// Whether a write of the `status` subresource may also change the
     /// object's labels and annotations. kube's status strategies differ per
     /// kind: most reset the metadata (`ResetObjectMetaForStatus`), some
