@@ -121,7 +121,11 @@ pub fn to_v2_schema(schema: &Value) -> Value {
             if o.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) =>
         {
             let mut kept = o.clone();
-            for k in ["x-kubernetes-preserve-unknown-fields", "properties", "items"] {
+            for k in [
+                "x-kubernetes-preserve-unknown-fields",
+                "properties",
+                "items",
+            ] {
                 kept.remove(k);
             }
             to_v2_schema(&Value::Object(kept))
