@@ -326,10 +326,12 @@ impl Query {
     }
 
     /// `fieldValidation` (default Strict, as kube-apiserver).
+    /// `fieldValidation`; absent or empty is `Warn`, kube-apiserver's
+    /// default (kubectl always sends the parameter, `Strict` by default).
     pub fn field_validation(&self) -> Result<FieldValidation, ApiError> {
         match self.get("fieldValidation") {
-            None | Some("") | Some("Strict") => Ok(FieldValidation::Strict),
-            Some("Warn") => Ok(FieldValidation::Warn),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
             Some("Ignore") => Ok(FieldValidation::Ignore),
             Some(other) => Err(ApiError::bad_request(format!(
                 "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got \"{other}\""
