@@ -781,7 +781,28 @@ impl Store {
             ));
         }
         // Unknown fields: Strict refuses, Warn warns; either way the
-        // configuration the field manager sees has only known fields.
+        // configuration the field manager sees has only known fields. An
+        // apply is refused in the words of kube's typed converter
+        // (`failed to create typed patch object (…): .spec.foo: field not
+        // declared in schema`).
+        if opts.field_validation == FieldValidation::Strict
+            && let Some(check) = self.unknown_fields.as_ref()
+        {
+            let unknown = check(self.info(), &applied);
+            if !unknown.is_empty() {
+                let info = self.info();
+                let errors: Vec<String> = unknown
+                    .iter()
+                    .map(|p| format!(".{p}: field not declared in schema"))
+                    .collect();
+                return Err(ApiError::bad_request(format!(
+                    "failed to create typed patch object ({}, Kind={}): {}",
+                    info.api_version(),
+                    info.kind,
+                    errors.join("\n")
+                )));
+            }
+        }
         let mut warnings = self.field_validation(&applied, opts.field_validation, &[])?;
         let tracked = WriteOptions {
             fields_tracked: true,
