@@ -183,6 +183,10 @@ impl Strategy for CustomResource {
         self.default_on_read(obj);
     }
 
+    fn checks_finalizer_names(&self) -> bool {
+        false
+    }
+
     fn normalize(&self, obj: Value) -> Result<Value, ApiError> {
         let Value::Object(mut map) = obj else {
             return Err(ApiError::bad_request(format!(

@@ -73,6 +73,13 @@ pub trait Strategy: Send + Sync {
         let _ = obj;
     }
 
+    /// Whether finalizer names must be standard or fully qualified (kube's
+    /// `ValidateObjectMeta` for built-in kinds); custom resources take any
+    /// name that is a qualified name (kube only warns about them).
+    fn checks_finalizer_names(&self) -> bool {
+        true
+    }
+
     /// What is done to an object read from storage before it is served or
     /// updated, as kube's decoding from etcd does (a custom resource's
     /// schema defaults). Only for resources stored through
