@@ -60,6 +60,11 @@ pub fn printer_columns_of(info: &ResourceInfo) -> Option<Vec<Value>> {
 }
 
 /// What is served for one CRD.
+/// Whether two resources are the same group/version/resource.
+fn same_gvr(a: &ResourceInfo, b: &ResourceInfo) -> bool {
+    a.group == b.group && a.version == b.version && a.resource == b.resource
+}
+
 struct Served {
     /// The spec and accepted names the stores were built from.
     fingerprint: Value,
@@ -271,17 +276,27 @@ impl CrdController {
         {
             return Ok(());
         }
-        self.unserve(name);
+        // What this CRD served so far keeps being served until its
+        // replacement is in place (kube swaps the handler of a changed CRD;
+        // clients never see the resource vanish).
+        let previous = self.served.lock().remove(name);
         let infos = resource_infos(crd);
         let mut added = Vec::new();
+        let mut replaced = Vec::new();
         for info in &infos {
+            let ours = previous
+                .as_ref()
+                .is_some_and(|p| p.infos.iter().any(|i| same_gvr(i, info)));
             if let Some(old) = self
                 .registry
                 .get(&info.group, &info.version, &info.resource)
             {
-                // Another CRD (or a built-in) already serves it: leave it.
-                tracing::warn!(resource = %info.resource, group = %info.group, kind = %old.info().kind, "resource already served; not serving it for the CRD");
-                continue;
+                if !ours {
+                    // Another CRD (or a built-in) already serves it: leave it.
+                    tracing::warn!(resource = %info.resource, group = %info.group, kind = %old.info().kind, "resource already served; not serving it for the CRD");
+                    continue;
+                }
+                replaced.push(old);
             }
             let store = self
                 .registry
@@ -294,6 +309,21 @@ impl CrdController {
                 gc.follow_store(store.clone());
             }
             added.push(info.clone());
+        }
+        for old in &replaced {
+            self.registry.retire(old);
+        }
+        if let Some(previous) = previous {
+            for info in previous
+                .infos
+                .iter()
+                .filter(|i| !added.iter().any(|a| same_gvr(a, i)))
+            {
+                self.registry
+                    .remove(&info.group, &info.version, &info.resource);
+                COLUMNS.write().remove(&gvr(info));
+            }
+            unpublish(&previous.crd);
         }
         publish(crd);
         tracing::info!(

@@ -179,6 +179,14 @@ impl Strategy for CustomResource {
         &self.info
     }
 
+    fn on_read(&self, obj: &mut Value) {
+        self.default_on_read(obj);
+    }
+
+    fn checks_finalizer_names(&self) -> bool {
+        false
+    }
+
     fn normalize(&self, obj: Value) -> Result<Value, ApiError> {
         let Value::Object(mut map) = obj else {
             return Err(ApiError::bad_request(format!(

@@ -11,6 +11,10 @@ use ubernetes_openapi::definitions::schema_ref;
 
 use crate::status::{definition_name, resource_infos, served_names, version};
 
+/// kube's description of a custom resource's `metadata` (what
+/// `kubectl explain <crs>.metadata` shows first).
+const METADATA_DESC: &str = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+
 const API_VERSION_DESC: &str = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
 const KIND_DESC: &str = "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
 
@@ -45,7 +49,8 @@ pub fn openapi_schema(crd: &Value, version_name: &str) -> (String, Value, Gvk) {
             );
             props.insert(
                 "metadata".into(),
-                json!({"$ref": schema_ref("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")}),
+                json!({"description": METADATA_DESC,
+                       "$ref": schema_ref("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")}),
             );
         }
     }

@@ -2,22 +2,24 @@
 //! names clients and the conformance specs look for (`/healthz?verbose`,
 //! `/livez?verbose`, `/readyz?verbose`):
 //!
-//! - `etcd`: the store answers (probed every second);
+//! - `etcd` (healthz, livez): the store answers (probed every second);
 //! - `informer-sync` (readyz): every resource's watch cache has loaded, which
 //!   the registry does before the server starts serving;
+//! - `loopback-serving-certificate` (healthz, livez): nothing to wait for;
 //! - `poststarthook/<name>`: kube-apiserver's post-start hooks, each passing
 //!   once this server's equivalent of the hook's work is in place: the
 //!   bootstrap namespaces and `default/kubernetes` Service
 //!   (`bootstrap-controller`, `start-system-namespaces-controller`), the
 //!   CustomResourceDefinition controller (`start-apiextensions-*`,
 //!   `crd-informer-synced`), the APIService controllers
-//!   (`apiservice-*`, `kube-apiserver-autoregistration`), and
+//!   (`apiservice-*`, `kube-apiserver-autoregistration`), the bootstrap RBAC
+//!   policy (`rbac/bootstrap-roles`), the system PriorityClasses
+//!   (`scheduling/bootstrap-system-priority-classes`), and
 //!   `autoregister-completion`: every group/version served at start has its
-//!   APIService, Available. The hooks whose work this server has no part of
-//!   (`scheduling/bootstrap-system-priority-classes`: PriorityClasses are not
-//!   served; `start-cluster-authentication-info-controller`: no extension API
-//!   servers to publish client CAs to) have nothing to wait for and pass, as
-//!   a finished hook does.
+//!   APIService, Available. The hooks of components this server does not
+//!   have (priority and fairness, identity leases, the aggregator's proxy
+//!   client certificate, …) have nothing to wait for and pass, as a finished
+//!   hook does.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,10 +51,98 @@ fn require(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
     if ok { Ok(()) } else { Err(why()) }
 }
 
-/// Add the checks to `health`; the `etcd` probe runs until the registry stops.
+/// kube-apiserver 1.36's post-start hooks, in its order. `None`: the hook's
+/// work has nothing to wait for here (done before the server listens, or
+/// part of a component this server does not have: priority and fairness,
+/// identity leases, a loopback client certificate, extension API servers).
+const HOOKS: &[&str] = &[
+    "start-apiserver-admission-initializer",
+    "generic-apiserver-start-informers",
+    "priority-and-fairness-config-consumer",
+    "priority-and-fairness-filter",
+    "storage-object-count-tracker-hook",
+    "start-apiextensions-informers",
+    "start-apiextensions-controllers",
+    "crd-informer-synced",
+    "start-system-namespaces-controller",
+    "peer-endpoint-reconciler-controller",
+    "start-cluster-authentication-info-controller",
+    "start-kube-apiserver-identity-lease-controller",
+    "start-kube-apiserver-identity-lease-garbage-collector",
+    "storage-readiness",
+    "start-legacy-token-tracking-controller",
+    "start-service-ip-repair-controllers",
+    "rbac/bootstrap-roles",
+    "scheduling/bootstrap-system-priority-classes",
+    "priority-and-fairness-config-producer",
+    "bootstrap-controller",
+    "start-kubernetes-service-cidr-controller",
+    "aggregator-reload-proxy-client-cert",
+    "start-kube-aggregator-informers",
+    "apiservice-status-local-available-controller",
+    "apiservice-status-remote-available-controller",
+    "apiservice-registration-controller",
+    "apiservice-wait-for-first-sync",
+    "apiservice-discovery-controller",
+    "kube-apiserver-autoregistration",
+];
+
+type Check = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// What a hook waits for here, if anything.
+fn hook_check(registry: &Arc<Registry>, hook: &str) -> Option<Check> {
+    let r = registry.clone();
+    let check: Check = match hook {
+        "start-system-namespaces-controller" => Box::new(move || {
+            for ns in ["kube-system", "kube-public", "kube-node-lease"] {
+                require(
+                    cached(&r, ("", "v1", "namespaces"), None, ns).is_some(),
+                    || format!("namespace {ns} does not exist yet"),
+                )?;
+            }
+            Ok(())
+        }),
+        "rbac/bootstrap-roles" => Box::new(move || {
+            require(
+                cached(&r, (RBAC, "v1", "clusterroles"), None, "cluster-admin").is_some(),
+                || "the bootstrap ClusterRoles do not exist yet".to_string(),
+            )
+        }),
+        "scheduling/bootstrap-system-priority-classes" => Box::new(move || {
+            for (name, _, _) in ubernetes_registry::kinds::platform::SYSTEM_PRIORITY_CLASSES {
+                require(
+                    cached(
+                        &r,
+                        ("scheduling.k8s.io", "v1", "priorityclasses"),
+                        None,
+                        name,
+                    )
+                    .is_some(),
+                    || format!("PriorityClass {name} does not exist yet"),
+                )?;
+            }
+            Ok(())
+        }),
+        "bootstrap-controller" => Box::new(move || {
+            require(
+                cached(&r, ("", "v1", "services"), Some("default"), "kubernetes").is_some(),
+                || "the default/kubernetes Service does not exist yet".to_string(),
+            )
+        }),
+        _ => return None,
+    };
+    Some(check)
+}
+
+const RBAC: &str = "rbac.authorization.k8s.io";
+
+/// Add the checks to `health`, in kube-apiserver's order; the `etcd` probe
+/// runs until the registry stops.
 pub fn add_checks(health: &Health, state: &AppState) {
     let registry = state.registry.clone();
+    let live = [Endpoint::Healthz, Endpoint::Livez];
 
+    health.add_check("loopback-serving-certificate", &live, || Ok(()));
     let store_ok = Arc::new(AtomicBool::new(true));
     {
         let store_ok = store_ok.clone();
@@ -74,53 +164,20 @@ pub fn add_checks(health: &Health, state: &AppState) {
             }
         });
     }
-    health.add_check("etcd", &ALL, move || {
+    health.add_check("etcd", &live, move || {
         require(store_ok.load(Ordering::Relaxed), || {
             "the store does not answer".to_string()
         })
     });
     health.add_check("informer-sync", &[Endpoint::Readyz], || Ok(()));
 
-    // Hooks whose work is done before the server listens (the registry, its
-    // admission and watch caches, the CRD controller's initial sync).
-    for hook in [
-        "start-kube-apiserver-admission-initializer",
-        "generic-apiserver-start-informers",
-        "start-apiextensions-informers",
-        "start-apiextensions-controllers",
-        "crd-informer-synced",
-        "scheduling/bootstrap-system-priority-classes",
-        "start-cluster-authentication-info-controller",
-        "start-kube-aggregator-informers",
-        "apiservice-registration-controller",
-        "apiservice-status-available-controller",
-        "kube-apiserver-autoregistration",
-        "apiservice-openapi-controller",
-    ] {
-        health.add_check(&format!("poststarthook/{hook}"), &ALL, || Ok(()));
+    for hook in HOOKS {
+        let name = format!("poststarthook/{hook}");
+        match hook_check(&registry, hook) {
+            Some(check) => health.add_check(&name, &ALL, check),
+            None => health.add_check(&name, &ALL, || Ok(())),
+        }
     }
-
-    let r = registry.clone();
-    health.add_check("poststarthook/bootstrap-controller", &ALL, move || {
-        require(
-            cached(&r, ("", "v1", "services"), Some("default"), "kubernetes").is_some(),
-            || "the default/kubernetes Service does not exist yet".to_string(),
-        )
-    });
-    let r = registry.clone();
-    health.add_check(
-        "poststarthook/start-system-namespaces-controller",
-        &ALL,
-        move || {
-            for ns in ["kube-system", "kube-public", "kube-node-lease"] {
-                require(
-                    cached(&r, ("", "v1", "namespaces"), None, ns).is_some(),
-                    || format!("namespace {ns} does not exist yet"),
-                )?;
-            }
-            Ok(())
-        },
-    );
 
     // kube: every APIService registered at start is Available.
     let mut at_start: Vec<String> = state
@@ -153,4 +210,10 @@ pub fn add_checks(health: &Health, state: &AppState) {
             format!("missing APIService: {missing:?}")
         })
     });
+    for hook in [
+        "apiservice-openapi-controller",
+        "apiservice-openapiv3-controller",
+    ] {
+        health.add_check(&format!("poststarthook/{hook}"), &ALL, || Ok(()));
+    }
 }

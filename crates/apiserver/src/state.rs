@@ -149,6 +149,9 @@ pub async fn build_state_on(
     )
     .await
     .map_err(|e| anyhow::anyhow!("bootstrapping default objects: {e}"))?;
+    ubernetes_registry::kinds::platform::bootstrap_priority_classes(&registry)
+        .await
+        .map_err(|e| anyhow::anyhow!("bootstrapping the system PriorityClasses: {e}"))?;
     bootstrap_rbac(&registry)
         .await
         .map_err(|e| anyhow::anyhow!("bootstrapping the RBAC policy: {e}"))?;
@@ -271,13 +274,36 @@ fn spawn_compactor(storage: Arc<dyn Storage>, stop: tokio_util::sync::Cancellati
     });
 }
 
+/// The key kube-apiserver's compactor writes on every tick (its
+/// `compact_rev_key`, outside every resource's prefix).
+const COMPACT_REV_KEY: &str = "compact_rev_key";
+
+/// kube-apiserver's compactor (`storage/etcd3/compact.go`): every tick it
+/// writes `compact_rev_key` (so the revision moves even when nothing else is
+/// written) and compacts to the revision of the previous tick's write. A
+/// revision read at some point is therefore gone within two ticks, which
+/// clients rely on (a stale continue token expires).
 async fn compact_forever(storage: Arc<dyn Storage>) {
     let mut previous: Option<u64> = None;
     let mut tick = tokio::time::interval(Duration::from_secs(300));
     loop {
         tick.tick().await;
-        let Ok(now) = storage.current_revision().await else {
-            continue;
+        let value = bytes::Bytes::from(previous.unwrap_or(0).to_string());
+        let written = match storage.get(COMPACT_REV_KEY).await {
+            Ok(Some(kv)) => {
+                storage
+                    .update(COMPACT_REV_KEY, value, kv.mod_revision)
+                    .await
+            }
+            Ok(None) => storage.create(COMPACT_REV_KEY, value).await,
+            Err(e) => Err(e),
+        };
+        let now = match written {
+            Ok(kv) => kv.mod_revision,
+            Err(e) => {
+                tracing::warn!(error = %e, "compaction: writing the compaction key failed");
+                continue;
+            }
         };
         if let Some(prev) = previous
             && prev > 0

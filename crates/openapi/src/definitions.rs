@@ -239,6 +239,7 @@ pub(crate) fn kind<T: JsonSchema + k8s_openapi::Resource>(
 /// lists in their `x-kubernetes-group-version-kind`.
 const SERVED_GROUP_VERSIONS: &[(&str, &str)] = &[
     ("", "v1"),
+    ("admissionregistration.k8s.io", "v1"),
     ("apiextensions.k8s.io", "v1"),
     ("apiregistration.k8s.io", "v1"),
     ("apps", "v1"),
@@ -247,13 +248,17 @@ const SERVED_GROUP_VERSIONS: &[(&str, &str)] = &[
     ("autoscaling", "v1"),
     ("autoscaling", "v2"),
     ("batch", "v1"),
+    ("certificates.k8s.io", "v1"),
     ("coordination.k8s.io", "v1"),
     ("discovery.k8s.io", "v1"),
     ("events.k8s.io", "v1"),
     ("federation", "v1beta1"),
     ("networking.k8s.io", "v1"),
+    ("node.k8s.io", "v1"),
     ("policy", "v1"),
     ("rbac.authorization.k8s.io", "v1"),
+    ("scheduling.k8s.io", "v1"),
+    ("storage.k8s.io", "v1"),
 ];
 
 fn builtin_snapshot() -> Snapshot {
@@ -316,6 +321,39 @@ fn builtin_snapshot() -> Snapshot {
         kind::<authentication::v1::TokenRequest>(&mut generator, false),
         kind::<authentication::v1::TokenReview>(&mut generator, false),
         kind::<apiextensions::v1::CustomResourceDefinition>(&mut generator, true),
+        kind::<k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy>(
+            &mut generator,
+            true,
+        ),
+        kind::<k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding>(
+            &mut generator,
+            true,
+        ),
+        kind::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>(
+            &mut generator,
+            true,
+        ),
+        kind::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>(
+            &mut generator,
+            true,
+        ),
+        kind::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>(
+            &mut generator,
+            true,
+        ),
+        kind::<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration>(
+            &mut generator,
+            true,
+        ),
+        kind::<k8s_openapi::api::certificates::v1::CertificateSigningRequest>(&mut generator, true),
+        kind::<k8s_openapi::api::node::v1::RuntimeClass>(&mut generator, true),
+        kind::<k8s_openapi::api::scheduling::v1::PriorityClass>(&mut generator, true),
+        kind::<k8s_openapi::api::storage::v1::CSIDriver>(&mut generator, true),
+        kind::<k8s_openapi::api::storage::v1::CSINode>(&mut generator, true),
+        kind::<k8s_openapi::api::storage::v1::CSIStorageCapacity>(&mut generator, true),
+        kind::<k8s_openapi::api::storage::v1::StorageClass>(&mut generator, true),
+        kind::<k8s_openapi::api::storage::v1::VolumeAttachment>(&mut generator, true),
+        kind::<k8s_openapi::api::storage::v1::VolumeAttributesClass>(&mut generator, true),
         kind::<meta::v1::Status>(&mut generator, false),
         kind::<meta::v1::APIResourceList>(&mut generator, false),
         kind::<meta::v1::APIGroup>(&mut generator, false),

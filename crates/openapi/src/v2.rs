@@ -110,9 +110,26 @@ fn v2_ref(definition: &str) -> String {
     format!("#/definitions/{definition}")
 }
 
-/// Rewrite `$ref`s to `#/definitions/`.
+/// Rewrite `$ref`s to `#/definitions/`. A schema that preserves unknown
+/// fields (custom resources' `x-kubernetes-preserve-unknown-fields: true`)
+/// loses its `properties`, `items` and that marker, as kube-apiserver's
+/// `ToStructuralOpenAPIV2` drops them for swagger 2.0 (kubectl's v2 parser
+/// would otherwise refuse unknown fields there).
 pub fn to_v2_schema(schema: &Value) -> Value {
     match schema {
+        Value::Object(o)
+            if o.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) =>
+        {
+            let mut kept = o.clone();
+            for k in [
+                "x-kubernetes-preserve-unknown-fields",
+                "properties",
+                "items",
+            ] {
+                kept.remove(k);
+            }
+            to_v2_schema(&Value::Object(kept))
+        }
         Value::Object(o) => Value::Object(
             o.iter()
                 .map(|(k, v)| {
@@ -276,6 +293,18 @@ mod tests {
         assert_eq!(
             v2_protobuf_bytes(&[deployments()]).content_type,
             PROTOBUF_CONTENT_TYPE
+        );
+    }
+
+    #[test]
+    fn preserving_unknown_fields_drops_properties_in_v2_as_kube() {
+        let v3 = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+            "properties": {"kind": {"type": "string"}},
+            "x-kubernetes-group-version-kind": [{"group": "g", "kind": "K", "version": "v1"}]});
+        assert_eq!(
+            to_v2_schema(&v3),
+            json!({"type": "object",
+                "x-kubernetes-group-version-kind": [{"group": "g", "kind": "K", "version": "v1"}]})
         );
     }
 

@@ -484,23 +484,48 @@ impl GarbageCollector {
             return remove_finalizer(&store, r, "orphan").await;
         }
         if fins.iter().any(|f| f == "foregroundDeletion") {
-            if dependents.is_empty() {
-                tracing::info!(resource = %r.resource, name = %r.name, "foreground deletion: every dependent is gone");
-                return remove_finalizer(&store, r, "foregroundDeletion").await;
-            }
+            // kube's foreground deletion: every dependent is deleted, and the
+            // owner waits for those whose reference to it blocks
+            // (`blockOwnerDeletion`). A dependent itself waiting for its own
+            // dependents may be waiting, through a cycle, for this owner: its
+            // reference is made non-blocking first (kube's
+            // unblockOwnerReferences), so a circle of owners drains.
+            let mut blocking = 0usize;
             for d in &dependents {
                 let Some(dstore) = d.store(&self.registry) else {
                     continue;
                 };
-                let opts = DeleteOptions {
-                    propagation_policy: Some("Foreground".into()),
-                    ..Default::default()
-                };
-                match dstore.delete(d.namespace.as_deref(), &d.name, &opts).await {
-                    Ok(_) => {}
-                    Err(e) if e.code == 404 => {}
+                let dobj = match dstore.get_value(d.namespace.as_deref(), &d.name).await {
+                    Ok(o) => o,
+                    Err(e) if e.code == 404 => continue,
                     Err(e) => return Err(e),
+                };
+                let mut blocks = blocks_owner(&dobj, owner_uid);
+                let waiting = dobj.pointer("/metadata/deletionTimestamp").is_some()
+                    && finalizers(&dobj).iter().any(|f| f == "foregroundDeletion");
+                if waiting {
+                    if blocks {
+                        unblock_owner(&dstore, d, owner_uid).await?;
+                        blocks = false;
+                    }
+                } else {
+                    let opts = DeleteOptions {
+                        propagation_policy: Some("Foreground".into()),
+                        ..Default::default()
+                    };
+                    match dstore.delete(d.namespace.as_deref(), &d.name, &opts).await {
+                        Ok(_) => {}
+                        Err(e) if e.code == 404 => continue,
+                        Err(e) => return Err(e),
+                    }
                 }
+                if blocks {
+                    blocking += 1;
+                }
+            }
+            if blocking == 0 {
+                tracing::info!(resource = %r.resource, name = %r.name, "foreground deletion: no dependent blocks it any more");
+                return remove_finalizer(&store, r, "foregroundDeletion").await;
             }
             // Dependents' DELETED events re-queue this owner; also poll.
             self.queue.add_after(
@@ -509,6 +534,51 @@ impl GarbageCollector {
             );
         }
         Ok(())
+    }
+}
+
+/// Whether `obj`'s reference to the owner `owner_uid` blocks the owner's
+/// foreground deletion.
+fn blocks_owner(obj: &Value, owner_uid: &str) -> bool {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| {
+            refs.iter().any(|o| {
+                o.get("uid").and_then(Value::as_str) == Some(owner_uid)
+                    && o.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
+            })
+        })
+}
+
+/// Make the dependent's reference to `owner_uid` non-blocking.
+async fn unblock_owner(store: &Store, d: &ObjRef, owner_uid: &str) -> Result<(), ApiError> {
+    let res = store
+        .system_update(d.namespace.as_deref(), &d.name, |mut cur| {
+            let Some(refs) = cur
+                .pointer_mut("/metadata/ownerReferences")
+                .and_then(Value::as_array_mut)
+            else {
+                return Ok(None);
+            };
+            let mut changed = false;
+            for o in refs.iter_mut() {
+                if o.get("uid").and_then(Value::as_str) == Some(owner_uid)
+                    && o.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
+                {
+                    o["blockOwnerDeletion"] = json!(false);
+                    changed = true;
+                }
+            }
+            Ok(changed.then_some(cur))
+        })
+        .await;
+    match res {
+        Ok(_) => {
+            tracing::info!(resource = %d.resource, name = %d.name, "unblocked its owner reference to break a foreground-deletion cycle");
+            Ok(())
+        }
+        Err(e) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

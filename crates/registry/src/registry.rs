@@ -120,9 +120,10 @@ impl Registry {
         strategy: Arc<dyn Strategy>,
     ) -> Result<Arc<Store>, ApiError> {
         let info = strategy.info().clone();
-        let storage: Arc<dyn Storage> = Arc::new(crate::stamp::ApiVersionStamp::new(
+        let storage: Arc<dyn Storage> = Arc::new(crate::stamp::ApiVersionStamp::with_on_read(
             self.storage.clone(),
             &info.api_version(),
+            strategy.clone(),
         ));
         let store = Arc::new(
             Store::new_with_prefix(
@@ -166,6 +167,15 @@ impl Registry {
         ))?;
         self.stores.write().retain(|s| !Arc::ptr_eq(s, &removed));
         Some(removed)
+    }
+
+    /// Drop a store that another one has replaced under its
+    /// group/version/resource (a CRD version whose schema changed): the
+    /// resource is served throughout, by the old store until the new one
+    /// took over in [`Registry::add_shared_version`].
+    pub fn retire(&self, store: &Arc<Store>) {
+        self.stores.write().retain(|s| !Arc::ptr_eq(s, store));
+        self.by_gvr.write().retain(|_, s| !Arc::ptr_eq(s, store));
     }
 
     /// The store serving `kind` in `group` (first registered version; used

@@ -4,11 +4,15 @@
 //! stamps the version it serves as `apiVersion` on every value it reads
 //! (gets, lists, watches), so each version's watch cache, reads and
 //! guaranteed updates see the object in their own version, as kube-apiserver's
-//! `None` converter does. Writes pass through unchanged.
+//! `None` converter does. The kind's [`Strategy::on_read`] runs on every
+//! value read too (a custom resource's schema defaults, which kube applies
+//! when decoding from storage). Writes pass through unchanged.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
+
+use crate::strategy::Strategy;
 use futures::StreamExt;
 use ubernetes_storage::{
     Event, KeyValue, ListOptions, ListResult, ProgressWatchStream, Revision, Storage, StorageError,
@@ -18,29 +22,57 @@ use ubernetes_storage::{
 /// Reads through `inner` with `apiVersion` set to `api_version`.
 pub struct ApiVersionStamp {
     inner: Arc<dyn Storage>,
-    api_version: Arc<str>,
+    stamp: Arc<Stamp>,
+}
+
+/// What is done to every value read.
+struct Stamp {
+    api_version: String,
+    on_read: Option<Arc<dyn Strategy>>,
 }
 
 impl ApiVersionStamp {
     pub fn new(inner: Arc<dyn Storage>, api_version: &str) -> Self {
         Self {
             inner,
-            api_version: Arc::from(api_version),
+            stamp: Arc::new(Stamp {
+                api_version: api_version.to_string(),
+                on_read: None,
+            }),
+        }
+    }
+
+    /// Also run `strategy`'s [`Strategy::on_read`] on every value read.
+    pub fn with_on_read(
+        inner: Arc<dyn Storage>,
+        api_version: &str,
+        strategy: Arc<dyn Strategy>,
+    ) -> Self {
+        Self {
+            inner,
+            stamp: Arc::new(Stamp {
+                api_version: api_version.to_string(),
+                on_read: Some(strategy),
+            }),
         }
     }
 }
 
-fn stamp_value(value: &Bytes, api_version: &str) -> Bytes {
+fn stamp_value(value: &Bytes, stamp: &Stamp) -> Bytes {
     match serde_json::from_slice::<serde_json::Value>(value) {
         Ok(mut v) => {
-            if v.get("apiVersion").and_then(serde_json::Value::as_str) == Some(api_version) {
-                return value.clone();
-            }
+            let original = v.clone();
             if let Some(m) = v.as_object_mut() {
                 m.insert(
                     "apiVersion".into(),
-                    serde_json::Value::String(api_version.into()),
+                    serde_json::Value::String(stamp.api_version.clone()),
                 );
+            }
+            if let Some(strategy) = &stamp.on_read {
+                strategy.on_read(&mut v);
+            }
+            if v == original {
+                return value.clone();
             }
             serde_json::to_vec(&v)
                 .map(Bytes::from)
@@ -51,14 +83,14 @@ fn stamp_value(value: &Bytes, api_version: &str) -> Bytes {
     }
 }
 
-fn stamp_kv(mut kv: KeyValue, api_version: &str) -> KeyValue {
-    kv.value = stamp_value(&kv.value, api_version);
+fn stamp_kv(mut kv: KeyValue, stamp: &Stamp) -> KeyValue {
+    kv.value = stamp_value(&kv.value, stamp);
     kv
 }
 
-fn stamp_event(mut ev: Event, api_version: &str) -> Event {
-    ev.kv = stamp_kv(ev.kv, api_version);
-    ev.prev = ev.prev.map(|p| stamp_kv(p, api_version));
+fn stamp_event(mut ev: Event, stamp: &Stamp) -> Event {
+    ev.kv = stamp_kv(ev.kv, stamp);
+    ev.prev = ev.prev.map(|p| stamp_kv(p, stamp));
     ev
 }
 
@@ -69,7 +101,7 @@ impl Storage for ApiVersionStamp {
             .inner
             .get(key)
             .await?
-            .map(|kv| stamp_kv(kv, &self.api_version)))
+            .map(|kv| stamp_kv(kv, &self.stamp)))
     }
 
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError> {
@@ -77,7 +109,7 @@ impl Storage for ApiVersionStamp {
         res.items = res
             .items
             .into_iter()
-            .map(|kv| stamp_kv(kv, &self.api_version))
+            .map(|kv| stamp_kv(kv, &self.stamp))
             .collect();
         Ok(res)
     }
@@ -102,12 +134,12 @@ impl Storage for ApiVersionStamp {
     ) -> Result<KeyValue, StorageError> {
         Ok(stamp_kv(
             self.inner.delete(key, expected).await?,
-            &self.api_version,
+            &self.stamp,
         ))
     }
 
     async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream, StorageError> {
-        let v = self.api_version.clone();
+        let v = self.stamp.clone();
         let events = self.inner.watch(prefix, from).await?;
         Ok(Box::pin(
             events.map(move |item| item.map(|ev| stamp_event(ev, &v))),
@@ -119,7 +151,7 @@ impl Storage for ApiVersionStamp {
         prefix: &str,
         from: Revision,
     ) -> Result<ProgressWatchStream, StorageError> {
-        let v = self.api_version.clone();
+        let v = self.stamp.clone();
         let items = self.inner.watch_progress(prefix, from).await?;
         Ok(Box::pin(items.map(move |item| {
             item.map(|it| match it {
@@ -150,8 +182,12 @@ mod tests {
     fn reads_carry_the_served_version_and_other_fields_stay() {
         let stored =
             Bytes::from_static(br#"{"apiVersion":"example.com/v1","kind":"Foo","spec":{"a":1}}"#);
+        let stamp = Stamp {
+            api_version: "example.com/v2".into(),
+            on_read: None,
+        };
         let out: serde_json::Value =
-            serde_json::from_slice(&stamp_value(&stored, "example.com/v2")).unwrap_or_default();
+            serde_json::from_slice(&stamp_value(&stored, &stamp)).unwrap_or_default();
         assert_eq!(out["apiVersion"], "example.com/v2");
         assert_eq!(out["spec"]["a"], 1);
         assert_eq!(out["kind"], "Foo");

@@ -56,11 +56,10 @@ pub struct WriteOptions {
     pub fields_tracked: bool,
     /// Server-side apply only: take fields other managers own (`force=true`).
     pub force: bool,
-    /// The strict decoding errors of the request body (`unknown field
-    /// "…"`, `duplicate field "…"`, in document order), when the HTTP layer
-    /// checked the raw JSON (duplicates are lost once it is parsed); the
-    /// store then reports these instead of walking the parsed object.
-    pub strict_errors: Option<Vec<String>>,
+    /// The duplicate fields of the request body (`duplicate field "…"`, in
+    /// document order), found by the HTTP layer in the raw JSON (they are
+    /// lost once it is parsed); reported after the unknown fields.
+    pub duplicate_fields: Vec<String>,
 }
 
 /// The answer of a write: the object as stored (with resourceVersion) and
@@ -703,7 +702,7 @@ impl Store {
         &self,
         obj: &Value,
         mode: FieldValidation,
-        strict_errors: Option<&[String]>,
+        duplicates: &[String],
     ) -> Result<Vec<String>, ApiError> {
         let Some(check) = self.unknown_fields.as_ref() else {
             return Ok(Vec::new());
@@ -711,13 +710,11 @@ impl Store {
         if mode == FieldValidation::Ignore {
             return Ok(Vec::new());
         }
-        let msgs: Vec<String> = match strict_errors {
-            Some(errors) => errors.to_vec(),
-            None => check(self.info(), obj)
-                .iter()
-                .map(|p| format!("unknown field \"{p}\""))
-                .collect(),
-        };
+        let mut msgs: Vec<String> = check(self.info(), obj)
+            .iter()
+            .map(|p| format!("unknown field \"{p}\""))
+            .collect();
+        msgs.extend(duplicates.iter().cloned());
         if msgs.is_empty() {
             return Ok(Vec::new());
         }
@@ -784,8 +781,29 @@ impl Store {
             ));
         }
         // Unknown fields: Strict refuses, Warn warns; either way the
-        // configuration the field manager sees has only known fields.
-        let mut warnings = self.field_validation(&applied, opts.field_validation, None)?;
+        // configuration the field manager sees has only known fields. An
+        // apply is refused in the words of kube's typed converter
+        // (`failed to create typed patch object (…): .spec.foo: field not
+        // declared in schema`).
+        if opts.field_validation == FieldValidation::Strict
+            && let Some(check) = self.unknown_fields.as_ref()
+        {
+            let unknown = check(self.info(), &applied);
+            if !unknown.is_empty() {
+                let info = self.info();
+                let errors: Vec<String> = unknown
+                    .iter()
+                    .map(|p| format!(".{p}: field not declared in schema"))
+                    .collect();
+                return Err(ApiError::bad_request(format!(
+                    "failed to create typed patch object ({}, Kind={}): {}",
+                    info.api_version(),
+                    info.kind,
+                    errors.join("\n")
+                )));
+            }
+        }
+        let mut warnings = self.field_validation(&applied, opts.field_validation, &[])?;
         let tracked = WriteOptions {
             fields_tracked: true,
             ..opts.clone()
@@ -851,7 +869,7 @@ impl Store {
         let info = self.info().clone();
         self.check_type_and_namespace(&mut obj, namespace)?;
         let warnings =
-            self.field_validation(&obj, opts.field_validation, opts.strict_errors.as_deref())?;
+            self.field_validation(&obj, opts.field_validation, &opts.duplicate_fields)?;
         if let Some(rv) = meta_str(&obj, "resourceVersion")
             && !rv.is_empty()
         {
@@ -1058,11 +1076,8 @@ impl Store {
                 ));
             }
         }
-        let warnings = self.field_validation(
-            &new_obj,
-            opts.field_validation,
-            opts.strict_errors.as_deref(),
-        )?;
+        let warnings =
+            self.field_validation(&new_obj, opts.field_validation, &opts.duplicate_fields)?;
         let mut new_obj = self.strategy.normalize(new_obj)?;
         match subresource {
             Some("status") => {

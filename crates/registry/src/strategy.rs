@@ -73,6 +73,21 @@ pub trait Strategy: Send + Sync {
         let _ = obj;
     }
 
+    /// Whether finalizer names must be standard or fully qualified (kube's
+    /// `ValidateObjectMeta` for built-in kinds); custom resources take any
+    /// name that is a qualified name (kube only warns about them).
+    fn checks_finalizer_names(&self) -> bool {
+        true
+    }
+
+    /// What is done to an object read from storage before it is served or
+    /// updated, as kube's decoding from etcd does (a custom resource's
+    /// schema defaults). Only for resources stored through
+    /// [`crate::Registry::add_shared_version`] (custom resources).
+    fn on_read(&self, obj: &mut Value) {
+        let _ = obj;
+    }
+
     /// Whether a write of the `status` subresource may also change the
     /// object's labels and annotations. kube's status strategies differ per
     /// kind: most reset the metadata (`ResetObjectMetaForStatus`), some

@@ -13,6 +13,7 @@ use crate::strategy::Strategy;
 pub fn object_meta(strategy: &std::sync::Arc<dyn Strategy>, obj: &Value) -> Vec<Cause> {
     let strategy = strategy.clone();
     let namespaced = strategy.info().namespaced;
+    let kube_finalizers = strategy.checks_finalizer_names();
     let name_fn = move |name: &str, prefix: bool| -> Vec<String> {
         if prefix {
             // A generateName prefix may end in '-' (kube masks it).
@@ -25,7 +26,11 @@ pub fn object_meta(strategy: &std::sync::Arc<dyn Strategy>, obj: &Value) -> Vec<
             strategy.validate_name(name)
         }
     };
-    meta::validate_object_meta(obj, namespaced, &name_fn)
+    if kube_finalizers {
+        meta::validate_object_meta(obj, namespaced, &name_fn)
+    } else {
+        meta::validate_object_meta_generic(obj, namespaced, &name_fn)
+    }
 }
 
 /// `ValidateObjectMetaUpdate`: immutable metadata, no new finalizers while

@@ -85,7 +85,7 @@ fn every_spec_resource_is_served_once() {
     ] {
         assert!(keys.contains(&want.to_string()), "missing {want}");
     }
-    assert_eq!(n, 38);
+    assert_eq!(n, 53);
     let v2 = all
         .iter()
         .position(|s| s.info().group == "autoscaling" && s.info().version == "v2");

@@ -497,6 +497,51 @@ async fn foreground_deletion_removes_dependents_before_the_owner() {
     .await;
 }
 
+/// "Garbage collector should not be blocked by dependency circle": three
+/// objects owning each other in a circle, every reference blocking; the
+/// foreground deletion of one drains them all (kube breaks the cycle by
+/// making a waiting dependent's reference non-blocking).
+#[tokio::test]
+async fn foreground_deletion_is_not_blocked_by_an_ownership_circle() {
+    let env = env().await;
+    GarbageCollector::start(env.registry.clone());
+    let cms = env.store("", "v1", "configmaps");
+    let names = ["c1", "c2", "c3"];
+    let mut uids = Vec::new();
+    for n in names {
+        let o = env.create(&cms, Some("default"), cm(n)).await;
+        uids.push(o["metadata"]["uid"].clone());
+    }
+    // c1 owned by c3, c2 by c1, c3 by c2.
+    for (i, n) in names.iter().enumerate() {
+        let owner = (i + 2) % 3;
+        let refs = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": names[owner],
+            "uid": uids[owner], "controller": true, "blockOwnerDeletion": true}]);
+        cms.patch(Some("default"), n, None, &WriteOptions::default(), |cur| {
+            let mut next = cur.clone();
+            next["metadata"]["ownerReferences"] = refs.clone();
+            Ok(next)
+        })
+        .await
+        .expect("owner references");
+    }
+    let opts = DeleteOptions {
+        propagation_policy: Some("Foreground".into()),
+        ..Default::default()
+    };
+    cms.delete(Some("default"), "c1", &opts)
+        .await
+        .expect("delete");
+    eventually("the circle drained", || async {
+        let mut gone = true;
+        for n in names {
+            gone &= cms.get(Some("default"), n).await.is_err();
+        }
+        gone
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn deleting_a_namespace_purges_it_and_refuses_new_content_meanwhile() {
     let env = env().await;

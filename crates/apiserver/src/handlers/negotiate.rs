@@ -248,10 +248,19 @@ pub fn decode_yaml(body: &[u8]) -> Result<Value, ApiError> {
     let text = std::str::from_utf8(body)
         .map_err(|_| ApiError::bad_request("the YAML body is not valid UTF-8"))?;
     serde_saphyr::from_str::<Value>(text).map_err(|e| {
-        ApiError::bad_request(format!(
-            "error converting YAML to JSON: yaml: {}",
-            e.to_string().lines().next().unwrap_or_default()
-        ))
+        let detail = match e.without_snippet() {
+            // go-yaml's wording, which kube-apiserver passes on.
+            serde_saphyr::Error::DuplicateMappingKey {
+                key: Some(key),
+                location,
+            } => format!(
+                "line {}: key {} already set in map",
+                location.line(),
+                Value::String(key.clone())
+            ),
+            _ => e.to_string().lines().next().unwrap_or_default().to_string(),
+        };
+        ApiError::bad_request(format!("error converting YAML to JSON: yaml: {detail}"))
     })
 }
 
@@ -317,10 +326,12 @@ impl Query {
     }
 
     /// `fieldValidation` (default Strict, as kube-apiserver).
+    /// `fieldValidation`; absent or empty is `Warn`, kube-apiserver's
+    /// default (kubectl always sends the parameter, `Strict` by default).
     pub fn field_validation(&self) -> Result<FieldValidation, ApiError> {
         match self.get("fieldValidation") {
-            None | Some("") | Some("Strict") => Ok(FieldValidation::Strict),
-            Some("Warn") => Ok(FieldValidation::Warn),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
             Some("Ignore") => Ok(FieldValidation::Ignore),
             Some(other) => Err(ApiError::bad_request(format!(
                 "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got \"{other}\""

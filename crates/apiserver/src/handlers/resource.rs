@@ -216,7 +216,7 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             }
             let obj = negotiate::decode_body(&headers, &body, &info.kind)?;
             let mut opts = write_options(&query, &headers)?;
-            opts.strict_errors = strict_errors(&info, &headers, &body, &opts);
+            opts.duplicate_fields = duplicate_fields(&info, &headers, &body, &opts);
             if let Some(guard) = write_guard(&state, &info, ns, user.as_ref()) {
                 guard(&obj, None)?;
             }
@@ -247,7 +247,7 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             let obj = negotiate::decode_body(&headers, &body, kind)?;
             let mut opts = write_options(&query, &headers)?;
             if sub != Some("scale") {
-                opts.strict_errors = strict_errors(&info, &headers, &body, &opts);
+                opts.duplicate_fields = duplicate_fields(&info, &headers, &body, &opts);
             }
             let res = match sub {
                 Some("scale") => update_scale(&target.store, ns, name, obj, &opts).await?,
@@ -375,21 +375,21 @@ pub fn write_options(query: &Query, headers: &HeaderMap) -> Result<WriteOptions,
         field_validation: query.field_validation()?,
         fields_tracked: false,
         force: query.flag("force"),
-        strict_errors: None,
+        duplicate_fields: Vec::new(),
     })
 }
 
-/// The strict decoding errors of a JSON request body against the kind's
-/// schema, unknown and duplicate fields in document order (kube's strict
-/// JSON decoder); `None` for other bodies, or when fields are not checked.
-fn strict_errors(
+/// The duplicate fields of a JSON request body (`duplicate field
+/// "spec.replicas"`, in document order), as kube's strict JSON decoder
+/// reports them; none for other bodies, or when fields are not checked.
+fn duplicate_fields(
     info: &ResourceInfo,
     headers: &HeaderMap,
     body: &[u8],
     opts: &WriteOptions,
-) -> Option<Vec<String>> {
+) -> Vec<String> {
     if opts.field_validation == ubernetes_registry::store::FieldValidation::Ignore {
-        return None;
+        return Vec::new();
     }
     let json = headers
         .get(http::header::CONTENT_TYPE)
@@ -400,11 +400,17 @@ fn strict_errors(
                 .starts_with("application/json")
         });
     if !json {
-        return None;
+        return Vec::new();
     }
     ubernetes_openapi::strict_field_errors(&info.definition, body)
-        .ok()
-        .map(|errors| errors.iter().map(ToString::to_string).collect())
+        .map(|errors| {
+            errors
+                .iter()
+                .filter(|e| matches!(e, ubernetes_openapi::StrictFieldError::Duplicate(_)))
+                .map(ToString::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// DeleteOptions from the body (kubectl sends one in JSON, client-go

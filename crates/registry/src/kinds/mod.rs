@@ -23,6 +23,7 @@ pub mod federation;
 pub mod groups;
 pub mod names;
 pub mod omitempty;
+pub mod platform;
 pub mod quantity;
 pub mod validation;
 
@@ -40,5 +41,6 @@ pub fn builtin() -> Vec<Arc<dyn Strategy>> {
     all.extend(groups::strategies());
     all.extend(federation::strategies());
     all.extend(apiregistration::strategies());
+    all.extend(platform::strategies());
     all
 }
