@@ -23,41 +23,87 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 BIN = os.environ.get("UBERNETES_BIN", str(REPO / "target" / "debug" / "ubernetes"))
 
 
-@pytest.fixture(scope="module")
-def api_client():
+def start_server(extra=()):
+    """Start `ubernetes serve` on a free loopback port; returns (proc, data dir, log)."""
     data = tempfile.mkdtemp(prefix="ubernetes-py-")
     log = open(os.path.join(data, "server.log"), "w")
     proc = subprocess.Popen(
         [BIN, "serve", "--data-dir", os.path.join(data, "d"), "--secure-port", "0",
-         "--bind-address", "127.0.0.1"],
+         "--bind-address", "127.0.0.1", *extra],
         stdout=subprocess.PIPE, stderr=log, text=True,
     )
-    try:
-        deadline = time.time() + 60
-        port = None
-        while port is None and time.time() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            if "serving on https://" in line:
-                port = int(line.strip().rsplit(":", 1)[1].rstrip("/"))
-        assert port, "server did not report its port"
-        # Keep draining stdout so the server never blocks on it.
-        threading.Thread(target=proc.stdout.read, daemon=True).start()
-        kubeconfig = os.path.join(data, "d", "kubeconfig")
-        api = config.new_client_from_config(config_file=kubeconfig, context="federation")
-        core = client.CoreV1Api(api)
-        while time.time() < deadline:
-            try:
-                core.read_namespace("default")
-                break
-            except Exception:  # not ready yet
-                time.sleep(0.1)
-        yield api
-    finally:
+    deadline = time.time() + 60
+    port = None
+    while port is None and time.time() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        if "serving on https://" in line:
+            port = int(line.strip().rsplit(":", 1)[1].rstrip("/"))
+    if not port:
         proc.kill()
         proc.wait()
-        log.close()
+        raise AssertionError("server did not report its port")
+    # Keep draining stdout so the server never blocks on it.
+    threading.Thread(target=proc.stdout.read, daemon=True).start()
+    return proc, os.path.join(data, "d"), log
+
+
+def wait_ready(core, deadline):
+    while time.time() < deadline:
+        try:
+            core.read_namespace("default")
+            return
+        except Exception:  # not ready yet
+            time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def api_client():
+    """The federation's client. With E2E_JOINED_MEMBERS=N, N member servers
+    are started and joined with `ubernetes join` first (and Ready), so every
+    test runs against a federation with members: a client must not be able to
+    tell (SPEC 3.8)."""
+    started = []
+    try:
+        proc, data, log = start_server()
+        started.append((proc, log))
+        kubeconfig = os.path.join(data, "kubeconfig")
+        api = config.new_client_from_config(config_file=kubeconfig, context="federation")
+        wait_ready(client.CoreV1Api(api), time.time() + 60)
+        n = int(os.environ.get("E2E_JOINED_MEMBERS", "0") or 0)
+        api.ubernetes_members = []
+        for i in range(n):
+            mproc, mdata, mlog = start_server(["--federation-controllers=false"])
+            started.append((mproc, mlog))
+            member_kubeconfig = os.path.join(mdata, "kubeconfig")
+            member = config.new_client_from_config(
+                config_file=member_kubeconfig, context="federation")
+            wait_ready(client.CoreV1Api(member), time.time() + 60)
+            api.ubernetes_members.append(member)
+            subprocess.run(
+                [BIN, "join", f"member-{i}", "--cluster-context", "federation",
+                 "--kubeconfig", member_kubeconfig,
+                 "--federation-kubeconfig", kubeconfig],
+                check=True, capture_output=True, text=True,
+            )
+        clusters = client.CustomObjectsApi(api)
+        deadline = time.time() + 60
+        for i in range(n):
+            while True:
+                c = clusters.get_cluster_custom_object(
+                    "federation", "v1beta1", "clusters", f"member-{i}")
+                conds = (c.get("status") or {}).get("conditions") or []
+                if any(x["type"] == "Ready" and x["status"] == "True" for x in conds):
+                    break
+                assert time.time() < deadline, f"member-{i} not Ready: {c.get('status')}"
+                time.sleep(0.2)
+        yield api
+    finally:
+        for proc, log in started:
+            proc.kill()
+            proc.wait()
+            log.close()
 
 
 def test_configmap_crud(api_client):
@@ -206,3 +252,70 @@ def test_create_from_yaml_with_an_api_service(api_client, tmp_path):
     # The server's own group/versions are listed as Local APIServices.
     names = {a.metadata.name for a in reg.list_api_service().items}
     assert {"v1.", "v1.apps", "v2.autoscaling"} <= names
+
+
+def eventually(what, f, timeout=30):
+    deadline = time.time() + timeout
+    while True:
+        v = f()
+        if v:
+            return v
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def copy_in(member, name, ns="default"):
+    try:
+        return client.CoreV1Api(member).read_namespaced_config_map(name, ns)
+    except ApiException as e:
+        assert e.status == 404, e
+        return None
+
+
+def test_joined_members_cannot_be_told_from_the_object(api_client):
+    """With members joined (E2E_JOINED_MEMBERS), the typed client's own
+    object is untouched by the federation: update with what the create
+    returned, delete NotFound at once, copies gone afterwards; Foreground
+    deletion ends only once every copy is gone (issue 11, must-show 8)."""
+    members = api_client.ubernetes_members
+    if not members:
+        pytest.skip("no members joined: run with E2E_JOINED_MEMBERS=3 (scripts/test.sh does)")
+    core = client.CoreV1Api(api_client)
+    body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="py-fed"), data={"a": "1"})
+    created = core.create_namespaced_config_map("default", body)
+    for m in members:
+        eventually("the copy in every member", lambda m=m: copy_in(m, "py-fed"))
+    # The federation wrote nothing to the object: the returned one updates.
+    created.data["a"] = "2"
+    updated = core.replace_namespaced_config_map("py-fed", "default", created)
+    assert not (updated.metadata.finalizers or [])
+    assert not any(k.startswith("federation") for k in (updated.metadata.annotations or {}))
+    for m in members:
+        eventually("the update in every member",
+                   lambda m=m: (copy_in(m, "py-fed") or body).data == {"a": "2"})
+
+    core.delete_namespaced_config_map("py-fed", "default")
+    with pytest.raises(ApiException) as e:
+        core.read_namespaced_config_map("py-fed", "default")
+    assert e.value.status == 404
+    for m in members:
+        eventually("the copies to go", lambda m=m: copy_in(m, "py-fed") is None)
+
+    # Foreground: the object stays (deletionTimestamp) until every copy is gone.
+    core.create_namespaced_config_map(
+        "default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="py-fg")))
+    for m in members:
+        eventually("the copy in every member", lambda m=m: copy_in(m, "py-fg"))
+    core.delete_namespaced_config_map(
+        "py-fg", "default", body=client.V1DeleteOptions(propagation_policy="Foreground"))
+
+    def gone():
+        try:
+            core.read_namespaced_config_map("py-fg", "default")
+            return False
+        except ApiException as e:
+            assert e.status == 404, e
+            return True
+    eventually("the foreground delete to finish", gone)
+    assert all(copy_in(m, "py-fg") is None for m in members), \
+        "the object went before its member copies"
