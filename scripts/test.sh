@@ -44,7 +44,7 @@ echo "==> cargo test"
 if [ $# -gt 0 ]; then
   cargo test "$@" -- --test-threads=2
 else
-  cargo test --workspace -- --test-threads=2
+  cargo test --workspace --no-fail-fast -- --test-threads=2
 fi
 
 echo "==> Python client tests (e2e/python)"

@@ -93,32 +93,43 @@ fn init_logging(level: Option<&str>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Completes on the first SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(err) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %err, "cannot listen for SIGINT");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let term = async {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
+/// Completes on the first SIGTERM or SIGINT. The handlers are installed
+/// when this is called, not when the future is first polled: a signal that
+/// arrives once the address is printed (scripts kill right after reading
+/// it) must find them in place, or the default action kills the process.
+#[cfg(unix)]
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    async fn recv(s: std::io::Result<tokio::signal::unix::Signal>, name: &str) {
+        match s {
             Ok(mut s) => {
                 s.recv().await;
             }
             Err(err) => {
-                tracing::error!(error = %err, "cannot listen for SIGTERM");
+                tracing::error!(error = %err, "cannot listen for {name}");
                 std::future::pending::<()>().await;
             }
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("received SIGINT"),
-        () = term => tracing::info!("received SIGTERM"),
+    }
+    let int = signal(SignalKind::interrupt());
+    let term = signal(SignalKind::terminate());
+    async move {
+        tokio::select! {
+            () = recv(int, "SIGINT") => tracing::info!("received SIGINT"),
+            () = recv(term, "SIGTERM") => tracing::info!("received SIGTERM"),
+        }
+    }
+}
+
+/// Completes on Ctrl-C (no SIGTERM outside unix).
+#[cfg(not(unix))]
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    async {
+        if let Err(err) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %err, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+        tracing::info!("received Ctrl-C");
     }
 }
 
@@ -151,8 +162,9 @@ async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow:
     let stop = tokio_util::sync::CancellationToken::new();
     let shutdown = {
         let stop = stop.clone();
+        let signal = shutdown_signal();
         async move {
-            shutdown_signal().await;
+            signal.await;
             stop.cancel();
         }
     };
