@@ -256,6 +256,21 @@ pub fn propagation_state(host: &Server, id: &str, ns: Option<&str>, name: &str) 
     Ok(Value::Object(out))
 }
 
+/// Write `status` on `kind/name` in `member` through its status
+/// subresource (a merge patch), as the member's own controllers would.
+pub fn write_status(member: &Server, kind: &str, name: &str, status: Value) -> Result<()> {
+    member.kubectl_ok(&[
+        "patch",
+        kind,
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &json!({ "status": status }).to_string(),
+    ])?;
+    Ok(())
+}
+
 /// Create (or update) the Secret `federation-system/<name>` on `host` with
 /// `kubeconfig` under key `kubeconfig`.
 pub fn create_secret(host: &Server, name: &str, kubeconfig: &str) -> Result<()> {

@@ -253,6 +253,29 @@ impl Server {
         check(args, out)
     }
 
+    /// `kubectl get ARGS -o json`, parsed; `None` when the object (or its
+    /// kind) does not exist there.
+    pub fn kubectl_get(&self, args: &[&str]) -> Result<Option<serde_json::Value>> {
+        let mut full = vec!["get"];
+        full.extend_from_slice(args);
+        full.extend_from_slice(&["-o", "json"]);
+        let out = self.kubectl(&full)?;
+        if out.status.success() {
+            let text = String::from_utf8_lossy(&out.stdout);
+            return Ok(Some(
+                serde_json::from_str(&text).with_context(|| format!("not JSON: {text}"))?,
+            ));
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("NotFound")
+            || err.contains("not found")
+            || err.contains("doesn't have a resource type")
+        {
+            return Ok(None);
+        }
+        bail!("kubectl {} failed: {err}", full.join(" "))
+    }
+
     /// Run kubectl, require failure, return stderr.
     pub fn kubectl_err(&self, args: &[&str]) -> Result<String> {
         let out = self.kubectl(args)?;

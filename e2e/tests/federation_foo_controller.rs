@@ -77,21 +77,7 @@ impl Drop for Running {
 }
 
 fn get(server: &Server, args: &[&str]) -> Result<Option<Value>> {
-    let mut full = vec!["get"];
-    full.extend_from_slice(args);
-    full.extend_from_slice(&["-o", "json"]);
-    let out = server.kubectl(&full)?;
-    if out.status.success() {
-        return Ok(Some(serde_json::from_slice(&out.stdout)?));
-    }
-    let err = String::from_utf8_lossy(&out.stderr);
-    if err.contains("NotFound")
-        || err.contains("not found")
-        || err.contains("doesn't have a resource type")
-    {
-        return Ok(None);
-    }
-    bail!("kubectl {} failed: {err}", full.join(" "))
+    server.kubectl_get(args)
 }
 
 fn by_example(v: &Value) -> bool {

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use serde_json::Value;
 use ubernetes_e2e::federation::{Federation, condition, propagation_record, propagation_state};
 use ubernetes_e2e::{Server, eventually, ubernetes_bin};
@@ -27,20 +27,8 @@ fn json(s: &str) -> Result<Value> {
     serde_json::from_str(s).with_context(|| format!("not JSON: {s}"))
 }
 
-/// `kubectl get ... -o json` on `server`, or None when it is not there.
 fn get(server: &Server, args: &[&str]) -> Result<Option<Value>> {
-    let mut full = vec!["get"];
-    full.extend_from_slice(args);
-    full.extend_from_slice(&["-o", "json"]);
-    let out = server.kubectl(&full)?;
-    if out.status.success() {
-        return Ok(Some(json(&String::from_utf8_lossy(&out.stdout))?));
-    }
-    let err = String::from_utf8_lossy(&out.stderr);
-    if err.contains("NotFound") || err.contains("not found") {
-        return Ok(None);
-    }
-    bail!("kubectl {} failed: {err}", full.join(" "))
+    server.kubectl_get(args)
 }
 
 fn label<'a>(v: &'a Value, key: &str) -> Option<&'a str> {

@@ -19,29 +19,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
-use ubernetes_e2e::federation::Federation;
+use ubernetes_e2e::federation::{Federation, write_status};
 use ubernetes_e2e::{Server, eventually};
 
 const WAIT: Duration = Duration::from_secs(30);
 
 fn get(server: &Server, args: &[&str]) -> Result<Option<Value>> {
-    let mut full = vec!["get"];
-    full.extend_from_slice(args);
-    full.extend_from_slice(&["-o", "json"]);
-    let out = server.kubectl(&full)?;
-    if out.status.success() {
-        let text = String::from_utf8_lossy(&out.stdout);
-        return Ok(Some(
-            serde_json::from_str(&text).with_context(|| format!("not JSON: {text}"))?,
-        ));
-    }
-    let err = String::from_utf8_lossy(&out.stderr);
-    if err.contains("NotFound") || err.contains("not found") {
-        return Ok(None);
-    }
-    bail!("kubectl {} failed: {err}", full.join(" "))
+    server.kubectl_get(args)
 }
 
 fn replicas_of(server: &Server, kind: &str, name: &str) -> Result<Option<i64>> {
@@ -234,21 +220,6 @@ fn seed_demo_weights_move_replicas_for_replicasets_and_deployments() -> Result<(
     Ok(())
 }
 
-/// Write `status` on member copy `deployment/name` through the member's
-/// status subresource (the member's controllers would).
-fn write_status(member: &Server, name: &str, status: Value) -> Result<()> {
-    member.kubectl_ok(&[
-        "patch",
-        "deployment",
-        name,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        &json!({ "status": status }).to_string(),
-    ])?;
-    Ok(())
-}
-
 /// Status of a copy whose `ready` replicas are all up, having observed it.
 fn up(copy: &Value, ready: i64) -> Value {
     let spec = copy
@@ -296,7 +267,7 @@ fn even_split_min_max_and_rebalance() -> Result<()> {
     wait_replicas(&fed, "deployment", "web", &[3, 3, 3])?;
     for m in &fed.members {
         let copy = get(m, &["deployment", "web"])?.context("copy")?;
-        write_status(m, "web", up(&copy, 3))?;
+        write_status(m, "deployment", "web", up(&copy, 3))?;
     }
     // rebalance false: a new weight does not move running replicas.
     apply(Some(
@@ -326,7 +297,7 @@ fn even_split_min_max_and_rebalance() -> Result<()> {
     // ... and give them up once they are.
     let m2 = fed.member(2)?;
     let copy = get(m2, &["deployment", "web"])?.context("copy")?;
-    write_status(m2, "web", up(&copy, 5))?;
+    write_status(m2, "deployment", "web", up(&copy, 5))?;
     eventually(WAIT, || Ok((total()? == 9).then_some(())))
         .context("the others never scaled down")?;
     Ok(())
@@ -493,7 +464,7 @@ fn failover_moves_the_share_and_gives_it_back_without_a_dip() -> Result<()> {
     alive[1].store(false, Ordering::Relaxed);
     std::thread::sleep(Duration::from_millis(500));
     let copy = get(fed.member(1)?, &["deployment", "web"])?.context("b's copy")?;
-    write_status(fed.member(1)?, "web", up(&copy, 0))?;
+    write_status(fed.member(1)?, "deployment", "web", up(&copy, 0))?;
     fed.member_mut(1)?.kill9();
     fed.wait_condition("b", "Ready", "Unknown", None, WAIT)
         .or_else(|_| fed.wait_condition("b", "Ready", "False", None, WAIT))?;

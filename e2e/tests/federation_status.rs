@@ -17,29 +17,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
-use ubernetes_e2e::federation::Federation;
+use ubernetes_e2e::federation::{Federation, write_status};
 use ubernetes_e2e::{Server, eventually};
 
 const WAIT: Duration = Duration::from_secs(30);
 
 fn get(server: &Server, args: &[&str]) -> Result<Option<Value>> {
-    let mut full = vec!["get"];
-    full.extend_from_slice(args);
-    full.extend_from_slice(&["-o", "json"]);
-    let out = server.kubectl(&full)?;
-    if out.status.success() {
-        let text = String::from_utf8_lossy(&out.stdout);
-        return Ok(Some(
-            serde_json::from_str(&text).with_context(|| format!("not JSON: {text}"))?,
-        ));
-    }
-    let err = String::from_utf8_lossy(&out.stderr);
-    if err.contains("NotFound") || err.contains("not found") {
-        return Ok(None);
-    }
-    bail!("kubectl {} failed: {err}", full.join(" "))
+    server.kubectl_get(args)
 }
 
 const DEPLOYMENT: &str = r#"
@@ -62,19 +48,6 @@ spec:
   selector: {app: web}
   ports: [{port: 80, targetPort: 8080}]
 "#;
-
-fn patch_status(member: &Server, kind: &str, name: &str, status: Value) -> Result<()> {
-    member.kubectl_ok(&[
-        "patch",
-        kind,
-        name,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        &json!({ "status": status }).to_string(),
-    ])?;
-    Ok(())
-}
 
 /// A member Deployment status: `updated` of its replicas rolled out and
 /// available, its current generation observed.
@@ -148,13 +121,13 @@ fn member_statuses_sum_and_rollout_status_waits_for_every_cluster() -> Result<()
     );
 
     // a is done, b has 2 of its 5 updated: still waiting, and saying so.
-    patch_status(
+    write_status(
         fed.member(0)?,
         "deployment",
         "web",
         member_status(&copies[0], 5),
     )?;
-    patch_status(
+    write_status(
         fed.member(1)?,
         "deployment",
         "web",
@@ -195,7 +168,7 @@ fn member_statuses_sum_and_rollout_status_waits_for_every_cluster() -> Result<()
             .output()
     });
     std::thread::sleep(Duration::from_secs(2));
-    patch_status(
+    write_status(
         fed.member(1)?,
         "deployment",
         "web",
@@ -234,20 +207,20 @@ fn member_statuses_sum_and_rollout_status_waits_for_every_cluster() -> Result<()
                 d.pointer("/spec/template/spec/containers/0/image") == Some(&json!("nginx:1.28"))
             }))
         })?;
-        patch_status(fed.member(i)?, "deployment", "web", member_status(&copy, 5))?;
+        write_status(fed.member(i)?, "deployment", "web", member_status(&copy, 5))?;
     }
     let (done, out) = rollout_status(&fed.host, "20s")?;
     ensure!(done, "{out}\n{}", fed.host.log_tail());
 
     // Services: the union of the members' load-balancer addresses, and v1's
     // per-cluster annotation on the propagation record.
-    patch_status(
+    write_status(
         fed.member(0)?,
         "service",
         "web",
         json!({"loadBalancer": {"ingress": [{"ip": "10.0.0.1"}]}}),
     )?;
-    patch_status(
+    write_status(
         fed.member(1)?,
         "service",
         "web",

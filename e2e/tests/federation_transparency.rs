@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use serde_json::Value;
 use ubernetes_e2e::federation::{Federation, propagation_record, propagation_state};
 use ubernetes_e2e::{Server, eventually};
@@ -18,18 +18,7 @@ const WAIT: Duration = Duration::from_secs(30);
 const NS: &str = "shop";
 
 fn get(server: &Server, args: &[&str]) -> Result<Option<Value>> {
-    let mut full = vec!["get"];
-    full.extend_from_slice(args);
-    full.extend_from_slice(&["-o", "json"]);
-    let out = server.kubectl(&full)?;
-    if out.status.success() {
-        return Ok(Some(serde_json::from_slice(&out.stdout)?));
-    }
-    let err = String::from_utf8_lossy(&out.stderr);
-    if err.contains("NotFound") || err.contains("not found") {
-        return Ok(None);
-    }
-    bail!("kubectl {} failed: {err}", full.join(" "))
+    server.kubectl_get(args)
 }
 
 fn managed(v: &Value) -> bool {
