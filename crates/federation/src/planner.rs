@@ -125,7 +125,7 @@ pub fn preferences_of(kind: &str, obj: &Value) -> (ReplicaAllocationPreferences,
 /// Decode a preferences annotation as Go's `encoding/json` decoded it into
 /// v1's internal type (see the module docs).
 pub fn parse_preferences(text: &str) -> Result<ReplicaAllocationPreferences, String> {
-    serde_json::from_str::<GoPreferences>(text)
+    serde_json::from_str::<Go<ReplicaAllocationPreferences>>(text)
         .map(|p| p.0)
         .map_err(|e| format!("invalid replica preferences: {e}"))
 }
@@ -141,80 +141,82 @@ fn go_fold_eq(key: &str, field: &str) -> bool {
     key.chars().map(fold).eq(field.chars().map(fold))
 }
 
-struct GoPreferences(ReplicaAllocationPreferences);
+/// A struct as Go's `encoding/json` decodes into it: field names matched
+/// case-insensitively ([`go_fold_eq`]), unknown fields ignored, `null`
+/// giving the zero value, and a later duplicate key overriding (or, for
+/// maps, merging into) the earlier one. Each type says how one field decodes.
+trait GoStruct: Default {
+    /// Decode the value of `key` into `self` if `key` is one of its fields;
+    /// `false` when it is not (the value is then skipped).
+    fn field<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error>;
+}
 
-impl<'de> Deserialize<'de> for GoPreferences {
+/// Deserializes any [`GoStruct`].
+struct Go<T>(T);
+
+impl<'de, T: GoStruct> Deserialize<'de> for Go<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = GoPreferences;
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: GoStruct> Visitor<'de> for V<T> {
+            type Value = Go<T>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a JSON object")
             }
             // `null` decodes into the zero value, as in Go.
-            fn visit_unit<E: de::Error>(self) -> Result<GoPreferences, E> {
-                Ok(GoPreferences(ReplicaAllocationPreferences::default()))
+            fn visit_unit<E: de::Error>(self) -> Result<Go<T>, E> {
+                Ok(Go(T::default()))
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<GoPreferences, A::Error> {
-                let mut p = ReplicaAllocationPreferences::default();
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Go<T>, A::Error> {
+                let mut v = T::default();
                 while let Some(key) = map.next_key::<String>()? {
-                    if go_fold_eq(&key, "rebalance") {
-                        if let Some(b) = map.next_value::<Option<bool>>()? {
-                            p.rebalance = b;
-                        }
-                    } else if go_fold_eq(&key, "clusters") {
-                        match map.next_value::<Option<BTreeMap<String, GoCluster>>>()? {
-                            // Go sets a map to nil on null ...
-                            None => p.clusters.clear(),
-                            // ... and merges a second object into the first.
-                            Some(m) => p.clusters.extend(m.into_iter().map(|(k, v)| (k, v.0))),
-                        }
-                    } else {
+                    if !v.field(&key, &mut map)? {
                         map.next_value::<IgnoredAny>()?;
                     }
                 }
-                Ok(GoPreferences(p))
+                Ok(Go(v))
             }
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V(std::marker::PhantomData))
     }
 }
 
-struct GoCluster(ClusterPreferences);
-
-impl<'de> Deserialize<'de> for GoCluster {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = GoCluster;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON object")
+impl GoStruct for ReplicaAllocationPreferences {
+    fn field<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        if go_fold_eq(key, "rebalance") {
+            if let Some(b) = map.next_value::<Option<bool>>()? {
+                self.rebalance = b;
             }
-            fn visit_unit<E: de::Error>(self) -> Result<GoCluster, E> {
-                Ok(GoCluster(ClusterPreferences::default()))
+        } else if go_fold_eq(key, "clusters") {
+            match map.next_value::<Option<BTreeMap<String, Go<ClusterPreferences>>>>()? {
+                // Go sets a map to nil on null ...
+                None => self.clusters.clear(),
+                // ... and merges a second object into the first.
+                Some(m) => self.clusters.extend(m.into_iter().map(|(k, v)| (k, v.0))),
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<GoCluster, A::Error> {
-                let mut c = ClusterPreferences::default();
-                while let Some(key) = map.next_key::<String>()? {
-                    if go_fold_eq(&key, "minReplicas") {
-                        if let Some(n) = map.next_value::<Option<i64>>()? {
-                            c.min_replicas = n;
-                        }
-                    } else if go_fold_eq(&key, "maxReplicas") {
-                        // A pointer: null sets it back to nil.
-                        c.max_replicas = map.next_value::<Option<i64>>()?;
-                    } else if go_fold_eq(&key, "weight") {
-                        if let Some(n) = map.next_value::<Option<i64>>()? {
-                            c.weight = n;
-                        }
-                    } else {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-                Ok(GoCluster(c))
-            }
+        } else {
+            return Ok(false);
         }
-        d.deserialize_any(V)
+        Ok(true)
+    }
+}
+
+impl GoStruct for ClusterPreferences {
+    fn field<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        if go_fold_eq(key, "minReplicas") {
+            if let Some(n) = map.next_value::<Option<i64>>()? {
+                self.min_replicas = n;
+            }
+        } else if go_fold_eq(key, "maxReplicas") {
+            // A pointer: null sets it back to nil.
+            self.max_replicas = map.next_value::<Option<i64>>()?;
+        } else if go_fold_eq(key, "weight") {
+            if let Some(n) = map.next_value::<Option<i64>>()? {
+                self.weight = n;
+            }
+        } else {
+            return Ok(false);
+        }
+        Ok(true)
     }
 }
 
