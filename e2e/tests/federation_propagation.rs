@@ -675,8 +675,9 @@ spec:
         after.remove("ConfigMap/app/after");
         ensure!(
             &after == before,
-            "member writes after restart in {}:\nbefore {before:?}\nafter {after:?}",
-            m.url()
+            "member writes after restart in {}:\nbefore {before:?}\nafter {after:?}\nhost log:\n{}",
+            m.url(),
+            fed.host.log_tail()
         );
     }
     fed.host.stop();

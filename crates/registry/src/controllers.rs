@@ -338,8 +338,14 @@ impl GarbageCollector {
             .unwrap_or_default();
         let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
         let Some(store) = self.registry.by_kind(group, kind) else {
-            // An owner of a kind this server does not serve cannot exist here.
-            return Ok(false);
+            // Not served (yet): a custom resource whose CRD is still being
+            // set up (at start, the GC runs before the CRDs are served) or
+            // a reference to an invalid group/version. kube's GC cannot
+            // tell these apart either and retries (its restMappingError):
+            // an owner that cannot be looked up is never taken for gone.
+            return Err(ApiError::internal(format!(
+                "the owner {kind} {name} ({api_version}) is of a kind not served (yet); retrying"
+            )));
         };
         let ns = if store.info().namespaced {
             dependent.namespace.as_deref()

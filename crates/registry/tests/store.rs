@@ -444,6 +444,35 @@ async fn background_gc_deletes_dependents_of_a_deleted_owner() {
 }
 
 #[tokio::test]
+async fn an_owner_of_a_kind_not_served_yet_is_not_taken_for_gone() {
+    // At start the GC runs before the CRDs are served: a dependent of a
+    // custom resource must survive that (kube's GC retries restMappingError).
+    let env = env().await;
+    GarbageCollector::start(env.registry.clone());
+    let cms = env.store("", "v1", "configmaps");
+    let mut kept = cm("of-a-widget");
+    kept["metadata"]["ownerReferences"] = json!([{"apiVersion": "example.com/v1",
+        "kind": "Widget", "name": "w", "uid": "00000000-0000-0000-0000-000000000001"}]);
+    env.create(&cms, Some("default"), kept).await;
+    // Created after it: once this one (owner served, and absent) is
+    // collected, the GC has looked at the first one too.
+    let mut marker = cm("of-a-missing-configmap");
+    marker["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
+        "name": "gone", "uid": "00000000-0000-0000-0000-000000000002"}]);
+    env.create(&cms, Some("default"), marker).await;
+    eventually("the dependent of an absent ConfigMap collected", || async {
+        cms.get(Some("default"), "of-a-missing-configmap")
+            .await
+            .is_err()
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    cms.get_value(Some("default"), "of-a-widget")
+        .await
+        .expect("a dependent of an unserved kind stays");
+}
+
+#[tokio::test]
 async fn orphan_deletion_keeps_dependents_and_strips_the_reference() {
     let env = env().await;
     GarbageCollector::start(env.registry.clone());
