@@ -246,6 +246,11 @@ impl ApiError {
         )
     }
 
+    /// 503 `ServiceUnavailable` (kube's `NewServiceUnavailable`).
+    pub fn service_unavailable(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", message)
+    }
+
     /// 504.
     pub fn timeout(message: impl Into<String>) -> Self {
         Self::new(StatusCode::GATEWAY_TIMEOUT, "Timeout", message)

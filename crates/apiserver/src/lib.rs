@@ -12,6 +12,7 @@
 //! - `health`: `/version`, `/healthz`, `/livez`, `/readyz`.
 //! - `in_process`: the `kube::Client` over the router for embedded controllers.
 //! - `state` + `handlers`: the API itself (`api_router`).
+//! - `proxy`: the cluster proxy (`clusters/<name>/proxy/...` to a member).
 //!
 //! Start with `serve.rs` (how a request arrives), then `handlers/`.
 #![forbid(unsafe_code)]
@@ -27,6 +28,7 @@ pub mod in_process;
 pub mod openapi_routes;
 pub mod options;
 pub mod protobuf;
+pub mod proxy;
 pub mod reviews;
 pub mod serve;
 pub mod service_accounts;

@@ -84,6 +84,8 @@ pub struct RunningServer {
     pub kubeconfig: PathBuf,
     /// The health checks (e.g. to watch `/readyz` turn during shutdown).
     pub health: Arc<Health>,
+    /// The cluster proxy, to hand it the member clients.
+    pub cluster_proxy: Arc<crate::proxy::ClusterProxy>,
     /// The app with its full filter chain ([`build_router`]), for
     /// in-process clients.
     app: Router,
@@ -174,6 +176,7 @@ pub async fn start(
             registry.shutdown();
         });
     }
+    let cluster_proxy = state.cluster_proxy.clone();
     let app = build_router(
         api_router(state),
         health.clone(),
@@ -214,6 +217,7 @@ pub async fn start(
         data_dir,
         kubeconfig,
         health,
+        cluster_proxy,
         app,
         task,
     })
@@ -279,7 +283,9 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 async fn request_deadline(request: Request, next: Next) -> Response {
     let query = crate::handlers::negotiate::Query::parse(request.uri().query());
     let path = request.uri().path();
+    // kube's long-running requests: watches and the proxy subresource.
     let long_running = query.flag("watch")
+        || crate::proxy::is_proxy_path(path)
         || path.starts_with("/api/v1/watch/")
         || (path.starts_with("/apis/") && path.split('/').nth(4) == Some("watch"));
     if long_running {

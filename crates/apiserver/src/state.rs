@@ -36,6 +36,8 @@ pub struct AppState {
     pub authenticator: Arc<Authenticator>,
     /// Signs and checks service-account tokens.
     pub service_accounts: Arc<ServiceAccountJwt>,
+    /// The member clients the cluster proxy forwards with.
+    pub cluster_proxy: Arc<crate::proxy::ClusterProxy>,
 }
 
 impl AppState {
@@ -184,6 +186,7 @@ pub async fn build_state_on(
         authz: Arc::new(Authorization::new(mode, rbac)),
         authenticator,
         service_accounts,
+        cluster_proxy: Arc::default(),
     }))
 }
 
@@ -323,6 +326,7 @@ pub fn api_router(state: Arc<AppState>) -> Router {
     Router::new()
         .merge(crate::reviews::router())
         .merge(crate::service_accounts::router())
+        .merge(crate::proxy::router())
         .route("/api", get(api_root))
         .route("/api/v1", get(core_resources))
         .route("/api/v1/", get(core_resources))

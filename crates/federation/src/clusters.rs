@@ -283,6 +283,7 @@ struct ClusterState {
 struct Conn {
     key: ConnKey,
     client: kube::Client,
+    proxy_client: kube::Client,
     server: String,
     serial: u64,
 }
@@ -369,11 +370,12 @@ impl Context {
             self.options.member_request_timeout,
         )
         .await;
-        Ok(built.map(|(client, server)| {
+        Ok(built.map(|built| {
             let conn = Conn {
                 key,
-                client,
-                server,
+                client: built.client,
+                proxy_client: built.proxy_client,
+                server: built.server,
                 serial: self.serial.fetch_add(1, Ordering::Relaxed) + 1,
             };
             self.state.lock().entry(name).or_default().conn = Some(conn.clone());
@@ -389,6 +391,17 @@ impl Context {
     }
 }
 
+/// The clients [`member_client`] builds for one member.
+pub(crate) struct MemberClients {
+    /// The controllers' client.
+    pub client: kube::Client,
+    /// The same configuration without kube's retry of 429/503/504, for the
+    /// cluster proxy, which hands the member's answers back as they are.
+    pub proxy_client: kube::Client,
+    /// The server URL both talk to (no trailing slash).
+    pub server: String,
+}
+
 /// Build a client to the member from the kubeconfig in `secret`, talking
 /// to `server` if given. Errors are messages for the Cluster's condition.
 pub(crate) async fn member_client(
@@ -396,7 +409,7 @@ pub(crate) async fn member_client(
     secret_name: &str,
     server: Option<&str>,
     timeout: Duration,
-) -> Result<(kube::Client, String), String> {
+) -> Result<MemberClients, String> {
     let what = format!("Secret {FEDERATION_NAMESPACE}/{secret_name}");
     let text = secret
         .data
@@ -431,9 +444,17 @@ pub(crate) async fn member_client(
     config.connect_timeout = Some(timeout);
     config.write_timeout = Some(timeout);
     let url = config.cluster_url.to_string();
+    let mut proxy_config = config.clone();
+    proxy_config.default_retry = false;
     let client = kube::Client::try_from(config)
         .map_err(|e| format!("{what}: cannot build a client for {url}: {e}"))?;
-    Ok((client, url.trim_end_matches('/').to_string()))
+    let proxy_client = kube::Client::try_from(proxy_config)
+        .map_err(|e| format!("{what}: cannot build a client for {url}: {e}"))?;
+    Ok(MemberClients {
+        client,
+        proxy_client,
+        server: url.trim_end_matches('/').to_string(),
+    })
 }
 
 /// The server address to use from `serverAddressByClientCIDRs`: the entry
@@ -882,6 +903,7 @@ fn publish_member(cluster: &Cluster, ctx: &Context, conn: &Conn, ready: bool) {
         name,
         uid,
         client: conn.client.clone(),
+        proxy_client: conn.proxy_client.clone(),
         server: conn.server.clone(),
         labels,
         ready,
@@ -1261,23 +1283,25 @@ current-context: m
 
     #[tokio::test]
     async fn a_kubeconfig_secret_builds_a_client_for_the_picked_server() {
-        let (_, url) = member_client(
+        let url = member_client(
             &secret("kubeconfig", KUBECONFIG),
             "m1",
             Some("https://127.0.0.1:2"),
             Duration::from_secs(1),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .server;
         assert_eq!(url, "https://127.0.0.1:2");
-        let (_, url) = member_client(
+        let url = member_client(
             &secret("kubeconfig", KUBECONFIG),
             "m1",
             None,
             Duration::from_secs(1),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .server;
         assert_eq!(url, "https://127.0.0.1:1");
     }
 

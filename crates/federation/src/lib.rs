@@ -87,7 +87,17 @@ pub struct Context {
 impl Context {
     /// A context over `client` with an empty member set and no scheduler.
     pub fn new(client: kube::Client, options: FederationOptions, stop: &CancellationToken) -> Self {
-        let members = members::Members::new();
+        Self::with_members(client, options, members::Members::new(), stop)
+    }
+
+    /// A context over `client` whose Cluster controller fills `members`
+    /// (shared with the server's cluster proxy), with no scheduler.
+    pub fn with_members(
+        client: kube::Client,
+        options: FederationOptions,
+        members: Arc<members::Members>,
+        stop: &CancellationToken,
+    ) -> Self {
         Self {
             recorder: events::Recorder::new(client.clone()),
             informers: informer::Informers::new(members.clone(), stop.clone()),
@@ -107,7 +117,18 @@ pub async fn run(
     options: FederationOptions,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
-    let mut ctx = Context::new(client, options, &stop);
+    run_with_members(client, options, members::Members::new(), stop).await
+}
+
+/// [`run`] filling `members`, a set the caller shares (`ubernetes serve`
+/// hands it to the API server's cluster proxy).
+pub async fn run_with_members(
+    client: kube::Client,
+    options: FederationOptions,
+    members: Arc<members::Members>,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
+    let mut ctx = Context::with_members(client, options, members, &stop);
     ctx.scheduler = Some(scheduling::Scheduler::start(
         ctx.fed.clone(),
         ctx.recorder.clone(),

@@ -23,6 +23,10 @@ pub struct Member {
     /// The client to the member's API (credentials from the Secret the
     /// Cluster names; server from `serverAddressByClientCIDRs`).
     pub client: kube::Client,
+    /// The same credentials and server without kube's retry of 429, 503
+    /// and 504: the cluster proxy (`clusters/<name>/proxy`) forwards with
+    /// it, so the member's answers come back as they are.
+    pub proxy_client: kube::Client,
     /// The server URL the client talks to.
     pub server: String,
     /// The Cluster object's labels (placement selects on them).
@@ -193,8 +197,8 @@ async fn follow_clusters(
             server.clone(),
         );
         let current = members.get(&name);
-        let (client, url) = match (&current, built.get(&name) == Some(&key)) {
-            (Some(m), true) => (m.client.clone(), m.server.clone()),
+        let (client, proxy_client, url) = match (&current, built.get(&name) == Some(&key)) {
+            (Some(m), true) => (m.client.clone(), m.proxy_client.clone(), m.server.clone()),
             _ => match crate::clusters::member_client(
                 &secret,
                 &secret_name,
@@ -203,7 +207,7 @@ async fn follow_clusters(
             )
             .await
             {
-                Ok(c) => c,
+                Ok(c) => (c.client, c.proxy_client, c.server),
                 Err(e) => {
                     tracing::warn!(cluster = %name, error = %e, "cannot reach the member");
                     members.remove(&name);
@@ -224,6 +228,7 @@ async fn follow_clusters(
             name,
             uid,
             client,
+            proxy_client,
             server: url,
             labels,
             ready,

@@ -176,9 +176,22 @@ async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow:
             &[],
         ));
         let stop = stop.clone();
+        // The member set the Cluster controller fills; the cluster proxy
+        // forwards with its clients.
+        let members = ubernetes_federation::members::Members::new();
+        {
+            let members = members.clone();
+            server
+                .cluster_proxy
+                .set_member_clients(std::sync::Arc::new(move |name: &str| {
+                    members.get(name).map(|m| m.proxy_client.clone())
+                }));
+        }
         tracing::info!("starting the federation controllers");
         Some(tokio::spawn(async move {
-            if let Err(err) = ubernetes_federation::run(client, federation, stop).await {
+            if let Err(err) =
+                ubernetes_federation::run_with_members(client, federation, members, stop).await
+            {
                 tracing::error!(
                     "the federation controllers stopped: {err:#}; the API server keeps serving"
                 );

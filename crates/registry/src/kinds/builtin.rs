@@ -36,7 +36,7 @@ fn sub_verbs() -> Vec<String> {
 
 /// Discovery facts of a resource of type `T`: group, version, kind, plural,
 /// scope and OpenAPI definition come from the type; the rest is given.
-/// `subresources` lists `status`, `scale`, `finalize` by name.
+/// `subresources` lists `status`, `scale`, `finalize`, `proxy` by name.
 pub fn info<T>(
     singular: &str,
     short: &[&str],
@@ -64,6 +64,17 @@ where
                 group: "authentication.k8s.io".into(),
                 version: "v1".into(),
                 verbs: vec!["create".into()],
+            },
+            // A proxy to what the object stands for (kube's `nodes/proxy`,
+            // kind `NodeProxyOptions`; here `clusters/proxy`).
+            "proxy" => SubresourceInfo {
+                name: "proxy".into(),
+                kind: format!("{}ProxyOptions", T::KIND),
+                group: T::GROUP.into(),
+                version: T::VERSION.into(),
+                verbs: ["create", "delete", "get", "patch", "update"]
+                    .map(String::from)
+                    .to_vec(),
             },
             "finalize" => SubresourceInfo {
                 name: "finalize".into(),

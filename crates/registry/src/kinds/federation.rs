@@ -18,7 +18,13 @@ use crate::strategy::Strategy;
 pub fn strategies() -> Vec<Arc<dyn Strategy>> {
     vec![
         Arc::new(
-            Builtin::<Cluster>::new(info::<Cluster>("cluster", &[], &[], &["status"]))
+            Builtin::<Cluster>::new(info::<Cluster>(
+                "cluster",
+                &[],
+                &[],
+                // `proxy`: served by the API server's cluster proxy.
+                &["status", "proxy"],
+            ))
                 .generation()
                 .validate(validate_cluster),
         ),
