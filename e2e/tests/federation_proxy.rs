@@ -5,7 +5,9 @@
 //!
 //! - a read through `clusters/east/proxy/...` is the member's answer (a
 //!   namespace that exists only in `east`; the query string passes);
-//! - a POST through the proxy creates in the member;
+//! - a POST through the proxy creates in the member, which sees the
+//!   federation's credentials for it (east joined with `ubernetes join`:
+//!   its service account), not the caller's;
 //! - a member error comes back unchanged (its 404 Status, byte for byte);
 //! - a watch through the proxy delivers an event created after it started,
 //!   while the stream stays open;
@@ -45,7 +47,8 @@ fn names(list: &Value) -> Vec<String> {
 }
 
 /// `(status, content type, body)` of a request sent with `server`'s admin
-/// credentials.
+/// credentials (without kube's retries of 429/503/504: the answer is the
+/// first one).
 fn raw(
     server: &Server,
     method: &str,
@@ -57,7 +60,14 @@ fn raw(
         .enable_all()
         .build()?;
     rt.block_on(async {
-        let client = server.client().await?;
+        let kubeconfig = kube::config::Kubeconfig::read_from(server.kubeconfig())?;
+        let mut config = kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await?;
+        config.default_retry = false;
+        let client = kube::Client::try_from(config)?;
         let mut req = http::Request::builder().method(method).uri(path);
         for (k, v) in headers {
             req = req.header(*k, *v);
@@ -134,7 +144,30 @@ impl Drop for Streaming {
 #[test]
 fn the_cluster_proxy_forwards_to_the_member_with_the_federations_credentials() -> Result<()> {
     let mut fed = Federation::start(2, &[])?;
-    fed.join(0, "east", &[])?;
+    // East with `ubernetes join` (a service account of its own in the
+    // member), west declaratively with the member's admin kubeconfig.
+    let member_kc = fed.member(0)?.kubeconfig().to_string_lossy().into_owned();
+    let host_kc = fed.host.kubeconfig().to_string_lossy().into_owned();
+    let out = std::process::Command::new(ubernetes_e2e::ubernetes_bin())
+        .args([
+            "join",
+            "east",
+            "--cluster-context",
+            "federation",
+            "--kubeconfig",
+        ])
+        .arg(&member_kc)
+        .arg("--federation-kubeconfig")
+        .arg(&host_kc)
+        .env_remove("KUBECONFIG")
+        .output()
+        .context("running ubernetes join (cargo build -p ubernetes)")?;
+    if !out.status.success() {
+        bail!(
+            "ubernetes join east: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     fed.join(1, "west", &[])?;
     fed.wait_ready("east")?;
     fed.wait_ready("west")?;
@@ -158,10 +191,7 @@ fn the_cluster_proxy_forwards_to_the_member_with_the_federations_credentials() -
     // A read is the member's: the namespace only east has.
     let list = json(&host.kubectl_ok(&["get", "--raw", &format!("{EAST}/api/v1/namespaces")])?)?;
     assert_eq!(list["kind"], "NamespaceList");
-    assert!(
-        names(&list).contains(&"only-in-east".to_string()),
-        "{list}"
-    );
+    assert!(names(&list).contains(&"only-in-east".to_string()), "{list}");
     let list = json(&host.kubectl_ok(&["get", "--raw", &format!("{WEST}/api/v1/namespaces")])?)?;
     assert!(
         !names(&list).contains(&"only-in-east".to_string()),
@@ -205,6 +235,26 @@ fn the_cluster_proxy_forwards_to_the_member_with_the_federations_credentials() -
     assert_eq!(in_member["data"]["k"], "v");
     assert_eq!(in_member["metadata"]["uid"], created["metadata"]["uid"]);
 
+    // The member sees the federation's credentials for it (the account
+    // `ubernetes join` made), not the caller.
+    let ssr = dir.path().join("ssr.json");
+    std::fs::write(
+        &ssr,
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}).to_string(),
+    )?;
+    let review = json(&host.kubectl_ok(&[
+        "create",
+        "--raw",
+        &format!("{EAST}/apis/authentication.k8s.io/v1/selfsubjectreviews"),
+        "-f",
+        &ssr.to_string_lossy(),
+    ])?)?;
+    assert_eq!(
+        review["status"]["userInfo"]["username"],
+        "system:serviceaccount:federation-system:ubernetes-east",
+        "{review}"
+    );
+
     // A member error comes back unchanged: its 404 Status, byte for byte.
     let missing = "/api/v1/namespaces/only-in-east/configmaps/nope";
     let direct = raw(east, "GET", missing, &[], "")?;
@@ -237,11 +287,19 @@ fn the_cluster_proxy_forwards_to_the_member_with_the_federations_credentials() -
     let later = watch.event_for("after-watch", Duration::from_secs(15))?;
     assert_eq!(later["type"], "ADDED");
     assert_eq!(later["object"]["data"]["x"], "y");
-    assert!(watch.still_running(), "the watch ended instead of streaming");
+    assert!(
+        watch.still_running(),
+        "the watch ended instead of streaming"
+    );
     drop(watch);
 
     // Authorization: kube's 403 without `clusters/proxy` ...
-    let err = host.kubectl_err(&["get", "--raw", &format!("{EAST}/api/v1/namespaces"), "--as=bob"])?;
+    let err = host.kubectl_err(&[
+        "get",
+        "--raw",
+        &format!("{EAST}/api/v1/namespaces"),
+        "--as=bob",
+    ])?;
     assert!(
         err.contains(
             r#"clusters.federation "east" is forbidden: User "bob" cannot get resource "clusters/proxy" in API group "federation" at the cluster scope"#
@@ -265,15 +323,28 @@ fn the_cluster_proxy_forwards_to_the_member_with_the_federations_credentials() -
         .to_string(),
     )?;
     let list = ubernetes_e2e::eventually(Duration::from_secs(10), || {
-        let out = host.kubectl(&["get", "--raw", &format!("{EAST}/api/v1/namespaces"), "--as=bob"])?;
+        let out = host.kubectl(&[
+            "get",
+            "--raw",
+            &format!("{EAST}/api/v1/namespaces"),
+            "--as=bob",
+        ])?;
         Ok(out
             .status
             .success()
             .then(|| String::from_utf8_lossy(&out.stdout).into_owned()))
     })?;
     assert!(names(&json(&list)?).contains(&"only-in-east".to_string()));
-    let err = host.kubectl_err(&["get", "--raw", &format!("{WEST}/api/v1/namespaces"), "--as=bob"])?;
-    assert!(err.contains(r#"clusters.federation "west" is forbidden"#), "{err}");
+    let err = host.kubectl_err(&[
+        "get",
+        "--raw",
+        &format!("{WEST}/api/v1/namespaces"),
+        "--as=bob",
+    ])?;
+    assert!(
+        err.contains(r#"clusters.federation "west" is forbidden"#),
+        "{err}"
+    );
     let err = host.kubectl_err(&[
         "create",
         "--raw",
@@ -283,7 +354,9 @@ fn the_cluster_proxy_forwards_to_the_member_with_the_federations_credentials() -
         "--as=bob",
     ])?;
     assert!(
-        err.contains(r#"User "bob" cannot create resource "clusters/proxy" in API group "federation""#),
+        err.contains(
+            r#"User "bob" cannot create resource "clusters/proxy" in API group "federation""#
+        ),
         "{err}"
     );
 
@@ -323,6 +396,10 @@ fn the_cluster_proxy_forwards_to_the_member_with_the_federations_credentials() -
         "{message}"
     );
     // East still answers.
-    host.kubectl_ok(&["get", "--raw", &format!("{EAST}/api/v1/namespaces/only-in-east")])?;
+    host.kubectl_ok(&[
+        "get",
+        "--raw",
+        &format!("{EAST}/api/v1/namespaces/only-in-east"),
+    ])?;
     Ok(())
 }
