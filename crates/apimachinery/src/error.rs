@@ -248,7 +248,11 @@ impl ApiError {
 
     /// 503 `ServiceUnavailable` (kube's `NewServiceUnavailable`).
     pub fn service_unavailable(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", message)
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            message,
+        )
     }
 
     /// 504.

@@ -88,7 +88,10 @@ impl ClusterProxy {
 pub fn router() -> Router<Arc<AppState>> {
     Router::new()
         .route("/apis/federation/v1beta1/clusters/{name}/proxy", any(proxy))
-        .route("/apis/federation/v1beta1/clusters/{name}/proxy/", any(proxy))
+        .route(
+            "/apis/federation/v1beta1/clusters/{name}/proxy/",
+            any(proxy),
+        )
         .route(
             "/apis/federation/v1beta1/clusters/{name}/proxy/{*path}",
             any(proxy),
@@ -303,6 +306,9 @@ mod tests {
         )));
         assert!(is_upgrade(&req(&[("upgrade", "websocket")], Method::GET)));
         assert!(is_upgrade(&req(&[], Method::CONNECT)));
-        assert!(!is_upgrade(&req(&[("connection", "keep-alive")], Method::GET)));
+        assert!(!is_upgrade(&req(
+            &[("connection", "keep-alive")],
+            Method::GET
+        )));
     }
 }

@@ -25,8 +25,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 // `proxy`: served by the API server's cluster proxy.
                 &["status", "proxy"],
             ))
-                .generation()
-                .validate(validate_cluster),
+            .generation()
+            .validate(validate_cluster),
         ),
         Arc::new(
             Builtin::<PropagationRecord>::new(info::<PropagationRecord>(
