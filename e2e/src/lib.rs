@@ -20,6 +20,7 @@ use anyhow::{Context, Result, bail};
 
 pub mod fault_proxy;
 pub mod federation;
+pub mod real_kube;
 
 /// Path of the `ubernetes` binary built next to this test executable
 /// (`target/<profile>/ubernetes`); `scripts/test.sh` builds it first.

@@ -16,6 +16,9 @@
 //! - an unknown cluster is 404 for `clusters.federation`; an Upgrade
 //!   request is a 400; a killed member is 503 naming the cluster;
 //! - discovery lists `clusters/proxy` with kube's `nodes/proxy` verbs.
+//!
+//! And, when `../shared/kube` is there, a read, a 404 and a watch through
+//! the proxy to a real kube-apiserver member.
 
 use std::io::{BufRead as _, BufReader};
 use std::process::Stdio;
@@ -401,5 +404,90 @@ fn the_cluster_proxy_forwards_to_the_member_with_the_federations_credentials() -
         "--raw",
         &format!("{EAST}/api/v1/namespaces/only-in-east"),
     ])?;
+    Ok(())
+}
+
+/// Through the proxy to a real kube-apiserver member (`../shared/kube`),
+/// joined declaratively with its admin kubeconfig: a read, kube's own 404
+/// Status unchanged, and a watch event. Skipped without kube.sh.
+#[test]
+fn the_cluster_proxy_reaches_a_real_kube_apiserver() -> Result<()> {
+    use ubernetes_e2e::real_kube::{KubeCluster, kube_sh};
+    let Some(script) = kube_sh() else {
+        eprintln!(
+            "SKIPPED: shared/kube/kube.sh not found beside the checkout (nor $UBERNETES_KUBE_SH): \
+             no real kube-apiserver to proxy to"
+        );
+        return Ok(());
+    };
+    let name = format!("px{}", std::process::id());
+    let kube = KubeCluster::up(&script, &name, false)?;
+    let fed = Federation::start(0, &[])?;
+    let host = &fed.host;
+    let kubectl_real = |args: &[&str]| -> Result<String> {
+        let out = std::process::Command::new(ubernetes_e2e::kubectl_bin())
+            .arg("--kubeconfig")
+            .arg(&kube.kubeconfig)
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .output()?;
+        if !out.status.success() {
+            bail!(
+                "kubectl {} against the real member: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let server = kubectl_real(&[
+        "config",
+        "view",
+        "--minify",
+        "-o",
+        "jsonpath={.clusters[0].cluster.server}",
+    ])?;
+    fed.create_secret("real", &std::fs::read_to_string(&kube.kubeconfig)?)?;
+    fed.create_cluster("real", server.trim(), "real", &[])?;
+    fed.wait_ready("real")?;
+    kubectl_real(&["create", "namespace", "only-in-real"])?;
+
+    let real = "/apis/federation/v1beta1/clusters/real/proxy";
+    let ns = json(&host.kubectl_ok(&[
+        "get",
+        "--raw",
+        &format!("{real}/api/v1/namespaces/only-in-real"),
+    ])?)?;
+    assert_eq!(ns["metadata"]["name"], "only-in-real");
+    let err = host.kubectl_err(&[
+        "get",
+        "--raw",
+        &format!("{real}/api/v1/namespaces/only-in-real/configmaps/nope"),
+    ])?;
+    assert!(
+        err.contains(r#"Error from server (NotFound): configmaps "nope" not found"#),
+        "{err}"
+    );
+    kubectl_real(&["create", "configmap", "before-watch", "-n", "only-in-real"])?;
+    let mut watch = Streaming::start(
+        host,
+        &format!("{real}/api/v1/namespaces/only-in-real/configmaps?watch=true"),
+    )?;
+    // The stream is open once the existing object arrives.
+    watch.event_for("before-watch", Duration::from_secs(15))?;
+    kubectl_real(&[
+        "create",
+        "configmap",
+        "after-watch",
+        "-n",
+        "only-in-real",
+        "--from-literal=x=y",
+    ])?;
+    let event = watch.event_for("after-watch", Duration::from_secs(15))?;
+    assert_eq!(event["type"], "ADDED");
+    assert!(
+        watch.still_running(),
+        "the watch ended instead of streaming"
+    );
     Ok(())
 }

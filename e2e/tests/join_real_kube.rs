@@ -8,68 +8,13 @@
 //! Skipped, with a message saying why, when `shared/kube/kube.sh` is not
 //! beside the checkout (or at `$UBERNETES_KUBE_SH`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use ubernetes_e2e::real_kube::{KubeCluster, kube_sh};
 use ubernetes_e2e::{Server, eventually, kubectl_bin, ubernetes_bin};
-
-/// `shared/kube/kube.sh` in the checkout's parent directories, or
-/// `$UBERNETES_KUBE_SH`.
-fn kube_sh() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("UBERNETES_KUBE_SH") {
-        return Some(PathBuf::from(p)).filter(|p| p.exists());
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .skip(1)
-        .map(|d| d.join("shared/kube/kube.sh"))
-        .find(|p| p.exists())
-}
-
-/// A real cluster from kube.sh, taken down on drop.
-struct KubeCluster {
-    script: PathBuf,
-    name: String,
-    state: tempfile::TempDir,
-    kubeconfig: PathBuf,
-}
-
-impl KubeCluster {
-    fn up(script: &Path, name: &str) -> Result<Self> {
-        let state = tempfile::Builder::new()
-            .prefix("ubernetes-kube-")
-            .tempdir()?;
-        let out = Command::new(script)
-            .args(["up", name, "--kcm"])
-            .env("KUBE_STATE", state.path())
-            .output()
-            .context("running kube.sh up")?;
-        let cluster = Self {
-            script: script.to_path_buf(),
-            name: name.to_string(),
-            kubeconfig: PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()),
-            state,
-        };
-        if !out.status.success() {
-            bail!(
-                "kube.sh up {name} failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        Ok(cluster)
-    }
-}
-
-impl Drop for KubeCluster {
-    fn drop(&mut self) {
-        let _ = Command::new(&self.script)
-            .args(["down", &self.name])
-            .env("KUBE_STATE", self.state.path())
-            .output();
-    }
-}
 
 fn ubernetes_ok(args: &[&str]) -> Result<String> {
     let out = Command::new(ubernetes_bin())
@@ -117,7 +62,7 @@ fn join_and_unjoin_a_real_kube_apiserver_member() -> Result<()> {
         return Ok(());
     };
     let name = format!("tok{}", std::process::id());
-    let kube = KubeCluster::up(&script, &name)?;
+    let kube = KubeCluster::up(&script, &name, true)?;
     let host = Server::start()?;
     let dir = tempfile::tempdir()?;
     let member_kc = kube.kubeconfig.to_string_lossy().into_owned();

@@ -1,0 +1,74 @@
+//! A real Kubernetes control plane as a member cluster, from
+//! `../shared/kube/kube.sh` (upstream kube-apiserver and etcd; see its
+//! README): [`kube_sh`] finds the script, [`KubeCluster::up`] starts a
+//! cluster on loopback and takes it down on drop. Tests that need one skip,
+//! saying why, when the script is absent.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+/// `shared/kube/kube.sh` in the checkout's parent directories, or
+/// `$UBERNETES_KUBE_SH`.
+pub fn kube_sh() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("UBERNETES_KUBE_SH") {
+        return Some(PathBuf::from(p)).filter(|p| p.exists());
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .skip(1)
+        .map(|d| d.join("shared/kube/kube.sh"))
+        .find(|p| p.exists())
+}
+
+/// A real cluster from kube.sh, taken down on drop.
+pub struct KubeCluster {
+    script: PathBuf,
+    /// The cluster's name, also its kubeconfig context.
+    pub name: String,
+    state: tempfile::TempDir,
+    /// Its admin kubeconfig (`system:masters`).
+    pub kubeconfig: PathBuf,
+}
+
+impl KubeCluster {
+    /// `kube.sh up NAME [--kcm]`: etcd and kube-apiserver, with `kcm` the
+    /// controller manager too.
+    pub fn up(script: &Path, name: &str, kcm: bool) -> Result<Self> {
+        let state = tempfile::Builder::new()
+            .prefix("ubernetes-kube-")
+            .tempdir()?;
+        let mut cmd = Command::new(script);
+        cmd.args(["up", name]);
+        if kcm {
+            cmd.arg("--kcm");
+        }
+        let out = cmd
+            .env("KUBE_STATE", state.path())
+            .output()
+            .context("running kube.sh up")?;
+        let cluster = Self {
+            script: script.to_path_buf(),
+            name: name.to_string(),
+            kubeconfig: PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()),
+            state,
+        };
+        if !out.status.success() {
+            bail!(
+                "kube.sh up {name} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(cluster)
+    }
+}
+
+impl Drop for KubeCluster {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.script)
+            .args(["down", &self.name])
+            .env("KUBE_STATE", self.state.path())
+            .output();
+    }
+}
