@@ -1,5 +1,6 @@
 //! The cluster proxy (SPEC §3.10) between real processes: a host and two
-//! members (`east`, `west`) joined declaratively, driven with the real
+//! members (`east` joined with `ubernetes join`, `west` declaratively with
+//! the member's admin kubeconfig), driven with the real
 //! kubectl (`get --raw`, `create --raw`) and, where the exact status code
 //! and bytes matter, hand-built requests with the admin's `kube::Client`.
 //!
