@@ -56,7 +56,7 @@ if [ $# -eq 0 ]; then
   # servers joined and Ready (E2E_JOINED_MEMBERS, see e2e/src/lib.rs and the
   # Python fixture, which joins with `ubernetes join`).
   echo "==> the kubectl and Python client tests again, with three members joined"
-  E2E_JOINED_MEMBERS=3 cargo test -p ubernetes-e2e \
+  E2E_JOINED_MEMBERS=3 cargo test -p ubernetes-e2e --no-fail-fast \
     --test kubectl_kinds --test kubectl_lifecycle --test kubectl_output \
     --test kubectl_select --test kubectl_server_side_apply --test kubectl_write \
     -- --test-threads=2

@@ -260,15 +260,16 @@ fn table_headers_and_rows_are_kube_apiservers() -> Result<()> {
         "{ing}"
     );
 
-    // Only our event (any other would be filtered out by the involvedObject
-    // field selectors, which kube-apiserver supports on core events).
+    // Only our event, by the involvedObject and reason field selectors,
+    // which kube-apiserver supports on core events (with members joined,
+    // the federation reports its own events on cm1, as controllers do).
     let ev = server.kubectl_ok(&[
         "get",
         "events",
         "-n",
         "out",
         "--field-selector",
-        "involvedObject.kind=ConfigMap,involvedObject.name=cm1",
+        "involvedObject.kind=ConfigMap,involvedObject.name=cm1,reason=Testing",
     ])?;
     assert_eq!(header(&ev), "LAST SEEN TYPE REASON OBJECT MESSAGE", "{ev}");
     let row = only_row(&ev);

@@ -352,7 +352,15 @@ spec:
 #[test]
 fn status_and_main_resource_writes_are_isolated() -> Result<()> {
     let server = Server::start()?;
-    server.kubectl_stdin_ok(&["apply", "-f", "-"], TWO_CONTAINERS)?;
+    // The test writes the status as a deployment controller would. With
+    // members joined (E2E_JOINED_MEMBERS) the federation is that controller
+    // for federated Deployments, so this one is kept to the federation.
+    let own = TWO_CONTAINERS.replace(
+        "  labels:\n    app: two\nspec:",
+        "  labels:\n    app: two\n  annotations:\n    federation.kubernetes.io/federation-control-plane: \"true\"\nspec:",
+    );
+    assert_ne!(own, TWO_CONTAINERS);
+    server.kubectl_stdin_ok(&["apply", "-f", "-"], &own)?;
 
     // A status patch changes status only; its spec part is ignored.
     server.kubectl_ok(&[

@@ -46,6 +46,7 @@ use ubernetes_api::PropagationRecord;
 use crate::Context;
 use crate::informer::{FederatedInformer, InformerEvent, ObjectKey};
 use crate::kinds::{self, FederatedKind};
+use crate::member_object;
 use crate::placement;
 use crate::status_aggregate::{self, MemberView, SERVICE_INGRESSES_ANNOTATION};
 use crate::version::{self, ClusterRecord, SyncState};
@@ -317,6 +318,11 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<StatusController>) -> Resul
         return Ok(Action::await_change());
     }
     let fed = kinds::to_value(&obj, &ctx.kind)?;
+    if !member_object::is_propagated(&ctx.kind.resource.plural, &fed) {
+        // Kept to the federation (say, annotated federation-control-plane):
+        // no member copy, so no status of the federation's to write.
+        return Ok(Action::await_change());
+    }
     let name = obj.name_any();
     let ns = obj.namespace();
     let key = ObjectKey::new(ns.as_deref(), &name);

@@ -359,6 +359,49 @@ impl GarbageCollector {
         }
     }
 
+    /// Whether one of `obj`'s dependents is itself deleting dependents of
+    /// its own (deletionTimestamp and the `foregroundDeletion` finalizer):
+    /// kube's sign of a possible ownership circle.
+    async fn has_waiting_dependent(&self, obj: &Value) -> Result<bool, ApiError> {
+        let Some(my_uid) = uid(obj) else {
+            return Ok(false);
+        };
+        let dependents: Vec<ObjRef> = self
+            .index
+            .lock()
+            .dependents
+            .get(&my_uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
+        for d in &dependents {
+            let Some(dstore) = d.store(&self.registry) else {
+                continue;
+            };
+            match dstore.get_value(d.namespace.as_deref(), &d.name).await {
+                Ok(o) => {
+                    // Waiting, and for dependents of its own: one without
+                    // any (a leaf whose foregroundDeletion finalizer is
+                    // about to be dropped) cannot be part of a circle.
+                    if o.pointer("/metadata/deletionTimestamp").is_some()
+                        && finalizers(&o).iter().any(|f| f == "foregroundDeletion")
+                        && uid(&o).is_some_and(|u| {
+                            self.index
+                                .lock()
+                                .dependents
+                                .get(&u)
+                                .is_some_and(|s| !s.is_empty())
+                        })
+                    {
+                        return Ok(true);
+                    }
+                }
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(false)
+    }
+
     async fn process(&self, work: &GcWork) -> Result<(), ApiError> {
         match work {
             GcWork::Dependent(r) => self.process_dependent(r).await,
@@ -493,9 +536,12 @@ impl GarbageCollector {
             // kube's foreground deletion: every dependent is deleted, and the
             // owner waits for those whose reference to it blocks
             // (`blockOwnerDeletion`). A dependent itself waiting for its own
-            // dependents may be waiting, through a cycle, for this owner: its
-            // reference is made non-blocking first (kube's
-            // unblockOwnerReferences), so a circle of owners drains.
+            // dependents, one of which waits too, may be waiting through a
+            // cycle for this owner: its reference is made non-blocking
+            // (kube's circle detection and unblockOwnerReferences), so a
+            // circle of owners drains. A dependent that only waits for
+            // dependents that are not waiting (say, a finalizer-held one)
+            // keeps blocking, as in kube.
             let mut blocking = 0usize;
             for d in &dependents {
                 let Some(dstore) = d.store(&self.registry) else {
@@ -510,7 +556,7 @@ impl GarbageCollector {
                 let waiting = dobj.pointer("/metadata/deletionTimestamp").is_some()
                     && finalizers(&dobj).iter().any(|f| f == "foregroundDeletion");
                 if waiting {
-                    if blocks {
+                    if blocks && self.has_waiting_dependent(&dobj).await? {
                         unblock_owner(&dstore, d, owner_uid).await?;
                         blocks = false;
                     }

@@ -571,6 +571,79 @@ async fn foreground_deletion_is_not_blocked_by_an_ownership_circle() {
     .await;
 }
 
+/// A blocking dependent that waits for a dependent of its own (here a
+/// finalizer holds that one) keeps its owner waiting: no circle, nothing
+/// to unblock (the federation gives every object such a dependent, its
+/// PropagationRecord, so this is the common case with members joined).
+#[tokio::test]
+async fn foreground_deletion_waits_for_a_dependent_that_waits_for_its_own() {
+    let env = env().await;
+    GarbageCollector::start(env.registry.clone());
+    let cms = env.store("", "v1", "configmaps");
+    let owner = env.create(&cms, Some("default"), cm("top")).await;
+    let mut mid = cm("mid");
+    mid["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
+        "name": "top", "uid": owner["metadata"]["uid"], "blockOwnerDeletion": true}]);
+    let mid = env.create(&cms, Some("default"), mid).await;
+    let mut leaf = cm("leaf");
+    leaf["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    leaf["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
+        "name": "mid", "uid": mid["metadata"]["uid"], "blockOwnerDeletion": true}]);
+    env.create(&cms, Some("default"), leaf).await;
+    let opts = DeleteOptions {
+        propagation_policy: Some("Foreground".into()),
+        ..Default::default()
+    };
+    cms.delete(Some("default"), "top", &opts)
+        .await
+        .expect("delete");
+    eventually("the leaf being deleted", || async {
+        cms.get_value(Some("default"), "leaf")
+            .await
+            .is_ok_and(|l| l["metadata"]["deletionTimestamp"].is_string())
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    for n in ["top", "mid"] {
+        let o = cms
+            .get_value(Some("default"), n)
+            .await
+            .unwrap_or_else(|e| panic!("{n} went while the leaf is held: {e:?}"));
+        assert_eq!(
+            o["metadata"]["finalizers"],
+            json!(["foregroundDeletion"]),
+            "{n}"
+        );
+        assert!(
+            o["metadata"]["ownerReferences"]
+                .as_array()
+                .is_none_or(|r| r.iter().all(|r| r["blockOwnerDeletion"] == true)),
+            "{n}: {o}"
+        );
+    }
+    cms.patch(
+        Some("default"),
+        "leaf",
+        None,
+        &WriteOptions::default(),
+        |cur| {
+            let mut next = cur.clone();
+            next["metadata"]["finalizers"] = json!(null);
+            Ok(next)
+        },
+    )
+    .await
+    .expect("release the leaf");
+    eventually("all three gone", || async {
+        let mut gone = true;
+        for n in ["top", "mid", "leaf"] {
+            gone &= cms.get(Some("default"), n).await.is_err();
+        }
+        gone
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn deleting_a_namespace_purges_it_and_refuses_new_content_meanwhile() {
     let env = env().await;
