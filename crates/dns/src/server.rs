@@ -1,0 +1,109 @@
+//! The network side: hickory-server's `ServerFuture` on one UDP socket and
+//! one TCP listener of the same address, handing each decoded request to
+//! [`crate::answer::answer`]. hickory parses the packets (a malformed one
+//! gets FORMERR or is dropped, never reaches us half-decoded), limits each
+//! TCP connection by an idle timeout and never answers a packet that is
+//! itself a response.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hickory_proto::op::{Header, ResponseCode};
+use hickory_server::ServerFuture;
+use hickory_server::authority::MessageResponseBuilder;
+use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseInfo};
+use tokio::net::{TcpListener, UdpSocket};
+use tokio_util::sync::CancellationToken;
+
+use crate::answer::answer;
+use crate::records::RecordStore;
+
+/// How long a TCP connection may stay idle.
+pub const TCP_TIMEOUT: Duration = Duration::from_secs(10);
+
+struct Handler {
+    store: Arc<RecordStore>,
+}
+
+#[async_trait::async_trait]
+impl RequestHandler for Handler {
+    async fn handle_request<R: ResponseHandler>(
+        &self,
+        request: &Request,
+        mut response_handle: R,
+    ) -> ResponseInfo {
+        let table = self.store.snapshot();
+        let response = answer(&table, request);
+        let mut builder = MessageResponseBuilder::from_message_request(request);
+        if let Some(edns) = response.edns.clone() {
+            builder.edns(edns);
+        }
+        let message = builder.build(
+            response.header,
+            response.answers.iter(),
+            response.authority.iter(),
+            std::iter::empty(),
+            response.additionals.iter(),
+        );
+        match response_handle.send_response(message).await {
+            Ok(info) => info,
+            Err(e) => {
+                tracing::debug!(error = %e, "sending a DNS response");
+                let mut header = Header::response_from_request(request.header());
+                header.set_response_code(ResponseCode::ServFail);
+                header.into()
+            }
+        }
+    }
+}
+
+/// A running DNS server.
+#[derive(Debug)]
+pub struct DnsServer {
+    /// The address it listens on (UDP and TCP).
+    pub local_addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl DnsServer {
+    /// Bind UDP and TCP on `addr` (port 0: a free port, the same for both)
+    /// and answer from `store` until `stop` is cancelled.
+    pub async fn start(
+        addr: SocketAddr,
+        store: Arc<RecordStore>,
+        stop: CancellationToken,
+    ) -> anyhow::Result<Self> {
+        let udp = UdpSocket::bind(addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("binding DNS UDP {addr}: {e}"))?;
+        let local_addr = udp.local_addr()?;
+        let tcp = TcpListener::bind(local_addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("binding DNS TCP {local_addr}: {e}"))?;
+        let mut server = ServerFuture::new(Handler { store });
+        server.register_socket(udp);
+        server.register_listener(tcp, TCP_TIMEOUT);
+        let task = tokio::spawn(async move {
+            tokio::select! {
+                () = stop.cancelled() => {
+                    if let Err(e) = server.shutdown_gracefully().await {
+                        tracing::debug!(error = %e, "DNS server shutdown");
+                    }
+                }
+                r = server.block_until_done() => {
+                    if let Err(e) = r {
+                        tracing::error!(error = %e, "DNS server stopped");
+                    }
+                }
+            }
+        });
+        tracing::info!(%local_addr, "DNS server listening (UDP and TCP)");
+        Ok(Self { local_addr, task })
+    }
+
+    /// Wait until the server stopped.
+    pub async fn stopped(self) {
+        let _ = self.task.await;
+    }
+}
