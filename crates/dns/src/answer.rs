@@ -16,7 +16,7 @@
 //!   a higher version gets BADVERS), with the requester's payload size (at
 //!   least 512) as the UDP limit; a longer UDP answer is truncated (TC).
 
-use hickory_proto::op::{Edns, Header, MessageType, OpCode, ResponseCode};
+use hickory_proto::op::{Edns, Header, Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::{DNSClass, LowerName, Record, RecordType};
 use hickory_proto::serialize::binary::{BinDecodable as _, BinDecoder, BinEncoder};
 use hickory_server::authority::{MessageRequest, MessageResponseBuilder};
@@ -202,11 +202,38 @@ fn weighted_order(mut pool: Vec<&(Record, u32)>) -> Vec<Record> {
     out
 }
 
+/// `response` to `request` encoded with at most `max_size` bytes, or
+/// `None` when that fails or the result would not read back as a DNS
+/// message. hickory echoes the request's question bytes verbatim, so a
+/// question with a compression pointer into the header (the fuzzer found
+/// one; no valid name lives there, and the response's header differs)
+/// would make an unreadable response: such a request gets no answer, like
+/// any other packet with no sensible question.
+pub fn encode(request: &MessageRequest, response: &Response, max_size: u16) -> Option<Vec<u8>> {
+    let mut builder = MessageResponseBuilder::from_message_request(request);
+    if let Some(edns) = response.edns.clone() {
+        builder.edns(edns);
+    }
+    let message = builder.build(
+        response.header,
+        response.answers.iter(),
+        response.authority.iter(),
+        std::iter::empty(),
+        response.additionals.iter(),
+    );
+    let mut buf = Vec::with_capacity(512);
+    let mut encoder = BinEncoder::new(&mut buf);
+    encoder.set_max_size(max_size);
+    message.destructive_emit(&mut encoder).ok()?;
+    Message::from_vec(&buf).ok()?;
+    Some(buf)
+}
+
 /// Decode `packet`, answer it from `table` and encode the response with at
 /// most `max_size` bytes (512 for plain UDP; the requester's EDNS size when
 /// it sent one; 65535 for TCP). `None` when the packet has no header to
-/// answer (shorter than 12 bytes) or is itself a response (never answered,
-/// against reflection). This is the path the fuzz target drives; the
+/// answer (shorter than 12 bytes), is itself a response (never answered,
+/// against reflection) or cannot be answered readably ([`encode`]). This is the path the fuzz target drives; the
 /// network handler runs the same [`answer`] on what hickory decoded.
 pub fn handle_packet(table: &Table, packet: &[u8], max_size: u16) -> Option<Vec<u8>> {
     let mut decoder = BinDecoder::new(packet);
@@ -234,20 +261,5 @@ pub fn handle_packet(table: &Table, packet: &[u8], max_size: u16) -> Option<Vec<
         Some(e) => max_size.max(e.max_payload()),
         None => max_size,
     };
-    let mut builder = MessageResponseBuilder::from_message_request(&request);
-    if let Some(edns) = response.edns.clone() {
-        builder.edns(edns);
-    }
-    let message = builder.build(
-        response.header,
-        response.answers.iter(),
-        response.authority.iter(),
-        std::iter::empty(),
-        response.additionals.iter(),
-    );
-    let mut buf = Vec::with_capacity(512);
-    let mut encoder = BinEncoder::new(&mut buf);
-    encoder.set_max_size(max_size);
-    message.destructive_emit(&mut encoder).ok()?;
-    Some(buf)
+    encode(&request, &response, max_size)
 }

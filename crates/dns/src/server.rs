@@ -3,7 +3,8 @@
 //! [`crate::answer::answer`]. hickory parses the packets (a malformed one
 //! gets FORMERR or is dropped, never reaches us half-decoded), limits each
 //! TCP connection by an idle timeout and never answers a packet that is
-//! itself a response.
+//! itself a response. A request whose questions could not be echoed
+//! readably ([`crate::answer::encode`]) gets no answer.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseI
 use tokio::net::{TcpListener, UdpSocket};
 use tokio_util::sync::CancellationToken;
 
-use crate::answer::answer;
+use crate::answer::{answer, encode};
 use crate::records::RecordStore;
 
 /// How long a TCP connection may stay idle.
@@ -35,6 +36,13 @@ impl RequestHandler for Handler {
     ) -> ResponseInfo {
         let table = self.store.snapshot();
         let response = answer(&table, request);
+        // Encoded once here to be sure it reads back (see `encode`); hickory
+        // encodes it again to send it, with the transport's size limit.
+        if encode(request, &response, u16::MAX).is_none() {
+            let mut header = Header::response_from_request(request.header());
+            header.set_response_code(ResponseCode::FormErr);
+            return header.into();
+        }
         let mut builder = MessageResponseBuilder::from_message_request(request);
         if let Some(edns) = response.edns.clone() {
             builder.edns(edns);
