@@ -344,6 +344,50 @@ mod tests {
     }
 
     #[test]
+    fn serve_takes_the_dns_flags_and_dns_bind_needs_a_zone() {
+        let cli = Cli::try_parse_from(["ubernetes", "serve"]).expect("parses");
+        let Command::Serve { federation, .. } = cli.command else {
+            panic!("not serve")
+        };
+        assert_eq!(federation.dns.dns_bind, None, "DNS is off by default");
+        assert_eq!(federation.dns.federation_name, "federation");
+        assert_eq!(federation.dns.dns_ttl, 180);
+        let cli = Cli::try_parse_from([
+            "ubernetes",
+            "serve",
+            "--dns-bind",
+            "127.0.0.1:5353",
+            "--dns-zone",
+            "example.com.",
+            "--federation-name",
+            "myfed",
+            "--dns-ttl",
+            "30",
+        ])
+        .expect("parses");
+        let Command::Serve { federation, .. } = cli.command else {
+            panic!("not serve")
+        };
+        assert_eq!(
+            federation.dns.dns_bind,
+            Some("127.0.0.1:5353".parse().expect("an address"))
+        );
+        assert_eq!(federation.dns.dns_zone.as_deref(), Some("example.com."));
+        assert_eq!(federation.dns.federation_name, "myfed");
+        assert_eq!(federation.dns.dns_ttl, 30);
+        assert!(
+            Cli::try_parse_from(["ubernetes", "serve", "--dns-bind", "127.0.0.1:53"]).is_err(),
+            "--dns-bind without --dns-zone"
+        );
+        let mut cmd = Cli::command();
+        let serve = cmd.find_subcommand_mut("serve").expect("serve subcommand");
+        let help = serve.render_long_help().to_string();
+        for flag in ["--dns-bind", "--dns-zone", "--federation-name", "--dns-ttl"] {
+            assert!(help.contains(flag), "{flag} missing from:\n{help}");
+        }
+    }
+
+    #[test]
     fn serve_takes_the_federation_controller_flags() {
         let cli = Cli::try_parse_from([
             "ubernetes",
