@@ -82,13 +82,27 @@ impl DnsServer {
         store: Arc<RecordStore>,
         stop: CancellationToken,
     ) -> anyhow::Result<Self> {
-        let udp = UdpSocket::bind(addr)
-            .await
-            .map_err(|e| anyhow::anyhow!("binding DNS UDP {addr}: {e}"))?;
-        let local_addr = udp.local_addr()?;
-        let tcp = TcpListener::bind(local_addr)
-            .await
-            .map_err(|e| anyhow::anyhow!("binding DNS TCP {local_addr}: {e}"))?;
+        // Port 0: a free UDP port whose TCP twin is free too (another
+        // process may hold the TCP side; then try another port).
+        let attempts = if addr.port() == 0 { 20 } else { 1 };
+        let mut bound = None;
+        let mut last_err = None;
+        for _ in 0..attempts {
+            let udp = UdpSocket::bind(addr)
+                .await
+                .map_err(|e| anyhow::anyhow!("binding DNS UDP {addr}: {e}"))?;
+            let local_addr = udp.local_addr()?;
+            match TcpListener::bind(local_addr).await {
+                Ok(tcp) => {
+                    bound = Some((udp, tcp, local_addr));
+                    break;
+                }
+                Err(e) => last_err = Some(anyhow::anyhow!("binding DNS TCP {local_addr}: {e}")),
+            }
+        }
+        let Some((udp, tcp, local_addr)) = bound else {
+            return Err(last_err.unwrap_or_else(|| anyhow::anyhow!("binding DNS {addr}")));
+        };
         let mut server = ServerFuture::new(Handler { store });
         server.register_socket(udp);
         server.register_listener(tcp, TCP_TIMEOUT);

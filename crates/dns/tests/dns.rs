@@ -425,3 +425,101 @@ fn the_fuzz_seeds_are_answered_with_well_formed_messages() {
         }
     }
 }
+
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_queries_leaves_memory_bounded_and_the_server_answering() {
+    let stop = CancellationToken::new();
+    let server = DnsServer::start("127.0.0.1:0".parse().unwrap(), store(), stop.clone())
+        .await
+        .unwrap();
+    let addr = server.local_addr;
+    let sock = std::sync::Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    // Drain answers so our own socket buffer never blocks the server.
+    let received = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let reader = {
+        let sock = sock.clone();
+        let received = received.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 4096];
+            while sock.recv_from(&mut buf).await.is_ok() {
+                received.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
+    };
+    let queries: Vec<Vec<u8>> = [
+        query(GLOBAL, RecordType::A),
+        query(ZONE_B, RecordType::A),
+        query("nope.example.com.", RecordType::AAAA),
+        query("example.org.", RecordType::A),
+    ]
+    .iter()
+    .map(|m| m.to_vec().unwrap())
+    .collect();
+    let flood = |n: usize| {
+        let sock = sock.clone();
+        let queries = queries.clone();
+        async move {
+            for i in 0..n {
+                let q = &queries[i % queries.len()];
+                sock.send_to(q, addr).await.unwrap();
+                // Garbage in between.
+                if i % 7 == 0 {
+                    sock.send_to(&q[..i % q.len()], addr).await.unwrap();
+                }
+                if i % 256 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+    };
+    // Warm up, then measure over a flood ten times as long.
+    flood(5_000).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = rss_kib().unwrap_or(0);
+    flood(50_000).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = rss_kib().unwrap_or(0);
+    eprintln!(
+        "RSS {before} KiB -> {after} KiB over 50,000 queries; {} answers",
+        received.load(std::sync::atomic::Ordering::Relaxed)
+    );
+    assert!(
+        after.saturating_sub(before) < 32 * 1024,
+        "resident memory grew from {before} KiB to {after} KiB over 50,000 queries"
+    );
+    // UDP drops what the socket buffers cannot hold; many are answered.
+    assert!(
+        received.load(std::sync::atomic::Ordering::Relaxed) > 1_000,
+        "answers received: {}",
+        received.load(std::sync::atomic::Ordering::Relaxed)
+    );
+    // Still answering.
+    let probe = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let mut q = query(REGION, RecordType::A);
+    q.set_id(777);
+    probe.send_to(&q.to_vec().unwrap(), addr).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let (n, _) = tokio::time::timeout(Duration::from_secs(5), probe.recv_from(&mut buf))
+        .await
+        .expect("an answer after the flood")
+        .unwrap();
+    let r = Message::from_vec(&buf[..n]).unwrap();
+    assert_eq!(r.id(), 777);
+    assert_eq!(addrs(&r), ["192.0.2.1"]);
+    reader.abort();
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(10), server.stopped())
+        .await
+        .expect("the server stops");
+}
