@@ -12,6 +12,8 @@
 #     e2e/python;
 #   - cargo-fuzz (pinned in scripts/fuzz.sh) into .tools/cargo, to run each
 #     fuzz target briefly on its seed corpus (only in the full run).
+# and, system-wide from Debian's packages, `dig` (dnsutils) for the DNS e2e
+# test (e2e/tests/federation_dns.rs, which says SKIPPED without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -34,6 +36,15 @@ if ! "$venv/bin/python" -c "import kubernetes, pytest; assert kubernetes.__versi
 fi
 export KUBECTL="$venv/bin/kubectl"
 "$KUBECTL" version --client
+
+if ! command -v dig >/dev/null 2>&1; then
+  echo "==> installing dig (Debian dnsutils) for the DNS e2e test"
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  $sudo_cmd apt-get install -y dnsutils >/dev/null 2>&1 \
+    || { $sudo_cmd apt-get update >/dev/null 2>&1 && $sudo_cmd apt-get install -y dnsutils >/dev/null 2>&1; } \
+    || echo "warning: could not install dnsutils; the DNS e2e test will be skipped"
+fi
 
 echo "==> building (the e2e tests run the real ubernetes binary)"
 cargo build --workspace --bins --tests --examples 2>&1 | tail -3

@@ -26,7 +26,9 @@
 //!   its extension point for scheduling ([`sync::ReplicaScheduler`]),
 //!   [`scheduling`] (fills it: each cluster's share of a workload's
 //!   replicas, failover, federated HPAs) and [`status`] (member statuses
-//!   summed onto the federated object's status subresource);
+//!   summed onto the federated object's status subresource) and
+//!   [`dns_records`] (the DNS records of federated LoadBalancer Services,
+//!   served by the embedded DNS server of `--dns-bind`);
 //! - pure policy, no I/O: [`planner`] (Federation v1's replica planner),
 //!   [`failover`] (capacity-safe handover), [`hpa`] (HPA min/max split),
 //!   [`status_aggregate`] (member statuses → federated status),
@@ -43,6 +45,7 @@
 pub mod clusters;
 pub mod deletion;
 pub mod dispatch;
+pub mod dns_records;
 pub mod events;
 pub mod failover;
 pub mod hpa;
@@ -128,6 +131,19 @@ pub async fn run_with_members(
     members: Arc<members::Members>,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
+    run_with(client, options, members, None, stop).await
+}
+
+/// [`run_with_members`], and with `dns` (the record table of the DNS
+/// server that `--dns-bind` started) the [`dns_records`] controller that
+/// fills it.
+pub async fn run_with(
+    client: kube::Client,
+    options: FederationOptions,
+    members: Arc<members::Members>,
+    dns: Option<Arc<ubernetes_dns::RecordStore>>,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
     let mut ctx = Context::with_members(client, options, members, &stop);
     ctx.scheduler = Some(scheduling::Scheduler::start(
         ctx.fed.clone(),
@@ -143,8 +159,12 @@ pub async fn run_with_members(
         stop.clone(),
     ));
     let status = tokio::spawn(status::run(ctx.clone(), stop.clone()));
+    let dns = dns.map(|store| tokio::spawn(dns_records::run(ctx.clone(), store, stop.clone())));
     let sync = tokio::spawn(sync::run(ctx, stop));
     let (c, st, s) = tokio::join!(clusters, status, sync);
+    if let Some(dns) = dns {
+        dns.await?;
+    }
     c??;
     st??;
     s??;

@@ -71,6 +71,55 @@ pub struct FederationOptions {
         value_parser = parse_duration
     )]
     pub unschedulable_threshold: Duration,
+
+    /// The embedded DNS server (SPEC §3.9).
+    #[command(flatten)]
+    pub dns: DnsOptions,
+}
+
+/// Flags of the embedded DNS server and its records (SPEC §3.9; Federation
+/// v1's `--federation-name`, `--zone-name`, TTL 180 s).
+#[derive(Clone, Debug, clap::Args)]
+pub struct DnsOptions {
+    /// Serve the federated Services' DNS records, authoritatively, over UDP
+    /// and TCP on this address (e.g. `0.0.0.0:53`, `127.0.0.1:5353`). Off
+    /// unless given; needs `--dns-zone` and the federation controllers.
+    #[arg(long = "dns-bind", value_name = "ADDR:PORT", requires = "dns_zone")]
+    pub dns_bind: Option<std::net::SocketAddr>,
+
+    /// The DNS zone the server is authoritative for and the suffix of every
+    /// name (e.g. `example.com.`): a LoadBalancer Service `web` in namespace
+    /// `shop` answers as `web.shop.<federation-name>.svc.<zone>`, per region
+    /// as `web.shop.<federation-name>.svc.<region>.<zone>` and per zone as
+    /// `web.shop.<federation-name>.svc.<zone-label>.<region>.<zone>`.
+    /// Names outside it are REFUSED (no recursion).
+    #[arg(long = "dns-zone", value_name = "SUFFIX")]
+    pub dns_zone: Option<String>,
+
+    /// The federation's name, the label after the namespace in every DNS
+    /// name (Federation v1's `--federation-name`).
+    #[arg(
+        long = "federation-name",
+        value_name = "NAME",
+        default_value = "federation"
+    )]
+    pub federation_name: String,
+
+    /// The TTL of every DNS record, in seconds (also the SOA minimum, the
+    /// time a resolver caches a negative answer). Federation v1 used 180.
+    #[arg(long = "dns-ttl", value_name = "SECONDS", default_value_t = 180)]
+    pub dns_ttl: u32,
+}
+
+impl Default for DnsOptions {
+    fn default() -> Self {
+        Self {
+            dns_bind: None,
+            dns_zone: None,
+            federation_name: "federation".to_string(),
+            dns_ttl: 180,
+        }
+    }
 }
 
 impl FederationOptions {
@@ -92,6 +141,7 @@ impl Default for FederationOptions {
             member_request_timeout: Duration::from_secs(10),
             disabled_kinds: Vec::new(),
             unschedulable_threshold: Duration::from_secs(60),
+            dns: DnsOptions::default(),
         }
     }
 }

@@ -82,8 +82,10 @@ fn init_logging(level: Option<&str>) -> anyhow::Result<()> {
         // kube's client logs every failed request at ERROR; the federation
         // controllers already report a member's failures where they matter
         // (Cluster conditions, events, the propagation annotation).
-        None => EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| EnvFilter::new("info,kube_client::client::builder=off")),
+        // hickory's DNS server logs every query at INFO.
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+            EnvFilter::new("info,kube_client::client::builder=off,hickory_server=warn")
+        }),
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -168,6 +170,7 @@ async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow:
             stop.cancel();
         }
     };
+    let dns = start_dns(&federation, &stop).await?;
     let server = ubernetes_apiserver::serve::start(options, shutdown).await?;
     server.announce();
     let controllers = if federation.enabled {
@@ -190,7 +193,7 @@ async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow:
         tracing::info!("starting the federation controllers");
         Some(tokio::spawn(async move {
             if let Err(err) =
-                ubernetes_federation::run_with_members(client, federation, members, stop).await
+                ubernetes_federation::run_with(client, federation, members, dns, stop).await
             {
                 tracing::error!(
                     "the federation controllers stopped: {err:#}; the API server keeps serving"
@@ -211,6 +214,44 @@ async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow:
         tracing::warn!("the federation controllers did not stop within 5s");
     }
     served
+}
+
+/// With `--dns-bind`, the embedded DNS server (SPEC §3.9), bound before the
+/// API server so a taken port fails the start; its records are filled by
+/// the federation's DNS controller.
+async fn start_dns(
+    federation: &FederationOptions,
+    stop: &tokio_util::sync::CancellationToken,
+) -> anyhow::Result<Option<std::sync::Arc<ubernetes_dns::RecordStore>>> {
+    let dns = &federation.dns;
+    let Some(bind) = dns.dns_bind else {
+        return Ok(None);
+    };
+    if !federation.enabled {
+        anyhow::bail!(
+            "--dns-bind needs the federation controllers (--federation-controllers=true)"
+        );
+    }
+    let zone = dns
+        .dns_zone
+        .as_deref()
+        .context("--dns-bind needs --dns-zone")?;
+    if !dns.federation_name.split('.').all(|l| {
+        !l.is_empty() && l.len() <= 63 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    }) {
+        anyhow::bail!(
+            "--federation-name {:?} is not a DNS name",
+            dns.federation_name
+        );
+    }
+    let mut config = ubernetes_dns::ZoneConfig::new(zone, dns.dns_ttl)?;
+    if !bind.ip().is_unspecified() {
+        config.nameserver_addresses = vec![bind.ip()];
+    }
+    let store = ubernetes_dns::RecordStore::new(config);
+    let server = ubernetes_dns::DnsServer::start(bind, store.clone(), stop.clone()).await?;
+    tracing::info!(zone = %store.origin(), addr = %server.local_addr, "serving DNS (udp and tcp)");
+    Ok(Some(store))
 }
 
 /// Run a client subcommand on a small runtime.
@@ -299,6 +340,50 @@ mod tests {
                 assert_eq!(options.data_dir, PathBuf::from("/tmp/d"));
             }
             other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn serve_takes_the_dns_flags_and_dns_bind_needs_a_zone() {
+        let cli = Cli::try_parse_from(["ubernetes", "serve"]).expect("parses");
+        let Command::Serve { federation, .. } = cli.command else {
+            panic!("not serve")
+        };
+        assert_eq!(federation.dns.dns_bind, None, "DNS is off by default");
+        assert_eq!(federation.dns.federation_name, "federation");
+        assert_eq!(federation.dns.dns_ttl, 180);
+        let cli = Cli::try_parse_from([
+            "ubernetes",
+            "serve",
+            "--dns-bind",
+            "127.0.0.1:5353",
+            "--dns-zone",
+            "example.com.",
+            "--federation-name",
+            "myfed",
+            "--dns-ttl",
+            "30",
+        ])
+        .expect("parses");
+        let Command::Serve { federation, .. } = cli.command else {
+            panic!("not serve")
+        };
+        assert_eq!(
+            federation.dns.dns_bind,
+            Some("127.0.0.1:5353".parse().expect("an address"))
+        );
+        assert_eq!(federation.dns.dns_zone.as_deref(), Some("example.com."));
+        assert_eq!(federation.dns.federation_name, "myfed");
+        assert_eq!(federation.dns.dns_ttl, 30);
+        assert!(
+            Cli::try_parse_from(["ubernetes", "serve", "--dns-bind", "127.0.0.1:53"]).is_err(),
+            "--dns-bind without --dns-zone"
+        );
+        let mut cmd = Cli::command();
+        let serve = cmd.find_subcommand_mut("serve").expect("serve subcommand");
+        let help = serve.render_long_help().to_string();
+        for flag in ["--dns-bind", "--dns-zone", "--federation-name", "--dns-ttl"] {
+            assert!(help.contains(flag), "{flag} missing from:\n{help}");
         }
     }
 

@@ -1,0 +1,1050 @@
+//! The DNS records of federated Services (SPEC §3.9; Federation v1's
+//! `federation-controller/service/dns`), served by the embedded DNS server
+//! (`ubernetes-dns`) when `ubernetes serve --dns-bind` is given.
+//!
+//! For every federated Service of type LoadBalancer `svc` in namespace
+//! `ns`, with the federation's name `fed` and the zone `suffix`
+//! (`--federation-name`, `--dns-zone`):
+//! - global `svc.ns.fed.svc.suffix`: every healthy address;
+//! - per region `r` of a cluster holding a copy,
+//!   `svc.ns.fed.svc.r.suffix`: the healthy addresses of the clusters in
+//!   `r`, or a CNAME to the global name when there are none;
+//! - per zone `z` of such a cluster, `svc.ns.fed.svc.z.r.suffix`: the
+//!   healthy addresses of the clusters in `z` (of region `r`), or a CNAME to
+//!   the region's name. Every zone of a cluster spanning several gets its
+//!   records (Federation v1 wrote only the first: kubernetes#50529).
+//!
+//! A cluster's zones and region are its Cluster's `status.zones` /
+//! `status.region`, which the Cluster controller fills from its Nodes'
+//! `topology.kubernetes.io/zone` / `…/region` labels (see [`crate::clusters`]).
+//! A cluster without a region has only the global level; one without zones
+//! has no zone level.
+//!
+//! An address is a member copy's `status.loadBalancer.ingress[].ip` (A or
+//! AAAA) or `.hostname`; it is **healthy** while its cluster is Ready (the
+//! Cluster controller's probe) and the member's Service has a ready
+//! endpoint: an EndpointSlice of the member labelled
+//! `kubernetes.io/service-name=<svc>` with an endpoint whose
+//! `conditions.ready` is not false (Kubernetes reads an unset `ready` as
+//! true). So an address leaves every answer within one
+//! `--cluster-monitor-period` of its cluster failing, or as soon as the
+//! member reports no ready endpoint. Hostnames: a level whose healthy
+//! addresses are all hostnames answers a CNAME to one of them (the one of
+//! the cluster with most ready endpoints, then by name); where IPs and
+//! hostnames mix, the IPs answer (Federation v1 resolved hostnames to A
+//! records through the host's resolver at write time; a CNAME keeps the
+//! cloud's own, changing, addresses).
+//!
+//! A level with no healthy address and nothing above it (the global name)
+//! has no record: NXDOMAIN. A deleted Service's names go at once (v1 left
+//! its CNAMEs behind).
+//!
+//! Per Service, annotation `federation.kubernetes.io/dns-policy`:
+//! - `all` (default): every healthy address;
+//! - `weighted`: every healthy address, ordered per answer at random in
+//!   proportion to its cluster's **ready endpoints** for the Service (the
+//!   replicas that serve it there, as the member reports them, so what the
+//!   scheduler placed and what actually became ready), so the first
+//!   address, which clients take, follows the replicas;
+//! - `failover`: only the clusters named by
+//!   `federation.kubernetes.io/dns-primary-cluster` (a comma list allows
+//!   several) while one of them has a healthy address, else every other
+//!   healthy cluster; at every level, so a zone without the primary
+//!   CNAMEs up to where it is.
+//!
+//! The table is rebuilt whole (it is small: a few names per Service and
+//! region) on any change of the federated Services, their member copies,
+//! the members' EndpointSlices, the Clusters or their health, and swapped
+//! into the server's [`RecordStore`] at once.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::ResourceExt as _;
+use kube::api::Api;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::{WatchStreamExt as _, watcher as watch_fn};
+use parking_lot::RwLock;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use ubernetes_api::Cluster;
+use ubernetes_dns::{RecordSet, RecordStore};
+
+use crate::Context;
+use crate::informer::ObjectKey;
+use crate::kinds::FederatedKind;
+use crate::members::{Member, Members};
+
+/// The annotation choosing how a Service's answers are drawn.
+pub const POLICY_ANNOTATION: &str = "federation.kubernetes.io/dns-policy";
+/// The primary cluster(s) of the `failover` policy.
+pub const PRIMARY_ANNOTATION: &str = "federation.kubernetes.io/dns-primary-cluster";
+/// The label tying an EndpointSlice to its Service.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// How a Service's healthy addresses become answers.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Policy {
+    /// Every healthy address.
+    #[default]
+    All,
+    /// Every healthy address, first in proportion to ready endpoints.
+    Weighted,
+    /// The primary clusters while one is healthy, else the others.
+    Failover(BTreeSet<String>),
+}
+
+impl Policy {
+    /// The policy of a Service from its annotations (unknown values and a
+    /// failover without a primary are `all`).
+    pub fn of(annotations: &BTreeMap<String, String>) -> Self {
+        match annotations.get(POLICY_ANNOTATION).map(|s| s.trim()) {
+            Some("weighted") => Self::Weighted,
+            Some("failover") => {
+                let primary: BTreeSet<String> = annotations
+                    .get(PRIMARY_ANNOTATION)
+                    .map(|p| {
+                        p.split(',')
+                            .map(|s| s.trim().to_string())
+                            .filter(|s| !s.is_empty())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if primary.is_empty() {
+                    Self::All
+                } else {
+                    Self::Failover(primary)
+                }
+            }
+            _ => Self::All,
+        }
+    }
+}
+
+/// What the records need of a member cluster.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterInfo {
+    /// Its zones (Cluster `status.zones`).
+    pub zones: Vec<String>,
+    /// Its region (Cluster `status.region`).
+    pub region: Option<String>,
+    /// Whether the Cluster controller finds it Ready.
+    pub ready: bool,
+}
+
+/// A load-balancer address of a member copy.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Address {
+    /// `ingress[].ip`.
+    Ip(IpAddr),
+    /// `ingress[].hostname`.
+    Hostname(String),
+}
+
+/// A member copy of a federated Service, as the records need it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServiceCopy {
+    /// Its `status.loadBalancer.ingress`.
+    pub addresses: Vec<Address>,
+    /// The ready endpoints of its EndpointSlices in the member.
+    pub ready_endpoints: u32,
+}
+
+/// A federated LoadBalancer Service and its member copies.
+#[derive(Clone, Debug, Default)]
+pub struct FederatedService {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its `dns-policy`.
+    pub policy: Policy,
+    /// Its copies, by cluster name.
+    pub copies: BTreeMap<String, ServiceCopy>,
+}
+
+/// The DNS names of one Service.
+struct Names {
+    prefix: String,
+    suffix: String,
+}
+
+impl Names {
+    fn global(&self) -> String {
+        format!("{}.{}", self.prefix, self.suffix)
+    }
+    fn region(&self, region: &str) -> String {
+        format!("{}.{region}.{}", self.prefix, self.suffix)
+    }
+    fn zone(&self, zone: &str, region: &str) -> String {
+        format!("{}.{zone}.{region}.{}", self.prefix, self.suffix)
+    }
+}
+
+/// Whether `s` can be one DNS label (what a zone or region name must be to
+/// appear in a name; anything else is left out of the levels).
+fn is_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// The records of every Service: name (absolute, lower case) → records.
+/// `suffix` is the DNS zone (with or without the final dot).
+pub fn build_records(
+    federation: &str,
+    suffix: &str,
+    clusters: &BTreeMap<String, ClusterInfo>,
+    services: &[FederatedService],
+) -> BTreeMap<String, RecordSet> {
+    let suffix = format!("{}.", suffix.trim_end_matches('.')).to_ascii_lowercase();
+    let mut out = BTreeMap::new();
+    for svc in services {
+        let names = Names {
+            prefix: format!("{}.{}.{federation}.svc", svc.name, svc.namespace).to_ascii_lowercase(),
+            suffix: suffix.clone(),
+        };
+        // The clusters with a copy that we know (the others: no levels).
+        let placed: BTreeMap<&str, (&ClusterInfo, &ServiceCopy)> = svc
+            .copies
+            .iter()
+            .filter_map(|(c, copy)| clusters.get(c).map(|info| (c.as_str(), (info, copy))))
+            .collect();
+        let healthy: Vec<&str> = placed
+            .iter()
+            .filter(|(_, (info, copy))| {
+                info.ready && copy.ready_endpoints > 0 && !copy.addresses.is_empty()
+            })
+            .map(|(c, _)| *c)
+            .collect();
+        let serving: Vec<&str> = match &svc.policy {
+            Policy::Failover(primary) => {
+                let (p, rest): (Vec<&str>, Vec<&str>) =
+                    healthy.iter().partition(|c| primary.contains(**c));
+                if p.is_empty() { rest } else { p }
+            }
+            _ => healthy,
+        };
+        let weighted = svc.policy == Policy::Weighted;
+        let level = |members: &mut dyn Iterator<Item = &str>| -> Option<RecordSet> {
+            addresses_of(members.map(|c| placed[c].1), weighted)
+        };
+        let mut set =
+            |name: String, records: Option<RecordSet>, up: Option<String>| match (records, up) {
+                (Some(r), _) => {
+                    out.insert(name, r);
+                }
+                (None, Some(up)) => {
+                    out.insert(name, RecordSet::Cname(up));
+                }
+                (None, None) => {}
+            };
+        set(names.global(), level(&mut serving.iter().copied()), None);
+        let mut regions: BTreeSet<&str> = BTreeSet::new();
+        let mut zones: BTreeSet<(&str, &str)> = BTreeSet::new();
+        for (info, _) in placed.values() {
+            let Some(region) = info.region.as_deref().filter(|r| is_label(r)) else {
+                continue;
+            };
+            regions.insert(region);
+            for z in info.zones.iter().filter(|z| is_label(z)) {
+                zones.insert((z, region));
+            }
+        }
+        for region in &regions {
+            let in_region = serving
+                .iter()
+                .copied()
+                .filter(|c| placed[c].0.region.as_deref() == Some(*region));
+            set(
+                names.region(region),
+                level(&mut { in_region }),
+                Some(names.global()),
+            );
+        }
+        for (zone, region) in &zones {
+            let in_zone = serving.iter().copied().filter(|c| {
+                let info = placed[c].0;
+                info.region.as_deref() == Some(*region) && info.zones.iter().any(|z| z == zone)
+            });
+            set(
+                names.zone(zone, region),
+                level(&mut { in_zone }),
+                Some(names.region(region)),
+            );
+        }
+    }
+    out
+}
+
+/// The records of one level from its serving copies: the IPs (weighted by
+/// ready endpoints, shared out over a copy's IPs), else a CNAME to the
+/// hostname of the copy with most ready endpoints; `None` when empty.
+fn addresses_of<'a>(
+    copies: impl Iterator<Item = &'a ServiceCopy>,
+    weighted: bool,
+) -> Option<RecordSet> {
+    let mut ips: BTreeMap<IpAddr, u32> = BTreeMap::new();
+    let mut hostnames: Vec<(u32, &str)> = Vec::new();
+    for copy in copies {
+        let n_ips = copy
+            .addresses
+            .iter()
+            .filter(|a| matches!(a, Address::Ip(_)))
+            .count()
+            .max(1);
+        // 60 divides evenly among 1..6 addresses.
+        let share = copy
+            .ready_endpoints
+            .saturating_mul(60)
+            .checked_div(u32::try_from(n_ips).unwrap_or(u32::MAX))
+            .unwrap_or(0);
+        for a in &copy.addresses {
+            match a {
+                Address::Ip(ip) => {
+                    let w = ips.entry(*ip).or_default();
+                    *w = w.saturating_add(share);
+                }
+                Address::Hostname(h) => hostnames.push((copy.ready_endpoints, h)),
+            }
+        }
+    }
+    if !ips.is_empty() {
+        return Some(if weighted {
+            RecordSet::Weighted(ips.into_iter().collect())
+        } else {
+            RecordSet::Addresses(ips.into_keys().collect())
+        });
+    }
+    hostnames.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    hostnames
+        .first()
+        .map(|(_, h)| RecordSet::Cname(h.to_string()))
+}
+
+/// The load-balancer addresses in a Service object's status.
+pub fn load_balancer_addresses(status: Option<&serde_json::Value>) -> Vec<Address> {
+    let mut out: Vec<Address> = status
+        .and_then(|s| s.pointer("/loadBalancer/ingress"))
+        .and_then(|i| i.as_array())
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| {
+                    if let Some(ip) = i
+                        .get("ip")
+                        .and_then(|v| v.as_str())
+                        .and_then(|s| s.parse().ok())
+                    {
+                        Some(Address::Ip(ip))
+                    } else {
+                        i.get("hostname")
+                            .and_then(|v| v.as_str())
+                            .filter(|h| !h.is_empty())
+                            .map(|h| Address::Hostname(h.trim_end_matches('.').to_string()))
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The ready endpoints of one EndpointSlice (`conditions.ready` unset
+/// counts as ready, as Kubernetes reads it).
+pub fn ready_endpoints(slice: &EndpointSlice) -> u32 {
+    let n = slice
+        .endpoints
+        .iter()
+        .flatten()
+        .filter(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true))
+        .count();
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Per member, the ready endpoints of each Service (namespace/name), from
+/// a watch of the member's EndpointSlices that carry the service-name
+/// label (only the count per slice is kept).
+struct EndpointCounts {
+    by_cluster: RwLock<BTreeMap<String, MemberSlices>>,
+    changed: Arc<Notify>,
+}
+
+struct MemberSlices {
+    uid: String,
+    server: String,
+    slices: Arc<RwLock<HashMap<ObjectKey, (ObjectKey, u32)>>>,
+    stop: CancellationToken,
+}
+
+impl EndpointCounts {
+    fn ready(&self, cluster: &str, service: &ObjectKey) -> u32 {
+        self.by_cluster.read().get(cluster).map_or(0, |m| {
+            m.slices
+                .read()
+                .values()
+                .filter(|(s, _)| s == service)
+                .map(|(_, n)| *n)
+                .fold(0u32, u32::saturating_add)
+        })
+    }
+
+    fn sync(&self, members: &[Arc<Member>], stop: &CancellationToken) {
+        let mut by_cluster = self.by_cluster.write();
+        by_cluster.retain(|name, m| {
+            let keep = members
+                .iter()
+                .any(|x| &x.name == name && x.uid == m.uid && x.server == m.server);
+            if !keep {
+                m.stop.cancel();
+            }
+            keep
+        });
+        for m in members {
+            if by_cluster.contains_key(&m.name) {
+                continue;
+            }
+            let slices = Arc::new(RwLock::new(HashMap::new()));
+            let token = stop.child_token();
+            tokio::spawn(watch_slices(
+                m.clone(),
+                slices.clone(),
+                self.changed.clone(),
+                token.clone(),
+            ));
+            by_cluster.insert(
+                m.name.clone(),
+                MemberSlices {
+                    uid: m.uid.clone(),
+                    server: m.server.clone(),
+                    slices,
+                    stop: token,
+                },
+            );
+        }
+    }
+}
+
+async fn watch_slices(
+    member: Arc<Member>,
+    slices: Arc<RwLock<HashMap<ObjectKey, (ObjectKey, u32)>>>,
+    changed: Arc<Notify>,
+    stop: CancellationToken,
+) {
+    let api: Api<EndpointSlice> = Api::all(member.client.clone());
+    let wc = watcher::Config::default().labels(SERVICE_NAME_LABEL);
+    let mut stream = watch_fn(api, wc).default_backoff().boxed();
+    let mut buffer: Option<HashMap<ObjectKey, (ObjectKey, u32)>> = None;
+    let entry = |s: &EndpointSlice| {
+        let ns = s.namespace();
+        let svc = s
+            .labels()
+            .get(SERVICE_NAME_LABEL)
+            .cloned()
+            .unwrap_or_default();
+        (
+            ObjectKey::new(ns.as_deref(), &s.name_any()),
+            (ObjectKey::new(ns.as_deref(), &svc), ready_endpoints(s)),
+        )
+    };
+    loop {
+        let event = tokio::select! {
+            () = stop.cancelled() => break,
+            e = stream.next() => e,
+        };
+        match event {
+            None => break,
+            Some(Ok(Event::Apply(s))) => {
+                let (k, v) = entry(&s);
+                slices.write().insert(k, v);
+            }
+            Some(Ok(Event::Delete(s))) => {
+                slices.write().remove(&entry(&s).0);
+            }
+            Some(Ok(Event::Init)) => {
+                buffer = Some(HashMap::new());
+                continue;
+            }
+            Some(Ok(Event::InitApply(s))) => {
+                let (k, v) = entry(&s);
+                buffer.get_or_insert_with(HashMap::new).insert(k, v);
+                continue;
+            }
+            Some(Ok(Event::InitDone)) => {
+                *slices.write() = buffer.take().unwrap_or_default();
+            }
+            Some(Err(e)) => {
+                tracing::debug!(cluster = %member.name, error = %e, "watch of EndpointSlices");
+                continue;
+            }
+        }
+        changed.notify_one();
+    }
+}
+
+/// The Service kind of the federated informers.
+fn service_kind() -> FederatedKind {
+    crate::kinds::builtin()
+        .into_iter()
+        .find(|k| k.resource.group.is_empty() && k.resource.kind == "Service")
+        .unwrap_or_else(|| FederatedKind::new("", "v1", "Service", "services", true))
+}
+
+/// Keep `store` filled with the records of every federated LoadBalancer
+/// Service until `stop`.
+pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationToken) {
+    let changed = Arc::new(Notify::new());
+    let options = ctx.options.dns.clone();
+    let suffix = store.origin();
+
+    // The federated Services and the Clusters, from the federation.
+    let (services, services_writer) = reflector::store::<Service>();
+    let (clusters, clusters_writer) = reflector::store::<Cluster>();
+    {
+        let changed = changed.clone();
+        let stream = reflector::reflector(
+            services_writer,
+            watch_fn(
+                Api::<Service>::all(ctx.fed.clone()),
+                watcher::Config::default(),
+            ),
+        )
+        .default_backoff();
+        tokio::spawn(drain(stream, changed, stop.clone()));
+    }
+    {
+        let changed = changed.clone();
+        let stream = reflector::reflector(
+            clusters_writer,
+            watch_fn(
+                Api::<Cluster>::all(ctx.fed.clone()),
+                watcher::Config::default(),
+            ),
+        )
+        .default_backoff();
+        tokio::spawn(drain(stream, changed, stop.clone()));
+    }
+    // The member copies (with status), shared with the other controllers.
+    let informer = ctx.informers.for_kind(&service_kind());
+    {
+        let mut events = informer.subscribe();
+        let changed = changed.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => break,
+                    e = events.next() => match e {
+                        None => break,
+                        Some(_) => changed.notify_one(),
+                    },
+                }
+            }
+        });
+    }
+    // The members' EndpointSlices, following the member set.
+    let counts = Arc::new(EndpointCounts {
+        by_cluster: RwLock::new(BTreeMap::new()),
+        changed: changed.clone(),
+    });
+    let mut member_changes = ctx.members.subscribe();
+
+    tracing::info!(zone = %suffix, federation = %options.federation_name, "DNS records controller started");
+    loop {
+        counts.sync(&ctx.members.snapshot(), &stop);
+        let records = build_records(
+            &options.federation_name,
+            &suffix,
+            &cluster_infos(&clusters, &ctx.members),
+            &federated_services(&services, &informer, &counts),
+        );
+        let names = records.len();
+        let rejected = store.replace(records);
+        if rejected > 0 {
+            tracing::warn!(rejected, "DNS names not valid in the zone were left out");
+        }
+        tracing::trace!(
+            names,
+            serial = store.snapshot().serial,
+            "DNS records rebuilt"
+        );
+        tokio::select! {
+            () = stop.cancelled() => break,
+            () = changed.notified() => {}
+            r = member_changes.changed() => if r.is_err() { break },
+            // A resync now and then, whatever was missed.
+            () = tokio::time::sleep(Duration::from_secs(30)) => {}
+        }
+        // Let a burst of changes settle into one rebuild.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for m in counts.by_cluster.write().values() {
+        m.stop.cancel();
+    }
+}
+
+async fn drain<K, S>(stream: S, changed: Arc<Notify>, stop: CancellationToken)
+where
+    S: futures::Stream<Item = Result<Event<K>, watcher::Error>> + Send,
+{
+    let mut stream = std::pin::pin!(stream);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => break,
+            e = stream.next() => match e {
+                None => break,
+                Some(Ok(_)) => changed.notify_one(),
+                Some(Err(e)) => tracing::debug!(error = %e, "watch for the DNS records"),
+            },
+        }
+    }
+}
+
+fn cluster_infos(clusters: &Store<Cluster>, members: &Members) -> BTreeMap<String, ClusterInfo> {
+    clusters
+        .state()
+        .iter()
+        .map(|c| {
+            let name = c.name_any();
+            let status = c.status.clone().unwrap_or_default();
+            let ready = members.get(&name).is_some_and(|m| m.ready);
+            (
+                name,
+                ClusterInfo {
+                    zones: status.zones,
+                    region: status.region.filter(|r| !r.is_empty()),
+                    ready,
+                },
+            )
+        })
+        .collect()
+}
+
+fn federated_services(
+    services: &Store<Service>,
+    informer: &crate::informer::FederatedInformer,
+    counts: &EndpointCounts,
+) -> Vec<FederatedService> {
+    services
+        .state()
+        .iter()
+        .filter(|s| {
+            s.metadata.deletion_timestamp.is_none()
+                && s.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("LoadBalancer")
+        })
+        .map(|s| {
+            let key = ObjectKey::new(s.namespace().as_deref(), &s.name_any());
+            let copies = informer
+                .copies(&key)
+                .into_iter()
+                .map(|(cluster, copy)| {
+                    let copy = ServiceCopy {
+                        addresses: load_balancer_addresses(copy.data.get("status")),
+                        ready_endpoints: counts.ready(&cluster, &key),
+                    };
+                    (cluster, copy)
+                })
+                .collect();
+            FederatedService {
+                namespace: key.namespace.clone().unwrap_or_default(),
+                name: key.name.clone(),
+                policy: Policy::of(s.annotations()),
+                copies,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing test may panic
+mod tests {
+    use super::*;
+
+    // Federation v1's dns_test.go: zone example.com, federation "ufp",
+    // Service test/nginx, c1 in fooregion/foozone, c2 in barregion/barzone.
+    const GLOBAL: &str = "nginx.test.ufp.svc.example.com.";
+    const FOO_REGION: &str = "nginx.test.ufp.svc.fooregion.example.com.";
+    const FOO_ZONE: &str = "nginx.test.ufp.svc.foozone.fooregion.example.com.";
+    const BAR_REGION: &str = "nginx.test.ufp.svc.barregion.example.com.";
+    const BAR_ZONE: &str = "nginx.test.ufp.svc.barzone.barregion.example.com.";
+
+    fn cluster(region: &str, zones: &[&str], ready: bool) -> ClusterInfo {
+        ClusterInfo {
+            zones: zones.iter().map(|z| z.to_string()).collect(),
+            region: Some(region.to_string()),
+            ready,
+        }
+    }
+
+    fn clusters() -> BTreeMap<String, ClusterInfo> {
+        BTreeMap::from([
+            ("c1".to_string(), cluster("fooregion", &["foozone"], true)),
+            ("c2".to_string(), cluster("barregion", &["barzone"], true)),
+        ])
+    }
+
+    fn ip(s: &str) -> Address {
+        Address::Ip(s.parse().unwrap())
+    }
+
+    fn copy(addresses: &[Address], ready: u32) -> ServiceCopy {
+        ServiceCopy {
+            addresses: addresses.to_vec(),
+            ready_endpoints: ready,
+        }
+    }
+
+    fn service(copies: &[(&str, ServiceCopy)]) -> FederatedService {
+        FederatedService {
+            namespace: "test".into(),
+            name: "nginx".into(),
+            policy: Policy::All,
+            copies: copies
+                .iter()
+                .map(|(c, s)| (c.to_string(), s.clone()))
+                .collect(),
+        }
+    }
+
+    fn a(ips: &[&str]) -> RecordSet {
+        RecordSet::Addresses(ips.iter().map(|s| s.parse().unwrap()).collect())
+    }
+
+    fn cname(to: &str) -> RecordSet {
+        RecordSet::Cname(to.to_string())
+    }
+
+    fn records(services: &[FederatedService]) -> BTreeMap<String, RecordSet> {
+        build_records("ufp", "example.com", &clusters(), services)
+    }
+
+    fn expect(pairs: &[(&str, RecordSet)]) -> BTreeMap<String, RecordSet> {
+        pairs
+            .iter()
+            .map(|(n, r)| (n.to_string(), r.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn v1_service_with_no_ingress() {
+        // No copy anywhere (v1: no ingress annotation): no records.
+        assert!(records(&[service(&[])]).is_empty());
+    }
+
+    #[test]
+    fn v1_service_with_single_lb_ingress() {
+        let svc = service(&[("c1", copy(&[ip("198.51.100.1")], 1)), ("c2", copy(&[], 1))]);
+        assert_eq!(
+            records(&[svc]),
+            expect(&[
+                (GLOBAL, a(&["198.51.100.1"])),
+                (FOO_REGION, a(&["198.51.100.1"])),
+                (FOO_ZONE, a(&["198.51.100.1"])),
+                (BAR_REGION, cname(GLOBAL)),
+                (BAR_ZONE, cname(BAR_REGION)),
+            ])
+        );
+    }
+
+    #[test]
+    fn v1_service_with_aws_and_gcp_lb_ingress() {
+        // v1 resolved the AWS hostname to A records; here a level with only
+        // a hostname is a CNAME to it and a mixed level answers its IPs.
+        let svc = service(&[
+            (
+                "c1",
+                copy(
+                    &[Address::Hostname("a9.us-west-2.elb.amazonaws.com".into())],
+                    1,
+                ),
+            ),
+            ("c2", copy(&[ip("198.51.200.1")], 1)),
+        ]);
+        assert_eq!(
+            records(&[svc]),
+            expect(&[
+                (GLOBAL, a(&["198.51.200.1"])),
+                (FOO_REGION, cname("a9.us-west-2.elb.amazonaws.com")),
+                (FOO_ZONE, cname("a9.us-west-2.elb.amazonaws.com")),
+                (BAR_REGION, a(&["198.51.200.1"])),
+                (BAR_ZONE, a(&["198.51.200.1"])),
+            ])
+        );
+    }
+
+    #[test]
+    fn v1_service_with_no_lb_ingress() {
+        let svc = service(&[("c1", copy(&[], 1)), ("c2", copy(&[], 1))]);
+        assert_eq!(
+            records(&[svc]),
+            expect(&[
+                (FOO_REGION, cname(GLOBAL)),
+                (FOO_ZONE, cname(FOO_REGION)),
+                (BAR_REGION, cname(GLOBAL)),
+                (BAR_ZONE, cname(BAR_REGION)),
+            ])
+        );
+    }
+
+    fn both() -> BTreeMap<String, RecordSet> {
+        expect(&[
+            (GLOBAL, a(&["198.51.100.1", "198.51.200.1"])),
+            (FOO_REGION, a(&["198.51.100.1"])),
+            (FOO_ZONE, a(&["198.51.100.1"])),
+            (BAR_REGION, a(&["198.51.200.1"])),
+            (BAR_ZONE, a(&["198.51.200.1"])),
+        ])
+    }
+
+    #[test]
+    fn v1_service_with_multiple_lb_ingress() {
+        let svc = service(&[
+            ("c1", copy(&[ip("198.51.100.1")], 1)),
+            ("c2", copy(&[ip("198.51.200.1")], 1)),
+        ]);
+        assert_eq!(records(&[svc]), both());
+    }
+
+    #[test]
+    fn v1_service_deleted_removes_every_record() {
+        // v1 left the CNAMEs behind ("TODO ... remove these leaks"); a
+        // deleted Service is not in the list at all here.
+        assert!(records(&[]).is_empty());
+    }
+
+    #[test]
+    fn v1_lb_ingress_modified_over_time() {
+        let mut svc = service(&[
+            ("c1", copy(&[ip("198.51.100.1")], 1)),
+            ("c2", copy(&[ip("198.51.200.1")], 1)),
+        ]);
+        assert_eq!(records(&[svc.clone()]), both());
+        svc.copies
+            .insert("c1".into(), copy(&[ip("198.51.150.1")], 1));
+        assert_eq!(
+            records(&[svc]),
+            expect(&[
+                (GLOBAL, a(&["198.51.150.1", "198.51.200.1"])),
+                (FOO_REGION, a(&["198.51.150.1"])),
+                (FOO_ZONE, a(&["198.51.150.1"])),
+                (BAR_REGION, a(&["198.51.200.1"])),
+                (BAR_ZONE, a(&["198.51.200.1"])),
+            ])
+        );
+    }
+
+    #[test]
+    fn unhealthy_copies_are_left_out() {
+        // c2 not Ready; then c2 Ready with no ready endpoints: the same.
+        let svc = service(&[
+            ("c1", copy(&[ip("198.51.100.1")], 1)),
+            ("c2", copy(&[ip("198.51.200.1")], 1)),
+        ]);
+        let want = expect(&[
+            (GLOBAL, a(&["198.51.100.1"])),
+            (FOO_REGION, a(&["198.51.100.1"])),
+            (FOO_ZONE, a(&["198.51.100.1"])),
+            (BAR_REGION, cname(GLOBAL)),
+            (BAR_ZONE, cname(BAR_REGION)),
+        ]);
+        let mut cs = clusters();
+        cs.get_mut("c2").unwrap().ready = false;
+        assert_eq!(
+            build_records("ufp", "example.com.", &cs, std::slice::from_ref(&svc)),
+            want
+        );
+        let mut svc = svc;
+        svc.copies.get_mut("c2").unwrap().ready_endpoints = 0;
+        assert_eq!(records(&[svc.clone()]), want);
+        // Nothing healthy: CNAMEs up, no global record.
+        svc.copies.get_mut("c1").unwrap().ready_endpoints = 0;
+        assert_eq!(
+            records(&[svc]),
+            expect(&[
+                (FOO_REGION, cname(GLOBAL)),
+                (FOO_ZONE, cname(FOO_REGION)),
+                (BAR_REGION, cname(GLOBAL)),
+                (BAR_ZONE, cname(BAR_REGION)),
+            ])
+        );
+    }
+
+    #[test]
+    fn a_cluster_spanning_zones_gets_records_in_each() {
+        // kubernetes#50529: v1 wrote only the first zone of a cluster.
+        let cs = BTreeMap::from([
+            (
+                "c1".to_string(),
+                cluster("east", &["east-1", "east-2"], true),
+            ),
+            ("c2".to_string(), cluster("east", &["east-2"], true)),
+            ("c3".to_string(), cluster("west", &["west-1"], true)),
+        ]);
+        let svc = service(&[
+            ("c1", copy(&[ip("192.0.2.1")], 2)),
+            ("c2", copy(&[ip("192.0.2.2"), ip("2001:db8::2")], 1)),
+            ("c3", copy(&[], 1)),
+        ]);
+        let r = build_records("ufp", "example.com", &cs, &[svc]);
+        let p = "nginx.test.ufp.svc";
+        let n = |s: &str| format!("{p}.{s}example.com.");
+        assert_eq!(
+            r,
+            BTreeMap::from([
+                (n(""), a(&["192.0.2.1", "192.0.2.2", "2001:db8::2"])),
+                (n("east."), a(&["192.0.2.1", "192.0.2.2", "2001:db8::2"])),
+                (n("east-1.east."), a(&["192.0.2.1"])),
+                (
+                    n("east-2.east."),
+                    a(&["192.0.2.1", "192.0.2.2", "2001:db8::2"])
+                ),
+                (n("west."), cname(&n(""))),
+                (n("west-1.west."), cname(&n("west."))),
+            ])
+        );
+    }
+
+    #[test]
+    fn clusters_without_region_or_with_odd_labels_have_only_the_levels_they_can() {
+        let cs = BTreeMap::from([
+            (
+                "c1".to_string(),
+                ClusterInfo {
+                    zones: vec!["z1".into()],
+                    region: None,
+                    ready: true,
+                },
+            ),
+            ("c2".to_string(), cluster("r2", &["bad.zone"], true)),
+        ]);
+        let svc = service(&[
+            ("c1", copy(&[ip("192.0.2.1")], 1)),
+            ("c2", copy(&[ip("192.0.2.2")], 1)),
+            ("gone", copy(&[ip("192.0.2.3")], 1)),
+        ]);
+        let r = build_records("ufp", "example.com", &cs, &[svc]);
+        assert_eq!(
+            r,
+            BTreeMap::from([
+                (
+                    "nginx.test.ufp.svc.example.com.".to_string(),
+                    a(&["192.0.2.1", "192.0.2.2"])
+                ),
+                (
+                    "nginx.test.ufp.svc.r2.example.com.".to_string(),
+                    a(&["192.0.2.2"])
+                ),
+            ])
+        );
+    }
+
+    #[test]
+    fn weighted_follows_ready_endpoints() {
+        let mut svc = service(&[
+            ("c1", copy(&[ip("198.51.100.1")], 3)),
+            ("c2", copy(&[ip("198.51.200.1"), ip("198.51.200.2")], 1)),
+        ]);
+        svc.policy = Policy::Weighted;
+        let r = records(&[svc]);
+        assert_eq!(
+            r[GLOBAL],
+            RecordSet::Weighted(vec![
+                ("198.51.100.1".parse().unwrap(), 180),
+                ("198.51.200.1".parse().unwrap(), 30),
+                ("198.51.200.2".parse().unwrap(), 30),
+            ])
+        );
+    }
+
+    #[test]
+    fn failover_answers_the_primary_until_it_has_no_healthy_endpoint() {
+        let mut svc = service(&[
+            ("c1", copy(&[ip("198.51.100.1")], 1)),
+            ("c2", copy(&[ip("198.51.200.1")], 1)),
+        ]);
+        svc.policy = Policy::Failover(BTreeSet::from(["c2".to_string()]));
+        assert_eq!(
+            records(&[svc.clone()]),
+            expect(&[
+                (GLOBAL, a(&["198.51.200.1"])),
+                (FOO_REGION, cname(GLOBAL)),
+                (FOO_ZONE, cname(FOO_REGION)),
+                (BAR_REGION, a(&["198.51.200.1"])),
+                (BAR_ZONE, a(&["198.51.200.1"])),
+            ])
+        );
+        svc.copies.get_mut("c2").unwrap().ready_endpoints = 0;
+        assert_eq!(
+            records(&[svc]),
+            expect(&[
+                (GLOBAL, a(&["198.51.100.1"])),
+                (FOO_REGION, a(&["198.51.100.1"])),
+                (FOO_ZONE, a(&["198.51.100.1"])),
+                (BAR_REGION, cname(GLOBAL)),
+                (BAR_ZONE, cname(BAR_REGION)),
+            ])
+        );
+    }
+
+    #[test]
+    fn policies_parse_from_annotations() {
+        let ann = |p: &[(&str, &str)]| -> BTreeMap<String, String> {
+            p.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(Policy::of(&ann(&[])), Policy::All);
+        assert_eq!(
+            Policy::of(&ann(&[(POLICY_ANNOTATION, "weighted")])),
+            Policy::Weighted
+        );
+        assert_eq!(
+            Policy::of(&ann(&[(POLICY_ANNOTATION, "failover")])),
+            Policy::All
+        );
+        assert_eq!(
+            Policy::of(&ann(&[
+                (POLICY_ANNOTATION, "failover"),
+                (PRIMARY_ANNOTATION, "east, west")
+            ])),
+            Policy::Failover(BTreeSet::from(["east".into(), "west".into()]))
+        );
+        assert_eq!(
+            Policy::of(&ann(&[(POLICY_ANNOTATION, "nonsense")])),
+            Policy::All
+        );
+    }
+
+    #[test]
+    fn statuses_and_slices_are_read_as_kubernetes_writes_them() {
+        let status = serde_json::json!({"loadBalancer": {"ingress": [
+            {"ip": "192.0.2.1"}, {"hostname": "lb.example.net."}, {"ip": "not-an-ip"}, {}
+        ]}});
+        assert_eq!(
+            load_balancer_addresses(Some(&status)),
+            [ip("192.0.2.1"), Address::Hostname("lb.example.net".into())]
+        );
+        assert!(load_balancer_addresses(None).is_empty());
+        let slice: EndpointSlice = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-abc", "namespace": "shop",
+                "labels": {SERVICE_NAME_LABEL: "web"}},
+            "addressType": "IPv4",
+            "endpoints": [
+                {"addresses": ["10.0.0.1"], "conditions": {"ready": true}},
+                {"addresses": ["10.0.0.2"], "conditions": {"ready": false}},
+                {"addresses": ["10.0.0.3"]}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(ready_endpoints(&slice), 2);
+    }
+}
