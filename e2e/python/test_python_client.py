@@ -9,6 +9,7 @@ target/debug/ubernetes.
 
 import os
 import pathlib
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -24,7 +25,8 @@ BIN = os.environ.get("UBERNETES_BIN", str(REPO / "target" / "debug" / "ubernetes
 
 
 def start_server(extra=()):
-    """Start `ubernetes serve` on a free loopback port; returns (proc, data dir, log)."""
+    """Start `ubernetes serve` on a free loopback port; returns (proc, temp dir, log).
+    The server's data dir is `d` inside the temp dir."""
     data = tempfile.mkdtemp(prefix="ubernetes-py-")
     log = open(os.path.join(data, "server.log"), "w")
     proc = subprocess.Popen(
@@ -46,7 +48,7 @@ def start_server(extra=()):
         raise AssertionError("server did not report its port")
     # Keep draining stdout so the server never blocks on it.
     threading.Thread(target=proc.stdout.read, daemon=True).start()
-    return proc, os.path.join(data, "d"), log
+    return proc, data, log
 
 
 def wait_ready(core, deadline):
@@ -67,16 +69,16 @@ def api_client():
     started = []
     try:
         proc, data, log = start_server()
-        started.append((proc, log))
-        kubeconfig = os.path.join(data, "kubeconfig")
+        started.append((proc, log, data))
+        kubeconfig = os.path.join(data, "d", "kubeconfig")
         api = config.new_client_from_config(config_file=kubeconfig, context="federation")
         wait_ready(client.CoreV1Api(api), time.time() + 60)
         n = int(os.environ.get("E2E_JOINED_MEMBERS", "0") or 0)
         api.ubernetes_members = []
         for i in range(n):
             mproc, mdata, mlog = start_server(["--federation-controllers=false"])
-            started.append((mproc, mlog))
-            member_kubeconfig = os.path.join(mdata, "kubeconfig")
+            started.append((mproc, mlog, mdata))
+            member_kubeconfig = os.path.join(mdata, "d", "kubeconfig")
             member = config.new_client_from_config(
                 config_file=member_kubeconfig, context="federation")
             wait_ready(client.CoreV1Api(member), time.time() + 60)
@@ -100,10 +102,11 @@ def api_client():
                 time.sleep(0.2)
         yield api
     finally:
-        for proc, log in started:
+        for proc, log, data in started:
             proc.kill()
             proc.wait()
             log.close()
+            shutil.rmtree(data, ignore_errors=True)
 
 
 def test_configmap_crud(api_client):
