@@ -72,6 +72,12 @@ pub struct EtcdOptions {
     pub endpoints: Vec<String>,
     /// `--etcd-prefix`: the prefix of every key (default `/registry`).
     pub prefix: String,
+    /// The root of the caller's own key names, replaced by `prefix` in etcd:
+    /// the registry names keys `/registry/GROUP/RESOURCE/...`, and with root
+    /// `/registry` a Pod is `PREFIX/core/pods/NS/NAME` in etcd (not
+    /// `PREFIX/registry/core/...`). Keys outside the root (and every key when
+    /// it is `None`) are stored as `PREFIX` + key.
+    pub store_root: Option<String>,
     /// `--etcd-cafile`: the CA that signed etcd's serving certificate.
     pub ca_file: Option<PathBuf>,
     /// `--etcd-certfile` / `--etcd-keyfile`: the client certificate and key.
@@ -85,6 +91,8 @@ pub struct EtcdStorage {
     client: Client,
     /// The prefix without a trailing `/` (`/registry`).
     prefix: String,
+    /// [`EtcdOptions::store_root`] without a trailing `/`; empty for none.
+    root: String,
     /// A lower bound of etcd's compacted revision (what this process compacted
     /// or found); the exact value is probed when needed.
     compacted_hint: AtomicU64,
@@ -188,9 +196,16 @@ impl EtcdStorage {
             .await
             .map_err(engine)?;
         let prefix = options.prefix.trim_end_matches('/').to_string();
+        let root = options
+            .store_root
+            .as_deref()
+            .unwrap_or("")
+            .trim_end_matches('/')
+            .to_string();
         let storage = Self {
             client,
             prefix,
+            root,
             compacted_hint: AtomicU64::new(0),
             writes: watch::Sender::new(0),
         };
@@ -215,28 +230,32 @@ impl EtcdStorage {
         }
     }
 
-    /// The etcd key of a store key: the prefix, then the key (a key without
-    /// a leading `/` gets one, so `compact_rev_key` is `/registry/compact_rev_key`).
+    /// The etcd key of a store key: the prefix, then the key with the store
+    /// root cut off (a key without a leading `/` gets one, so
+    /// `compact_rev_key` is `/registry/compact_rev_key`).
     fn full(&self, key: &str) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.prefix.len() + key.len() + 1);
+        let rest = match key.strip_prefix(self.root.as_str()) {
+            Some(rest) if !self.root.is_empty() && (rest.is_empty() || rest.starts_with('/')) => {
+                rest
+            }
+            _ => key,
+        };
+        let mut out = Vec::with_capacity(self.prefix.len() + rest.len() + 1);
         out.extend_from_slice(self.prefix.as_bytes());
-        if !key.starts_with('/') {
+        if !rest.is_empty() && !rest.starts_with('/') {
             out.push(b'/');
         }
-        out.extend_from_slice(key.as_bytes());
+        out.extend_from_slice(rest.as_bytes());
         out
     }
 
-    fn convert(&self, kv: &EtcdKv, key: Option<&str>) -> Result<KeyValue, StorageError> {
-        Ok(KeyValue {
-            key: match key {
-                Some(k) => k.to_string(),
-                None => strip(&self.prefix, kv.key())?,
-            },
+    fn convert(&self, kv: &EtcdKv, key: &str) -> KeyValue {
+        KeyValue {
+            key: key.to_string(),
             value: Bytes::copy_from_slice(kv.value()),
             create_revision: rev(kv.create_revision()),
             mod_revision: rev(kv.mod_revision()),
-        })
+        }
     }
 
     fn kv(&self) -> etcd_client::KvClient {
@@ -259,7 +278,7 @@ impl EtcdStorage {
         for op in resp.op_responses() {
             if let TxnOpResponse::Get(get) = op {
                 return match get.kvs().first() {
-                    Some(kv) => self.convert(kv, Some(key)).map(Some),
+                    Some(kv) => Ok(Some(self.convert(kv, key))),
                     None => Ok(None),
                 };
             }
@@ -313,11 +332,11 @@ impl EtcdStorage {
 
 /// One etcd watch event as a store [`Event`] (kube's `parseEvent`: a put
 /// whose create and mod revisions are equal is a creation).
-fn convert_event(prefix: &str, ev: &etcd_client::Event) -> Result<Event, StorageError> {
+fn convert_event(names: &Names, ev: &etcd_client::Event) -> Result<Event, StorageError> {
     let kv = ev
         .kv()
         .ok_or_else(|| StorageError::Engine("etcd watch event without a key".into()))?;
-    let key = strip(prefix, kv.key())?;
+    let key = names.name(kv.key())?;
     let prev = ev.prev_kv().map(|p| KeyValue {
         key: key.clone(),
         value: Bytes::copy_from_slice(p.value()),
@@ -363,13 +382,26 @@ fn convert_event(prefix: &str, ev: &etcd_client::Event) -> Result<Event, Storage
     }
 }
 
-/// The store key of an etcd key under `prefix`.
-fn strip(prefix: &str, key: &[u8]) -> Result<String, StorageError> {
-    let rest = key.strip_prefix(prefix.as_bytes()).ok_or_else(|| {
-        StorageError::Engine(format!("etcd returned a key outside the prefix {prefix}"))
-    })?;
-    String::from_utf8(rest.to_vec())
-        .map_err(|_| StorageError::Engine("etcd returned a key that is not UTF-8".into()))
+/// Store names of the etcd keys of one range: the range's store prefix and
+/// its etcd form (a key is the store prefix + what follows the etcd prefix).
+#[derive(Debug, Clone)]
+struct Names {
+    store: String,
+    etcd: Vec<u8>,
+}
+
+impl Names {
+    fn name(&self, key: &[u8]) -> Result<String, StorageError> {
+        let rest = key.strip_prefix(self.etcd.as_slice()).ok_or_else(|| {
+            StorageError::Engine(format!(
+                "etcd returned a key outside the range of {}",
+                self.store
+            ))
+        })?;
+        let rest = std::str::from_utf8(rest)
+            .map_err(|_| StorageError::Engine("etcd returned a key that is not UTF-8".into()))?;
+        Ok(format!("{}{rest}", self.store))
+    }
 }
 
 /// Pump one etcd watch into `tx` until the receiver is dropped or the watch
@@ -378,7 +410,7 @@ fn strip(prefix: &str, key: &[u8]) -> Result<String, StorageError> {
 async fn pump_watch(
     mut requests: etcd_client::WatchRequestSender,
     mut responses: etcd_client::WatchResponseStream,
-    prefix: String,
+    names: Names,
     from: Revision,
     mut writes: watch::Receiver<u64>,
     tx: mpsc::Sender<Result<WatchItem, StorageError>>,
@@ -439,7 +471,7 @@ async fn pump_watch(
                     continue;
                 }
                 for ev in resp.events() {
-                    let item = convert_event(&prefix, ev);
+                    let item = convert_event(&names, ev);
                     let failed = item.is_err();
                     if let Ok(ev) = &item {
                         seen = seen.max(ev.revision());
@@ -469,7 +501,7 @@ impl Storage for EtcdStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
         let resp = self.kv().get(self.full(key), None).await.map_err(engine)?;
         match resp.kvs().first() {
-            Some(kv) => self.convert(kv, Some(key)).map(Some),
+            Some(kv) => Ok(Some(self.convert(kv, key))),
             None => Ok(None),
         }
     }
@@ -516,10 +548,14 @@ impl Storage for EtcdStorage {
             }
             Err(e) => return Err(engine(e)),
         };
+        let names = Names {
+            store: prefix.to_string(),
+            etcd: full,
+        };
         let items = resp
             .kvs()
             .iter()
-            .map(|kv| self.convert(kv, None))
+            .map(|kv| Ok(self.convert(kv, &names.name(kv.key())?)))
             .collect::<Result<Vec<_>, _>>()?;
         let total = rev(resp.count());
         let remaining = total.saturating_sub(items.len() as u64);
@@ -632,7 +668,7 @@ impl Storage for EtcdStorage {
         let prev = prev.ok_or_else(|| {
             StorageError::Engine(format!("etcd deleted {key} without its previous value"))
         })?;
-        let mut gone = self.convert(&prev, Some(key))?;
+        let mut gone = self.convert(&prev, key);
         gone.mod_revision = revision;
         Ok(gone)
     }
@@ -655,6 +691,7 @@ impl Storage for EtcdStorage {
     ) -> Result<ProgressWatchStream, StorageError> {
         self.check_available(from).await?;
         let full = self.full(prefix);
+        let full_for_names = full.clone();
         let options = WatchOptions::new()
             .with_range(prefix_end(&full))
             .with_start_revision(etcd_rev(from.saturating_add(1))?)
@@ -672,7 +709,10 @@ impl Storage for EtcdStorage {
         tokio::spawn(pump_watch(
             requests,
             responses,
-            self.prefix.clone(),
+            Names {
+                store: prefix.to_string(),
+                etcd: full_for_names,
+            },
             from,
             self.writes.subscribe(),
             tx,

@@ -139,19 +139,34 @@ async fn two_servers_on_one_etcd_share_objects_and_revisions() {
     ));
 }
 
-/// Keys are the store keys under `--etcd-prefix`, as kube-apiserver lays
-/// them out (`/registry/pods/NAMESPACE/NAME`); other prefixes are invisible.
+/// Keys are the store keys under `--etcd-prefix`, the registry's own root
+/// (`/registry`) replaced by it, as kube-apiserver lays them out
+/// (`PREFIX/<resource path>/NAMESPACE/NAME`); other prefixes are invisible.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_live_under_the_etcd_prefix() {
     let Some(etcd) = start_etcd("keys_live_under_the_etcd_prefix") else {
         return;
     };
-    let s = engine(&etcd, "/registry/").await;
-    let other = engine(&etcd, "/other").await;
-    s.create("/pods/default/web", Bytes::from_static(b"{}"))
+    let options = |prefix: &str| EtcdOptions {
+        endpoints: vec![etcd.url.clone()],
+        prefix: prefix.to_string(),
+        store_root: Some("/registry".into()),
+        ..Default::default()
+    };
+    let s = EtcdStorage::connect(&options("/fed/"))
+        .await
+        .expect("connect");
+    let other = EtcdStorage::connect(&options("/other"))
+        .await
+        .expect("connect");
+    let pod = s
+        .create("/registry/core/pods/default/web", Bytes::from_static(b"{}"))
         .await
         .expect("create");
     s.create("compact_rev_key", Bytes::from_static(b"0"))
+        .await
+        .expect("create");
+    s.create("/elsewhere/x", Bytes::from_static(b"x"))
         .await
         .expect("create");
     let mut raw = etcd_client::Client::connect([etcd.url.as_str()], None)
@@ -175,11 +190,31 @@ async fn keys_live_under_the_etcd_prefix() {
         .collect();
     assert_eq!(
         keys,
-        ["/registry/compact_rev_key", "/registry/pods/default/web"]
+        [
+            "/fed/compact_rev_key",
+            "/fed/core/pods/default/web",
+            "/fed/elsewhere/x"
+        ]
+    );
+    // Lists and watches give the store's names back.
+    let listed = s
+        .list("/registry/core/", ListOptions::default())
+        .await
+        .expect("list");
+    assert_eq!(listed.items, vec![pod.clone()]);
+    let mut w = s.watch("/registry/core/pods/", 0).await.expect("watch");
+    assert_eq!(conformance::next_event(&mut w).await.kv, pod);
+    assert_eq!(
+        s.list("/elsewhere/", ListOptions::default())
+            .await
+            .expect("list")
+            .items[0]
+            .key,
+        "/elsewhere/x"
     );
     assert!(
         other
-            .list("/", ListOptions::default())
+            .list("/registry/", ListOptions::default())
             .await
             .expect("list")
             .items
