@@ -13,7 +13,8 @@
 #   - cargo-fuzz (pinned in scripts/fuzz.sh) into .tools/cargo, to run each
 #     fuzz target briefly on its seed corpus (only in the full run).
 # and, system-wide from Debian's packages, `dig` (dnsutils) for the DNS e2e
-# test (e2e/tests/federation_dns.rs, which says SKIPPED without it).
+# test (e2e/tests/federation_dns.rs, which says SKIPPED without it) and
+# etcd-server when no `etcd` is on PATH, for the etcd engine tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -44,6 +45,21 @@ if ! command -v dig >/dev/null 2>&1; then
   $sudo_cmd apt-get install -y dnsutils >/dev/null 2>&1 \
     || { $sudo_cmd apt-get update >/dev/null 2>&1 && $sudo_cmd apt-get install -y dnsutils >/dev/null 2>&1; } \
     || echo "warning: could not install dnsutils; the DNS e2e test will be skipped"
+fi
+
+# etcd for the etcd engine's tests (storage/tests/etcd_conformance.rs,
+# e2e/tests/etcd_serve.rs): Debian's etcd-server. The tests start and stop
+# their own etcd (free loopback ports, temporary data dir) and say they are
+# skipped without one. $ETCD_BIN picks another binary.
+if [ -z "${ETCD_BIN:-}" ] && ! command -v etcd >/dev/null; then
+  echo "==> installing etcd (Debian's etcd-server) for the etcd engine tests"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  if ! { $sudo apt-get install -y etcd-server >/dev/null 2>&1 ||
+         { $sudo apt-get update >/dev/null 2>&1 &&
+           $sudo apt-get install -y etcd-server >/dev/null 2>&1; }; }; then
+    echo "WARNING: apt-get could not install etcd-server: the etcd engine tests will be SKIPPED" >&2
+  fi
 fi
 
 echo "==> building (the e2e tests run the real ubernetes binary)"

@@ -9,7 +9,7 @@
 //! - [`Storage`]: get / list / create / update (compare-and-swap on the key's
 //!   `mod_revision`) / delete / watch / compact / current revision.
 //! - engines beside it: [`sled_engine::SledStorage`] (embedded, the default);
-//!   an etcd engine will sit next to it behind the same trait.
+//!   [`etcd_engine::EtcdStorage`] on an etcd v3 cluster (`--etcd-servers`).
 //! - [`cache::WatchCache`]: one upstream watch per key prefix, lists and gets
 //!   served from memory, a ring buffer of recent events for watch resume
 //!   (too old → [`StorageError::Compacted`], i.e. HTTP 410), bounded
@@ -30,6 +30,8 @@ use futures::Stream;
 
 pub mod cache;
 pub mod conformance;
+pub mod etcd_engine;
+pub mod etcd_process;
 pub mod sled_engine;
 
 /// A global, strictly increasing revision. Every successful write (create,

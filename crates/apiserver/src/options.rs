@@ -152,6 +152,38 @@ pub struct ServerOptions {
     #[arg(long = "storage-cache-mib", value_name = "MIB", default_value_t = 64)]
     pub storage_cache_mib: u64,
 
+    /// List of etcd servers to connect with (scheme://ip:port, comma
+    /// separated), as kube-apiserver's flag. When given, every object lives in
+    /// etcd (under --etcd-prefix) instead of the embedded store under
+    /// DATA_DIR/store, and several servers on the same etcd and prefix serve
+    /// the same objects with the same resourceVersions (etcd's revisions).
+    #[arg(long = "etcd-servers", value_name = "URLS", value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+
+    /// The prefix to prepend to all resource paths in etcd: a Pod is the
+    /// etcd key PREFIX/pods/NAMESPACE/NAME (as kube-apiserver).
+    #[arg(
+        long = "etcd-prefix",
+        value_name = "PREFIX",
+        default_value = "/registry"
+    )]
+    pub etcd_prefix: String,
+
+    /// SSL Certificate Authority file used to secure etcd communication
+    /// (verifies etcd's serving certificate; implies TLS).
+    #[arg(long = "etcd-cafile", value_name = "FILE")]
+    pub etcd_cafile: Option<PathBuf>,
+
+    /// SSL certification file used to secure etcd communication: the client
+    /// certificate this server presents to etcd (with --etcd-keyfile).
+    #[arg(long = "etcd-certfile", value_name = "FILE", requires = "etcd_keyfile")]
+    pub etcd_certfile: Option<PathBuf>,
+
+    /// SSL key file used to secure etcd communication: the private key of
+    /// --etcd-certfile.
+    #[arg(long = "etcd-keyfile", value_name = "FILE", requires = "etcd_certfile")]
+    pub etcd_keyfile: Option<PathBuf>,
+
     /// On SIGTERM/SIGINT, how long /readyz reports failure while requests
     /// are still served, before the listener closes (lets load balancers
     /// notice). Go-style duration, e.g. 0s, 5s, 1m.
@@ -210,6 +242,11 @@ impl Default for ServerOptions {
                 max_request_body_bytes: DEFAULT_MAX_REQUEST_BODY_BYTES,
                 default_watch_cache_size: 10_000,
                 storage_cache_mib: 64,
+                etcd_servers: Vec::new(),
+                etcd_prefix: "/registry".to_string(),
+                etcd_cafile: None,
+                etcd_certfile: None,
+                etcd_keyfile: None,
                 shutdown_delay_duration: Duration::ZERO,
                 shutdown_grace: Duration::from_secs(10),
             },
@@ -274,6 +311,31 @@ mod tests {
         );
         assert!(o.api_audiences.is_empty() && o.service_account_signing_key_file.is_none());
         assert_eq!(o.service_account_max_token_expiration, Duration::ZERO);
+        assert!(o.etcd_servers.is_empty() && o.etcd_cafile.is_none());
+        assert_eq!(o.etcd_prefix, "/registry");
+    }
+
+    #[test]
+    fn etcd_flags_as_kube_apiserver() {
+        let o = parse(&[
+            "--etcd-servers=https://10.0.0.1:2379,https://10.0.0.2:2379",
+            "--etcd-prefix=/fed",
+            "--etcd-cafile=ca.crt",
+            "--etcd-certfile=client.crt",
+            "--etcd-keyfile=client.key",
+        ])
+        .expect("parse");
+        assert_eq!(
+            o.etcd_servers,
+            ["https://10.0.0.1:2379", "https://10.0.0.2:2379"]
+        );
+        assert_eq!(o.etcd_prefix, "/fed");
+        assert_eq!(o.etcd_cafile, Some(PathBuf::from("ca.crt")));
+        assert_eq!(o.etcd_keyfile, Some(PathBuf::from("client.key")));
+        assert!(
+            parse(&["--etcd-certfile=client.crt"]).is_err(),
+            "needs the key"
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ use ubernetes_registry::store::WriteOptions;
 use ubernetes_registry::tokens::TokenController;
 use ubernetes_registry::{Registry, RegistryOptions};
 use ubernetes_storage::Storage;
+use ubernetes_storage::etcd_engine::{EtcdOptions, EtcdStorage};
 use ubernetes_storage::sled_engine::{SledOptions, SledStorage};
 
 use crate::authn::Authenticator;
@@ -69,7 +70,8 @@ impl AppState {
     }
 }
 
-/// Open the store under `options.data_dir`, build the registry, bootstrap
+/// Open the store (etcd with `--etcd-servers`, else the embedded one under
+/// `options.data_dir`), build the registry, bootstrap
 /// the default namespaces and Service, start the watch caches and the
 /// in-server controllers (garbage collector, namespace lifecycle,
 /// service-account tokens). `root_ca_pem` is the CA clients trust for this
@@ -78,6 +80,36 @@ pub async fn build_state(
     options: &ServerOptions,
     root_ca_pem: Option<String>,
 ) -> anyhow::Result<Arc<AppState>> {
+    let storage = open_storage(options).await?;
+    build_state_on(options, storage, root_ca_pem).await
+}
+
+/// The storage engine the options name: etcd when `--etcd-servers` is
+/// given (kube-apiserver's storage), else sled under DATA_DIR/store.
+pub async fn open_storage(options: &ServerOptions) -> anyhow::Result<Arc<dyn Storage>> {
+    if !options.etcd_servers.is_empty() {
+        let etcd = EtcdOptions {
+            endpoints: options.etcd_servers.clone(),
+            prefix: options.etcd_prefix.clone(),
+            ca_file: options.etcd_cafile.clone(),
+            cert_file: options.etcd_certfile.clone(),
+            key_file: options.etcd_keyfile.clone(),
+            // The registry's keys are `/registry/GROUP/RESOURCE/...`:
+            // --etcd-prefix takes the place of that root.
+            store_root: Some("/registry".into()),
+        };
+        let storage = EtcdStorage::connect(&etcd)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot open the etcd store: {e}"))?;
+        let revision = storage.current_revision().await.unwrap_or(0);
+        tracing::info!(
+            servers = %options.etcd_servers.join(","),
+            prefix = %options.etcd_prefix,
+            revision,
+            "etcd store opened"
+        );
+        return Ok(Arc::new(storage));
+    }
     let store_dir = options.data_dir.join("store");
     std::fs::create_dir_all(&store_dir).map_err(|e| {
         anyhow::anyhow!(
@@ -98,10 +130,9 @@ pub async fn build_state(
                 store_dir.display()
             )
         })?;
-    let storage: Arc<dyn Storage> = Arc::new(storage);
     let revision = storage.current_revision().await.unwrap_or(0);
     tracing::info!(dir = %store_dir.display(), revision, "store opened");
-    build_state_on(options, storage, root_ca_pem).await
+    Ok(Arc::new(storage))
 }
 
 /// [`build_state`] over an already opened storage engine.
