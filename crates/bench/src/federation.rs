@@ -634,7 +634,7 @@ async fn measured(
     let host_writes = rev_delta(&host_rev0, &host_rev1);
     let member_writes = rev_delta(&member_rev0, &member_rev1);
     println!(
-        "bulk: host quiet (< 5% of a core over 1 s) {:.1} s after the last copy arrived; writes per object: host store {:.2} (create, finalizer, record annotation, events), each member {:.2}",
+        "bulk: host quiet (< 5% of a core over 1 s) {:.1} s after the last copy arrived; writes per object: host store {:.2} (the create, the propagation record, events), each member {:.2}",
         settled.as_secs_f64(),
         host_writes as f64 / n.max(1) as f64,
         member_writes as f64 / (n.max(1) * m) as f64
