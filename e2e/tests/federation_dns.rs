@@ -12,7 +12,10 @@
 //!   its cluster stays Ready; a killed member leaves once its Cluster is
 //!   not Ready and comes back when restarted;
 //! - `weighted` answers put each cluster first in proportion to its ready
-//!   endpoints; `failover` answers only the primary until it has none.
+//!   endpoints; `failover` answers only the primary until it has none;
+//! - an Ingress host inside the zone answers its member copies'
+//!   load-balancer addresses, less those whose backend Service has no
+//!   ready endpoint there; a host outside the zone is not served.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -41,6 +44,26 @@ const CLUSTERS: [(&str, &[&str], &str, &str); 3] = [
     ("east-b", &["east-2"], "east", "192.0.2.2"),
     ("west-a", &["west-1"], "west", "192.0.2.3"),
 ];
+
+const INGRESS: &str = r#"
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: shop, namespace: default}
+spec:
+  rules:
+  - host: shop.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+  - host: shop.example.org
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+"#;
+
+// The Ingress's load-balancer IP in each cluster of CLUSTERS.
+const INGRESS_IPS: [&str; 3] = ["198.51.100.1", "198.51.100.2", "198.51.100.3"];
+const SHOP: &str = "shop.example.com.";
 
 const GLOBAL: &str = "web.default.fed.svc.example.com.";
 const EAST: &str = "web.default.fed.svc.east.example.com.";
@@ -313,6 +336,33 @@ fn dig_gets_healthy_addresses_at_every_level() -> Result<()> {
         "{nodata:?}"
     );
 
+    // An Ingress: its host inside the zone answers every member copy's
+    // load-balancer address; the host outside the zone is not served.
+    fed.host.kubectl_stdin_ok(&["apply", "-f", "-"], INGRESS)?;
+    for (i, ip) in INGRESS_IPS.iter().enumerate() {
+        let member = fed.member(i)?;
+        eventually(WAIT, || {
+            Ok(member
+                .kubectl(&["get", "ingress", "shop"])?
+                .status
+                .success()
+                .then_some(()))
+        })
+        .context("the Ingress reaches every member")?;
+        member.kubectl_ok(&[
+            "patch",
+            "ingress",
+            "shop",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &json!({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}).to_string(),
+        ])?;
+    }
+    wait_addresses(&fed, port, SHOP, &INGRESS_IPS)?;
+    let outside = dig(port, "shop.example.org.", "A", false)?;
+    ensure!(outside.status == "REFUSED", "{outside:?}");
+
     // west-a's Service has no ready endpoint: its zone CNAMEs up to the
     // region, the region to the global name, which answers the others;
     // west-a stays Ready.
@@ -332,8 +382,11 @@ fn dig_gets_healthy_addresses_at_every_level() -> Result<()> {
         condition(&west, "Ready").is_some_and(|c| c["status"] == "True"),
         "west-a must stay Ready: {west}"
     );
+    // The Ingress sends to that Service: west-a's Ingress address goes too.
+    wait_addresses(&fed, port, SHOP, &INGRESS_IPS[..2])?;
     set_ready_endpoints(fed.member(2)?, 1)?;
     wait_addresses(&fed, port, WEST_1, &["192.0.2.3"])?;
+    wait_addresses(&fed, port, SHOP, &INGRESS_IPS)?;
 
     // east-b killed: its address leaves once its Cluster is not Ready.
     fed.member_mut(1)?.kill9();

@@ -65,6 +65,7 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
 use kube::ResourceExt as _;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
@@ -279,6 +280,86 @@ pub fn build_records(
                 level(&mut { in_zone }),
                 Some(names.region(region)),
             );
+        }
+    }
+    out
+}
+
+/// A federated Ingress and its member copies (`ServiceCopy::ready_endpoints`
+/// of a copy: the ready endpoints, in that member, of the Services its
+/// rules send to; 1 for an Ingress that names no Service).
+#[derive(Clone, Debug, Default)]
+pub struct FederatedIngress {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its `spec.rules[].host`s.
+    pub hosts: Vec<String>,
+    /// Its `dns-policy`.
+    pub policy: Policy,
+    /// Its copies, by cluster name.
+    pub copies: BTreeMap<String, ServiceCopy>,
+}
+
+/// Whether `host` (lower case, no final dot) is a name strictly inside the
+/// zone `suffix` (lower case, final dot) that one record can serve (no
+/// wildcard).
+fn host_in_zone(host: &str, suffix: &str) -> bool {
+    let zone = suffix.trim_end_matches('.');
+    host.len() > zone.len() + 1
+        && host.ends_with(zone)
+        && host.as_bytes()[host.len() - zone.len() - 1] == b'.'
+        && host.split('.').all(is_label)
+}
+
+/// The records of the hosts of every Ingress: each `spec.rules[].host`
+/// inside the zone answers the healthy addresses of the Ingress's copies,
+/// drawn by its policy, like a Service's global name (a host has no zone or
+/// region level); nothing healthy, no record. Hosts outside the zone and
+/// wildcards are not served; a host claimed twice is served from the first
+/// Ingress by namespace and name.
+pub fn build_ingress_records(
+    suffix: &str,
+    clusters: &BTreeMap<String, ClusterInfo>,
+    ingresses: &[FederatedIngress],
+) -> BTreeMap<String, RecordSet> {
+    let suffix = format!("{}.", suffix.trim_end_matches('.')).to_ascii_lowercase();
+    let mut sorted: Vec<&FederatedIngress> = ingresses.iter().collect();
+    sorted.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    let mut out = BTreeMap::new();
+    for ing in sorted {
+        let healthy: Vec<(&str, &ServiceCopy)> = ing
+            .copies
+            .iter()
+            .filter(|(c, copy)| {
+                clusters.get(*c).is_some_and(|i| i.ready)
+                    && copy.ready_endpoints > 0
+                    && !copy.addresses.is_empty()
+            })
+            .map(|(c, copy)| (c.as_str(), copy))
+            .collect();
+        let serving: Vec<&ServiceCopy> = match &ing.policy {
+            Policy::Failover(primary) => {
+                let (p, rest): (Vec<_>, Vec<_>) =
+                    healthy.iter().partition(|(c, _)| primary.contains(*c));
+                (if p.is_empty() { rest } else { p })
+                    .into_iter()
+                    .map(|(_, copy)| copy)
+                    .collect()
+            }
+            _ => healthy.iter().map(|(_, copy)| *copy).collect(),
+        };
+        let Some(records) = addresses_of(serving.into_iter(), ing.policy == Policy::Weighted)
+        else {
+            continue;
+        };
+        for host in &ing.hosts {
+            let host = host.trim_end_matches('.').to_ascii_lowercase();
+            if host_in_zone(&host, &suffix) {
+                out.entry(format!("{host}."))
+                    .or_insert_with(|| records.clone());
+            }
         }
     }
     out
@@ -499,6 +580,16 @@ fn service_kind() -> FederatedKind {
         .unwrap_or_else(|| FederatedKind::new("", "v1", "Service", "services", true))
 }
 
+/// The Ingress kind of the federated informers.
+fn ingress_kind() -> FederatedKind {
+    crate::kinds::builtin()
+        .into_iter()
+        .find(|k| k.resource.group == "networking.k8s.io" && k.resource.kind == "Ingress")
+        .unwrap_or_else(|| {
+            FederatedKind::new("networking.k8s.io", "v1", "Ingress", "ingresses", true)
+        })
+}
+
 /// Keep `store` filled with the records of every federated LoadBalancer
 /// Service until `stop`.
 pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationToken) {
@@ -509,6 +600,19 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
     // The federated Services and the Clusters, from the federation.
     let (services, services_writer) = reflector::store::<Service>();
     let (clusters, clusters_writer) = reflector::store::<Cluster>();
+    let (ingresses, ingresses_writer) = reflector::store::<Ingress>();
+    {
+        let changed = changed.clone();
+        let stream = reflector::reflector(
+            ingresses_writer,
+            watch_fn(
+                Api::<Ingress>::all(ctx.fed.clone()),
+                watcher::Config::default(),
+            ),
+        )
+        .default_backoff();
+        tokio::spawn(drain(stream, changed, stop.clone()));
+    }
     {
         let changed = changed.clone();
         let stream = reflector::reflector(
@@ -535,7 +639,8 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
     }
     // The member copies (with status), shared with the other controllers.
     let informer = ctx.informers.for_kind(&service_kind());
-    {
+    let ingress_informer = ctx.informers.for_kind(&ingress_kind());
+    for informer in [&informer, &ingress_informer] {
         let mut events = informer.subscribe();
         let changed = changed.clone();
         let stop = stop.clone();
@@ -561,12 +666,19 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
     tracing::info!(zone = %suffix, federation = %options.federation_name, "DNS records controller started");
     loop {
         counts.sync(&ctx.members.snapshot(), &stop);
-        let records = build_records(
+        let infos = cluster_infos(&clusters, &ctx.members);
+        let mut records = build_ingress_records(
+            &suffix,
+            &infos,
+            &federated_ingresses(&ingresses, &ingress_informer, &counts),
+        );
+        // A Service's names win over an Ingress host spelled the same.
+        records.extend(build_records(
             &options.federation_name,
             &suffix,
-            &cluster_infos(&clusters, &ctx.members),
+            &infos,
             &federated_services(&services, &informer, &counts),
-        );
+        ));
         let names = records.len();
         let rejected = store.replace(records);
         if rejected > 0 {
@@ -658,6 +770,90 @@ fn federated_services(
                 namespace: key.namespace.clone().unwrap_or_default(),
                 name: key.name.clone(),
                 policy: Policy::of(s.annotations()),
+                copies,
+            }
+        })
+        .collect()
+}
+
+/// The Services an Ingress sends to (`spec.defaultBackend` and every
+/// path's `backend.service.name`).
+pub fn ingress_backend_services(spec: Option<&serde_json::Value>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let Some(spec) = spec else { return out };
+    if let Some(n) = spec
+        .pointer("/defaultBackend/service/name")
+        .and_then(|v| v.as_str())
+    {
+        out.insert(n.to_string());
+    }
+    for rule in spec
+        .get("rules")
+        .and_then(|r| r.as_array())
+        .into_iter()
+        .flatten()
+    {
+        for path in rule
+            .pointer("/http/paths")
+            .and_then(|p| p.as_array())
+            .into_iter()
+            .flatten()
+        {
+            if let Some(n) = path
+                .pointer("/backend/service/name")
+                .and_then(|v| v.as_str())
+            {
+                out.insert(n.to_string());
+            }
+        }
+    }
+    out
+}
+
+fn federated_ingresses(
+    ingresses: &Store<Ingress>,
+    informer: &crate::informer::FederatedInformer,
+    counts: &EndpointCounts,
+) -> Vec<FederatedIngress> {
+    ingresses
+        .state()
+        .iter()
+        .filter(|i| i.metadata.deletion_timestamp.is_none())
+        .map(|i| {
+            let key = ObjectKey::new(i.namespace().as_deref(), &i.name_any());
+            let hosts: Vec<String> = i
+                .spec
+                .iter()
+                .flat_map(|s| s.rules.iter().flatten())
+                .filter_map(|r| r.host.clone())
+                .collect();
+            let copies = informer
+                .copies(&key)
+                .into_iter()
+                .map(|(cluster, copy)| {
+                    let backends = ingress_backend_services(copy.data.get("spec"));
+                    let ready_endpoints = if backends.is_empty() {
+                        1
+                    } else {
+                        backends
+                            .iter()
+                            .map(|b| {
+                                counts.ready(&cluster, &ObjectKey::new(key.namespace.as_deref(), b))
+                            })
+                            .fold(0u32, u32::saturating_add)
+                    };
+                    let copy = ServiceCopy {
+                        addresses: load_balancer_addresses(copy.data.get("status")),
+                        ready_endpoints,
+                    };
+                    (cluster, copy)
+                })
+                .collect();
+            FederatedIngress {
+                namespace: key.namespace.clone().unwrap_or_default(),
+                name: key.name.clone(),
+                hosts,
+                policy: Policy::of(i.annotations()),
                 copies,
             }
         })
@@ -1046,5 +1242,107 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(ready_endpoints(&slice), 2);
+    }
+
+    fn ingress(hosts: &[&str], copies: &[(&str, ServiceCopy)]) -> FederatedIngress {
+        FederatedIngress {
+            namespace: "test".into(),
+            name: "shop".into(),
+            hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            policy: Policy::All,
+            copies: copies
+                .iter()
+                .map(|(c, s)| (c.to_string(), s.clone()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn ingress_hosts_in_the_zone_get_the_healthy_addresses() {
+        let ing = ingress(
+            &[
+                "Shop.example.com",
+                "www.shop.example.com.",
+                "shop.example.org",
+                "*.example.com",
+                "example.com",
+            ],
+            &[
+                ("c1", copy(&[ip("198.51.100.1")], 1)),
+                ("c2", copy(&[ip("198.51.200.1")], 2)),
+            ],
+        );
+        let both = a(&["198.51.100.1", "198.51.200.1"]);
+        assert_eq!(
+            build_ingress_records("example.com", &clusters(), std::slice::from_ref(&ing)),
+            expect(&[
+                ("shop.example.com.", both.clone()),
+                ("www.shop.example.com.", both),
+            ])
+        );
+        // Not Ready, or no ready endpoint behind it, or no address: left out.
+        let mut cs = clusters();
+        cs.get_mut("c1").unwrap().ready = false;
+        let mut ing2 = ing.clone();
+        ing2.hosts = vec!["shop.example.com".into()];
+        assert_eq!(
+            build_ingress_records("example.com", &cs, std::slice::from_ref(&ing2)),
+            expect(&[("shop.example.com.", a(&["198.51.200.1"]))])
+        );
+        ing2.copies.get_mut("c2").unwrap().ready_endpoints = 0;
+        assert!(build_ingress_records("example.com", &cs, &[ing2.clone()]).is_empty());
+        ing2.copies.get_mut("c2").unwrap().ready_endpoints = 1;
+        ing2.copies.get_mut("c2").unwrap().addresses.clear();
+        assert!(build_ingress_records("example.com", &cs, &[ing2]).is_empty());
+        // Failover and weighted as for Services.
+        let mut f = ing.clone();
+        f.policy = Policy::Failover(BTreeSet::from(["c2".to_string()]));
+        assert_eq!(
+            build_ingress_records("example.com", &clusters(), &[f])["shop.example.com."],
+            a(&["198.51.200.1"])
+        );
+        let mut w = ing;
+        w.policy = Policy::Weighted;
+        assert_eq!(
+            build_ingress_records("example.com", &clusters(), &[w])["shop.example.com."],
+            RecordSet::Weighted(vec![
+                ("198.51.100.1".parse().unwrap(), 60),
+                ("198.51.200.1".parse().unwrap(), 120),
+            ])
+        );
+    }
+
+    #[test]
+    fn a_host_claimed_twice_is_served_from_the_first_ingress() {
+        let mut first = ingress(
+            &["shop.example.com"],
+            &[("c1", copy(&[ip("192.0.2.1")], 1))],
+        );
+        first.name = "a".into();
+        let mut second = ingress(
+            &["shop.example.com"],
+            &[("c2", copy(&[ip("192.0.2.2")], 1))],
+        );
+        second.name = "b".into();
+        assert_eq!(
+            build_ingress_records("example.com", &clusters(), &[second, first]),
+            expect(&[("shop.example.com.", a(&["192.0.2.1"]))])
+        );
+    }
+
+    #[test]
+    fn ingress_backends_are_read_from_its_spec() {
+        let spec = serde_json::json!({
+            "defaultBackend": {"service": {"name": "fallback", "port": {"number": 80}}},
+            "rules": [{"host": "shop.example.com", "http": {"paths": [
+                {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}},
+                {"path": "/r", "pathType": "Prefix", "backend": {"resource": {"kind": "Bucket", "name": "b"}}}
+            ]}}, {"host": "x.example.com"}]
+        });
+        assert_eq!(
+            ingress_backend_services(Some(&spec)),
+            BTreeSet::from(["fallback".to_string(), "web".to_string()])
+        );
+        assert!(ingress_backend_services(None).is_empty());
     }
 }
