@@ -15,7 +15,9 @@
 //!   endpoints; `failover` answers only the primary until it has none;
 //! - an Ingress host inside the zone answers its member copies'
 //!   load-balancer addresses, less those whose backend Service has no
-//!   ready endpoint there; a host outside the zone is not served.
+//!   ready endpoint there; a host outside the zone is not served;
+//! - the DNSEndpoint objects (ExternalDNS's CRD, installed by the server)
+//!   list exactly the names and targets `dig` gets.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -214,6 +216,75 @@ fn set_ready_endpoints(member: &Server, ready: usize) -> Result<()> {
     Ok(())
 }
 
+/// The DNSEndpoints the federation wrote (`-l federation.kubernetes.io/dns=true`)
+/// list, per object, exactly the names `want` and, for each name inside
+/// the zone, exactly the records `dig` gets; the names outside the zone
+/// are not served (REFUSED).
+fn dns_endpoints_match_dig(
+    fed: &Federation,
+    port: u16,
+    want: &BTreeMap<&str, BTreeSet<String>>,
+) -> Result<()> {
+    let mut last = String::new();
+    eventually(WAIT, || {
+        let out = fed.host.kubectl_ok(&[
+            "get",
+            "dnsendpoints",
+            "-A",
+            "-l",
+            "federation.kubernetes.io/dns=true",
+            "-o",
+            "json",
+        ])?;
+        let list: Value = serde_json::from_str(&out)?;
+        let mut names: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        let mut mismatch = Vec::new();
+        for item in list["items"].as_array().into_iter().flatten() {
+            let obj = item["metadata"]["name"].as_str().unwrap_or_default();
+            let Some((key, _)) = want.get_key_value(obj) else {
+                mismatch.push(format!("unexpected DNSEndpoint {obj}"));
+                continue;
+            };
+            let entry = names.entry(key).or_default();
+            for e in item["spec"]["endpoints"].as_array().into_iter().flatten() {
+                let name = format!("{}.", e["dnsName"].as_str().unwrap_or_default());
+                let kind = e["recordType"].as_str().unwrap_or_default();
+                let targets: BTreeSet<String> = e["targets"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|t| t.as_str())
+                    .map(|t| t.trim_end_matches('.').to_string())
+                    .collect();
+                entry.insert(name.clone());
+                let d = dig(port, &name, kind, false)?;
+                if !name.ends_with(".example.com.") {
+                    if d.status != "REFUSED" {
+                        mismatch.push(format!("{name} is outside the zone: {d:?}"));
+                    }
+                    continue;
+                }
+                let got: BTreeSet<String> = d
+                    .answers
+                    .iter()
+                    .filter(|(n, t, _)| n == &name && t == kind)
+                    .map(|(_, _, data)| data.trim_end_matches('.').to_string())
+                    .collect();
+                if got != targets {
+                    mismatch.push(format!("{name} {kind}: listed {targets:?}, dig {got:?}"));
+                }
+            }
+        }
+        let names: BTreeMap<&str, BTreeSet<String>> = names;
+        if &names != want {
+            mismatch.push(format!("names listed {names:?}, want {want:?}"));
+        }
+        last = mismatch.join("; ");
+        Ok(mismatch.is_empty().then_some(()))
+    })
+    .with_context(|| format!("DNSEndpoints differ from the answers: {last}"))
+}
+
 fn free_port() -> Result<u16> {
     // A UDP port whose TCP twin is free too.
     for _ in 0..20 {
@@ -384,6 +455,25 @@ fn dig_gets_healthy_addresses_at_every_level() -> Result<()> {
     );
     // The Ingress sends to that Service: west-a's Ingress address goes too.
     wait_addresses(&fed, port, SHOP, &INGRESS_IPS[..2])?;
+    // The DNSEndpoints list exactly what the server answers, CNAMEs too,
+    // and the Ingress's host outside the zone.
+    let service_names: BTreeSet<String> = [GLOBAL, EAST, WEST, EAST_1, EAST_2, WEST_1]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut want = BTreeMap::from([
+        ("web-service", service_names),
+        ("shop-ingress", set(&[SHOP, "shop.example.org."])),
+    ]);
+    dns_endpoints_match_dig(&fed, port, &want)?;
+    let owner = fed.host.kubectl_ok(&[
+        "get",
+        "dnsendpoint",
+        "web-service",
+        "-o",
+        "jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}",
+    ])?;
+    ensure!(owner.trim() == "Service/web", "{owner}");
     set_ready_endpoints(fed.member(2)?, 1)?;
     wait_addresses(&fed, port, WEST_1, &["192.0.2.3"])?;
     wait_addresses(&fed, port, SHOP, &INGRESS_IPS)?;
@@ -461,5 +551,7 @@ fn dig_gets_healthy_addresses_at_every_level() -> Result<()> {
         Ok((d.status == "NXDOMAIN").then_some(()))
     })
     .context("the deleted Service's name stays")?;
+    want.remove("web-service");
+    dns_endpoints_match_dig(&fed, port, &want)?;
     Ok(())
 }

@@ -160,6 +160,8 @@ pub struct ServiceCopy {
 /// A federated LoadBalancer Service and its member copies.
 #[derive(Clone, Debug, Default)]
 pub struct FederatedService {
+    /// Its uid (the owner of its DNSEndpoint).
+    pub uid: String,
     /// Its namespace.
     pub namespace: String,
     /// Its name.
@@ -290,6 +292,8 @@ pub fn build_records(
 /// rules send to; 1 for an Ingress that names no Service).
 #[derive(Clone, Debug, Default)]
 pub struct FederatedIngress {
+    /// Its uid (the owner of its DNSEndpoint).
+    pub uid: String,
     /// Its namespace.
     pub namespace: String,
     /// Its name.
@@ -305,7 +309,7 @@ pub struct FederatedIngress {
 /// Whether `host` (lower case, no final dot) is a name strictly inside the
 /// zone `suffix` (lower case, final dot) that one record can serve (no
 /// wildcard).
-fn host_in_zone(host: &str, suffix: &str) -> bool {
+pub(crate) fn host_in_zone(host: &str, suffix: &str) -> bool {
     let zone = suffix.trim_end_matches('.');
     host.len() > zone.len() + 1
         && host.ends_with(zone)
@@ -662,23 +666,32 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
         changed: changed.clone(),
     });
     let mut member_changes = ctx.members.subscribe();
+    let mut endpoints = crate::dns_endpoints::Writer::start(ctx.fed.clone()).await;
 
     tracing::info!(zone = %suffix, federation = %options.federation_name, "DNS records controller started");
     loop {
         counts.sync(&ctx.members.snapshot(), &stop);
         let infos = cluster_infos(&clusters, &ctx.members);
-        let mut records = build_ingress_records(
-            &suffix,
-            &infos,
-            &federated_ingresses(&ingresses, &ingress_informer, &counts),
-        );
+        let fed_ingresses = federated_ingresses(&ingresses, &ingress_informer, &counts);
+        let fed_services = federated_services(&services, &informer, &counts);
+        let mut records = build_ingress_records(&suffix, &infos, &fed_ingresses);
         // A Service's names win over an Ingress host spelled the same.
         records.extend(build_records(
             &options.federation_name,
             &suffix,
             &infos,
-            &federated_services(&services, &informer, &counts),
+            &fed_services,
         ));
+        let wanted = crate::dns_endpoints::desired(
+            &options.federation_name,
+            &suffix,
+            store.zone().ttl,
+            &infos,
+            &fed_services,
+            &fed_ingresses,
+            &records,
+        );
+        endpoints.sync(wanted).await;
         let names = records.len();
         let rejected = store.replace(records);
         if rejected > 0 {
@@ -767,6 +780,7 @@ fn federated_services(
                 })
                 .collect();
             FederatedService {
+                uid: s.uid().unwrap_or_default(),
                 namespace: key.namespace.clone().unwrap_or_default(),
                 name: key.name.clone(),
                 policy: Policy::of(s.annotations()),
@@ -850,6 +864,7 @@ fn federated_ingresses(
                 })
                 .collect();
             FederatedIngress {
+                uid: i.uid().unwrap_or_default(),
                 namespace: key.namespace.clone().unwrap_or_default(),
                 name: key.name.clone(),
                 hosts,
@@ -901,6 +916,7 @@ mod tests {
 
     fn service(copies: &[(&str, ServiceCopy)]) -> FederatedService {
         FederatedService {
+            uid: "u-svc".into(),
             namespace: "test".into(),
             name: "nginx".into(),
             policy: Policy::All,
@@ -1246,6 +1262,7 @@ mod tests {
 
     fn ingress(hosts: &[&str], copies: &[(&str, ServiceCopy)]) -> FederatedIngress {
         FederatedIngress {
+            uid: "u-ing".into(),
             namespace: "test".into(),
             name: "shop".into(),
             hosts: hosts.iter().map(|h| h.to_string()).collect(),

@@ -45,6 +45,7 @@
 pub mod clusters;
 pub mod deletion;
 pub mod dispatch;
+pub mod dns_endpoints;
 pub mod dns_records;
 pub mod events;
 pub mod failover;
