@@ -431,6 +431,19 @@ fn dig_gets_healthy_addresses_at_every_level() -> Result<()> {
         ])?;
     }
     wait_addresses(&fed, port, SHOP, &INGRESS_IPS)?;
+    // The federated Ingress shows the union of its copies' addresses.
+    eventually(WAIT, || {
+        let ips = fed.host.kubectl_ok(&[
+            "get",
+            "ingress",
+            "shop",
+            "-o",
+            "jsonpath={.status.loadBalancer.ingress[*].ip}",
+        ])?;
+        let got: BTreeSet<String> = ips.split_whitespace().map(str::to_string).collect();
+        Ok((got == set(&INGRESS_IPS)).then_some(()))
+    })
+    .context("the federated Ingress never showed every copy's address")?;
     let outside = dig(port, "shop.example.org.", "A", false)?;
     ensure!(outside.status == "REFUSED", "{outside:?}");
 
