@@ -285,6 +285,23 @@ fn member_statuses_sum_and_rollout_status_waits_for_every_cluster() -> Result<()
             ],
         "{text}"
     );
+    // kubectl shows the per-cluster addresses: `get propagationrecords -o wide`.
+    let table = fed.host.kubectl_ok(&[
+        "get",
+        "propagationrecords",
+        "web.services",
+        "-n",
+        "default",
+        "-o",
+        "wide",
+        "--no-headers",
+    ])?;
+    ensure!(
+        table
+            .split_whitespace()
+            .any(|c| c == "a=10.0.0.1,b=10.0.0.2"),
+        "per-cluster addresses in the wide table: {table}"
+    );
     Ok(())
 }
 

@@ -618,6 +618,65 @@ fn clusters_report_ready_zones_region_and_unknown_when_unprobed() {
 }
 
 #[test]
+fn propagation_records_show_per_cluster_state_replicas_and_addresses() {
+    let i = info(
+        "federation",
+        "v1beta1",
+        "propagationrecords",
+        "PropagationRecord",
+    );
+    let ingresses = r#"{"items":[{"cluster":"east","items":[{"ip":"192.0.2.1"},{"ip":"192.0.2.2"}]},{"cluster":"west","items":[{"hostname":"lb.west.example"}]}]}"#;
+    let r = json!({"metadata": {"name": "web.services", "namespace": "shop",
+            "creationTimestamp": "2025-01-10T11:00:00Z",
+            "annotations": {"federation.kubernetes.io/service-ingresses": ingresses}},
+        "spec": {"resource": {"apiVersion": "v1", "kind": "Service", "resource": "services",
+            "namespace": "shop", "name": "web", "uid": "u"}},
+        "status": {"clusters": [
+            {"name": "east", "state": "InSync", "observedGeneration": 1, "replicas": 5},
+            {"name": "west", "state": "Pending", "observedGeneration": 1, "replicas": 5}]}});
+    let t = one(&i, r);
+    assert_eq!(
+        names(&t),
+        vec![
+            "Name",
+            "Object",
+            "In Sync",
+            "Age",
+            "Clusters",
+            "Replicas",
+            "Addresses"
+        ]
+    );
+    assert_eq!(
+        *cells(&t),
+        json!([
+            "web.services",
+            "Service/web",
+            "1/2",
+            "60m",
+            "east=InSync,west=Pending",
+            "east=5,west=5",
+            "east=192.0.2.1+192.0.2.2,west=lb.west.example"
+        ])
+    );
+    let bare = json!({"metadata": {"name": "cfg.configmaps", "creationTimestamp": "2025-01-10T11:00:00Z"},
+        "spec": {"resource": {"kind": "ConfigMap", "name": "cfg"}}});
+    let t = one(&i, bare);
+    assert_eq!(
+        *cells(&t),
+        json!([
+            "cfg.configmaps",
+            "ConfigMap/cfg",
+            "0/0",
+            "60m",
+            "<none>",
+            "<none>",
+            "<none>"
+        ])
+    );
+}
+
+#[test]
 fn list_metadata_is_carried_and_object_mode_embeds_the_object() {
     let i = info("", "v1", "configmaps", "ConfigMap");
     let a = json!({"metadata": {"name": "a", "creationTimestamp": "2025-01-10T11:00:00Z"}});

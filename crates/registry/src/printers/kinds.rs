@@ -105,6 +105,7 @@ pub(crate) enum Printer {
     ResourceQuota,
     EndpointSlice,
     Cluster,
+    PropagationRecord,
     APIService,
     Default,
 }
@@ -144,6 +145,7 @@ pub(crate) fn printer_for(group: &str, kind: &str) -> Printer {
         ("", "ResourceQuota") => ResourceQuota,
         ("discovery.k8s.io", "EndpointSlice") => EndpointSlice,
         ("federation", "Cluster") => Cluster,
+        ("federation", "PropagationRecord") => PropagationRecord,
         ("apiregistration.k8s.io", "APIService") => APIService,
         _ => Default,
     }
@@ -421,6 +423,18 @@ pub(crate) fn columns(p: Printer, kind: &str) -> Vec<Column> {
             wide("Server Address", "string", "The address the federation reaches the member cluster at."),
             wide("Version", "string", "Kubernetes version the member cluster reports."),
             wide("Objects In Sync", "string", "Federated objects in sync with the member cluster, of those placed there."),
+        ],
+        // Ours: where a federated object went (`kubectl get
+        // propagationrecords -o wide` shows per-cluster replicas and the
+        // per-cluster load-balancer addresses of Services and Ingresses).
+        PropagationRecord => vec![
+            NAME,
+            col("Object", "string", "The federated object (kind/name) this record is about."),
+            col("In Sync", "string", "Member clusters whose copy is in sync, of those the object is placed in."),
+            AGE,
+            wide("Clusters", "string", "Each member cluster's state of its copy."),
+            wide("Replicas", "string", "Replicas the federation scheduled to each member cluster."),
+            wide("Addresses", "string", "Each member cluster's load-balancer addresses (Services and Ingresses; annotation federation.kubernetes.io/service-ingresses)."),
         ],
         // kube-aggregator's own table (registry/apiservice/etcd).
         APIService => vec![
@@ -991,6 +1005,7 @@ pub(crate) fn cells(p: Printer, obj: &Value, now: Timestamp) -> (Vec<Value>, Opt
             ]
         }
         Cluster => cluster(obj, now),
+        PropagationRecord => propagation_record(obj, now),
         APIService => api_service(obj, now),
         Default => {
             let created = parse_time(obj.pointer("/metadata/creationTimestamp"))
@@ -1609,6 +1624,62 @@ fn api_service(obj: &Value, now: Timestamp) -> Vec<Value> {
         }
     };
     vec![name(obj), json!(service), json!(available), age(obj, now)]
+}
+
+fn propagation_record(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let none_if_empty = |v: String| if v.is_empty() { "<none>".into() } else { v };
+    let clusters = arr(obj, "/status/clusters");
+    let in_sync = clusters
+        .iter()
+        .filter(|c| s(c, "/state") == "InSync")
+        .count();
+    let states: Vec<String> = clusters
+        .iter()
+        .map(|c| format!("{}={}", s(c, "/name"), s(c, "/state")))
+        .collect();
+    let replicas: Vec<String> = clusters
+        .iter()
+        .filter_map(|c| {
+            let n = at(c, "/replicas").and_then(Value::as_i64)?;
+            Some(format!("{}={n}", s(c, "/name")))
+        })
+        .collect();
+    // Federation v1's format: {"items":[{"cluster":"c1","items":[{"ip":…}|{"hostname":…}]}]}
+    let addresses: Vec<String> = obj
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get("federation.kubernetes.io/service-ingresses"))
+        .and_then(Value::as_str)
+        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        .map(|v| {
+            arr(&v, "/items")
+                .iter()
+                .map(|c| {
+                    let addrs: Vec<&str> = arr(c, "/items")
+                        .iter()
+                        .map(|a| {
+                            let ip = s(a, "/ip");
+                            if ip.is_empty() { s(a, "/hostname") } else { ip }
+                        })
+                        .filter(|a| !a.is_empty())
+                        .collect();
+                    format!("{}={}", s(c, "/cluster"), addrs.join("+"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    vec![
+        name(obj),
+        json!(format!(
+            "{}/{}",
+            s(obj, "/spec/resource/kind"),
+            s(obj, "/spec/resource/name")
+        )),
+        json!(format!("{in_sync}/{}", clusters.len())),
+        age(obj, now),
+        json!(none_if_empty(states.join(","))),
+        json!(none_if_empty(replicas.join(","))),
+        json!(none_if_empty(addresses.join(","))),
+    ]
 }
 
 fn cluster(obj: &Value, now: Timestamp) -> Vec<Value> {
