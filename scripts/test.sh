@@ -81,8 +81,8 @@ if [ $# -eq 0 ]; then
   # SPEC 3.8 / issue 11: a client cannot tell that members are joined. The
   # same kubectl and Python client tests, each server now with three member
   # servers joined and Ready (E2E_JOINED_MEMBERS, see e2e/src/lib.rs and the
-  # Python fixture, which joins with `ubernetes join`). `--workspace` keeps
-  # the feature set of the run above, so nothing is compiled again.
+  # Python fixture, which joins with `ubernetes join`). Selecting only these
+  # tests changes the unified feature set, so a few crates build again (~1 min).
   echo "==> the kubectl and Python client tests again, with three members joined"
   E2E_JOINED_MEMBERS=3 cargo test --workspace --no-fail-fast \
     --test kubectl_kinds --test kubectl_lifecycle --test kubectl_output \
