@@ -674,7 +674,14 @@ impl Storage for EtcdStorage {
     }
 
     async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream, StorageError> {
-        Ok(crate::events_only(self.watch_progress(prefix, from).await?))
+        let items = self.watch_progress(prefix, from).await?;
+        Ok(Box::pin(items.filter_map(|item| async move {
+            match item {
+                Ok(WatchItem::Event(ev)) => Some(Ok(ev)),
+                Ok(WatchItem::Progress(_)) => None,
+                Err(e) => Some(Err(e)),
+            }
+        })))
     }
 
     async fn watch_progress(
