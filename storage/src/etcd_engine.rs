@@ -674,14 +674,7 @@ impl Storage for EtcdStorage {
     }
 
     async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream, StorageError> {
-        let items = self.watch_progress(prefix, from).await?;
-        Ok(Box::pin(items.filter_map(|item| async move {
-            match item {
-                Ok(WatchItem::Event(ev)) => Some(Ok(ev)),
-                Ok(WatchItem::Progress(_)) => None,
-                Err(e) => Some(Err(e)),
-            }
-        })))
+        Ok(crate::events_only(self.watch_progress(prefix, from).await?))
     }
 
     async fn watch_progress(

@@ -116,6 +116,20 @@ pub enum WatchItem {
 /// A stream of [`WatchItem`]s in revision order; an `Err` ends it.
 pub type ProgressWatchStream = Pin<Box<dyn Stream<Item = Result<WatchItem, StorageError>> + Send>>;
 
+/// The events of a progress watch, its progress reports dropped: what
+/// [`Storage::watch`] gives from [`Storage::watch_progress`]'s items.
+pub fn events_only(
+    items: impl Stream<Item = Result<WatchItem, StorageError>> + Send + 'static,
+) -> WatchStream {
+    Box::pin(futures::StreamExt::filter_map(items, |item| async move {
+        match item {
+            Ok(WatchItem::Event(ev)) => Some(Ok(ev)),
+            Ok(WatchItem::Progress(_)) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }))
+}
+
 /// Errors of every engine, named after what the caller must do about them.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum StorageError {

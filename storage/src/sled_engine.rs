@@ -1062,17 +1062,9 @@ impl Storage for SledStorage {
     }
 
     async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream, StorageError> {
+        // No progress reports are made (`false`); events_only types it.
         let state = self.watch_state(prefix, from, false)?;
-        Ok(Box::pin(futures::StreamExt::filter_map(
-            into_stream(state),
-            |item| async move {
-                match item {
-                    Ok(WatchItem::Event(ev)) => Some(Ok(ev)),
-                    Ok(WatchItem::Progress(_)) => None,
-                    Err(e) => Some(Err(e)),
-                }
-            },
-        )))
+        Ok(crate::events_only(into_stream(state)))
     }
 
     async fn watch_progress(
