@@ -601,46 +601,10 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
     let options = ctx.options.dns.clone();
     let suffix = store.origin();
 
-    // The federated Services and the Clusters, from the federation.
-    let (services, services_writer) = reflector::store::<Service>();
-    let (clusters, clusters_writer) = reflector::store::<Cluster>();
-    let (ingresses, ingresses_writer) = reflector::store::<Ingress>();
-    {
-        let changed = changed.clone();
-        let stream = reflector::reflector(
-            ingresses_writer,
-            watch_fn(
-                Api::<Ingress>::all(ctx.fed.clone()),
-                watcher::Config::default(),
-            ),
-        )
-        .default_backoff();
-        tokio::spawn(drain(stream, changed, stop.clone()));
-    }
-    {
-        let changed = changed.clone();
-        let stream = reflector::reflector(
-            services_writer,
-            watch_fn(
-                Api::<Service>::all(ctx.fed.clone()),
-                watcher::Config::default(),
-            ),
-        )
-        .default_backoff();
-        tokio::spawn(drain(stream, changed, stop.clone()));
-    }
-    {
-        let changed = changed.clone();
-        let stream = reflector::reflector(
-            clusters_writer,
-            watch_fn(
-                Api::<Cluster>::all(ctx.fed.clone()),
-                watcher::Config::default(),
-            ),
-        )
-        .default_backoff();
-        tokio::spawn(drain(stream, changed, stop.clone()));
-    }
+    // The federated Services, Ingresses and the Clusters, from the federation.
+    let services = reflect(Api::<Service>::all(ctx.fed.clone()), &changed, &stop);
+    let clusters = reflect(Api::<Cluster>::all(ctx.fed.clone()), &changed, &stop);
+    let ingresses = reflect(Api::<Ingress>::all(ctx.fed.clone()), &changed, &stop);
     // The member copies (with status), shared with the other controllers.
     let informer = ctx.informers.for_kind(&service_kind());
     let ingress_informer = ctx.informers.for_kind(&ingress_kind());
@@ -715,6 +679,25 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
     for m in counts.by_cluster.write().values() {
         m.stop.cancel();
     }
+}
+
+/// A reflector of `api` kept up to date in the background (until `stop`),
+/// each change waking `changed`.
+fn reflect<K>(api: Api<K>, changed: &Arc<Notify>, stop: &CancellationToken) -> Store<K>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let (store, writer) = reflector::store::<K>();
+    let stream =
+        reflector::reflector(writer, watch_fn(api, watcher::Config::default())).default_backoff();
+    tokio::spawn(drain(stream, changed.clone(), stop.clone()));
+    store
 }
 
 async fn drain<K, S>(stream: S, changed: Arc<Notify>, stop: CancellationToken)
