@@ -19,7 +19,7 @@
 use hickory_proto::op::{Edns, Header, Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::{DNSClass, LowerName, Record, RecordType};
 use hickory_proto::serialize::binary::{BinDecodable as _, BinDecoder, BinEncoder};
-use hickory_server::authority::{MessageRequest, MessageResponseBuilder};
+use hickory_server::authority::{MessageRequest, MessageResponse, MessageResponseBuilder};
 use rand::Rng as _;
 
 use crate::records::{Entry, Table};
@@ -202,6 +202,32 @@ fn weighted_order(mut pool: Vec<&(Record, u32)>) -> Vec<Record> {
     out
 }
 
+/// hickory's message for `response` to `request` (what [`encode`] encodes
+/// and the network handler sends).
+pub fn message<'q, 'a>(
+    request: &'q MessageRequest,
+    response: &'a Response,
+) -> MessageResponse<
+    'q,
+    'a,
+    impl Iterator<Item = &'a Record> + Send + 'a,
+    impl Iterator<Item = &'a Record> + Send + 'a,
+    impl Iterator<Item = &'a Record> + Send + 'a,
+    impl Iterator<Item = &'a Record> + Send + 'a,
+> {
+    let mut builder = MessageResponseBuilder::from_message_request(request);
+    if let Some(edns) = response.edns.clone() {
+        builder.edns(edns);
+    }
+    builder.build(
+        response.header,
+        response.answers.iter(),
+        response.authority.iter(),
+        std::iter::empty(),
+        response.additionals.iter(),
+    )
+}
+
 /// `response` to `request` encoded with at most `max_size` bytes, or
 /// `None` when that fails or the result would not read back as a DNS
 /// message. hickory echoes the request's question bytes verbatim, so a
@@ -210,17 +236,7 @@ fn weighted_order(mut pool: Vec<&(Record, u32)>) -> Vec<Record> {
 /// would make an unreadable response: such a request gets no answer, like
 /// any other packet with no sensible question.
 pub fn encode(request: &MessageRequest, response: &Response, max_size: u16) -> Option<Vec<u8>> {
-    let mut builder = MessageResponseBuilder::from_message_request(request);
-    if let Some(edns) = response.edns.clone() {
-        builder.edns(edns);
-    }
-    let message = builder.build(
-        response.header,
-        response.answers.iter(),
-        response.authority.iter(),
-        std::iter::empty(),
-        response.additionals.iter(),
-    );
+    let message = message(request, response);
     let mut buf = Vec::with_capacity(512);
     let mut encoder = BinEncoder::new(&mut buf);
     encoder.set_max_size(max_size);

@@ -12,12 +12,11 @@ use std::time::Duration;
 
 use hickory_proto::op::{Header, ResponseCode};
 use hickory_server::ServerFuture;
-use hickory_server::authority::MessageResponseBuilder;
 use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseInfo};
 use tokio::net::{TcpListener, UdpSocket};
 use tokio_util::sync::CancellationToken;
 
-use crate::answer::{answer, encode};
+use crate::answer::{answer, encode, message};
 use crate::records::RecordStore;
 
 /// How long a TCP connection may stay idle.
@@ -43,18 +42,10 @@ impl RequestHandler for Handler {
             header.set_response_code(ResponseCode::FormErr);
             return header.into();
         }
-        let mut builder = MessageResponseBuilder::from_message_request(request);
-        if let Some(edns) = response.edns.clone() {
-            builder.edns(edns);
-        }
-        let message = builder.build(
-            response.header,
-            response.answers.iter(),
-            response.authority.iter(),
-            std::iter::empty(),
-            response.additionals.iter(),
-        );
-        match response_handle.send_response(message).await {
+        match response_handle
+            .send_response(message(request, &response))
+            .await
+        {
             Ok(info) => info,
             Err(e) => {
                 tracing::debug!(error = %e, "sending a DNS response");
