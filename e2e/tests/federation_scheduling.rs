@@ -202,7 +202,11 @@ fn seed_demo_weights_move_replicas_for_replicasets_and_deployments() -> Result<(
         fed.host.kubectl_ok(&["delete", &res, "nginx"])?;
     }
     // `kubectl get clusters -o wide`: OBJECTS IN SYNC is filled (in sync /
-    // placed, from the propagation records).
+    // placed, from the propagation records). The workloads are deleted
+    // above, so one object stays placed everywhere (without it the count
+    // is 0/0 once the deletions are recounted, and the check raced them).
+    fed.host
+        .kubectl_ok(&["create", "configmap", "in-sync-probe"])?;
     let mut table = String::new();
     eventually(WAIT, || {
         table = fed.host.kubectl_ok(&["get", "clusters", "-o", "wide"])?;
