@@ -14,7 +14,7 @@
 #     fuzz target briefly on its seed corpus (only in the full run).
 # and, system-wide from Debian's packages, `dig` (dnsutils) for the DNS e2e
 # test (e2e/tests/federation_dns.rs, which says SKIPPED without it) and
-# etcd-server when no `etcd` is on PATH, for the etcd engine tests.
+# etcd-server and etcd-client when `etcd` or `etcdctl` is missing, for the etcd tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -48,17 +48,19 @@ if ! command -v dig >/dev/null 2>&1; then
 fi
 
 # etcd for the etcd engine's tests (storage/tests/etcd_conformance.rs,
-# e2e/tests/etcd_serve.rs): Debian's etcd-server. The tests start and stop
-# their own etcd (free loopback ports, temporary data dir) and say they are
-# skipped without one. $ETCD_BIN picks another binary.
-if [ -z "${ETCD_BIN:-}" ] && ! command -v etcd >/dev/null; then
-  echo "==> installing etcd (Debian's etcd-server) for the etcd engine tests"
+# e2e/tests/etcd_serve.rs, e2e/tests/backup_restore.rs): Debian's
+# etcd-server, and etcd-client for etcdctl's snapshot save/restore. The tests
+# start and stop their own etcd (free loopback ports, temporary data dir) and
+# say they are skipped without one. $ETCD_BIN / $ETCDCTL_BIN pick others.
+if { [ -z "${ETCD_BIN:-}" ] && ! command -v etcd >/dev/null; } ||
+   { [ -z "${ETCDCTL_BIN:-}" ] && ! command -v etcdctl >/dev/null; }; then
+  echo "==> installing etcd and etcdctl (Debian's etcd-server, etcd-client) for the etcd tests"
   sudo=""
   if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-  if ! { $sudo apt-get install -y etcd-server >/dev/null 2>&1 ||
+  if ! { $sudo apt-get install -y etcd-server etcd-client >/dev/null 2>&1 ||
          { $sudo apt-get update >/dev/null 2>&1 &&
-           $sudo apt-get install -y etcd-server >/dev/null 2>&1; }; }; then
-    echo "WARNING: apt-get could not install etcd-server: the etcd engine tests will be SKIPPED" >&2
+           $sudo apt-get install -y etcd-server etcd-client >/dev/null 2>&1; }; }; then
+    echo "WARNING: apt-get could not install etcd-server/etcd-client: the etcd tests will be SKIPPED" >&2
   fi
 fi
 

@@ -50,6 +50,17 @@ impl EtcdProcess {
     /// Start etcd and wait until its client port accepts connections.
     /// `Ok(None)`: no etcd binary on this machine (the caller skips).
     pub fn start() -> std::io::Result<Option<Self>> {
+        Self::start_inner(None)
+    }
+
+    /// Start etcd on an existing data dir (e.g. one `etcdctl snapshot
+    /// restore` made); the dir is left in place when the process stops.
+    /// `Ok(None)`: no etcd binary on this machine.
+    pub fn start_on(data_dir: &Path) -> std::io::Result<Option<Self>> {
+        Self::start_inner(Some(data_dir))
+    }
+
+    fn start_inner(data_dir: Option<&Path>) -> std::io::Result<Option<Self>> {
         let Some(binary) = find_binary() else {
             return Ok(None);
         };
@@ -72,7 +83,12 @@ impl EtcdProcess {
         let peer_url = format!("http://127.0.0.1:{peer}");
         let child = Command::new(&binary)
             .arg("--name=test")
-            .arg(format!("--data-dir={}", dir.join("data").display()))
+            .arg(format!(
+                "--data-dir={}",
+                data_dir
+                    .map_or_else(|| dir.join("data"), Path::to_path_buf)
+                    .display()
+            ))
             .arg(format!("--listen-client-urls={url}"))
             .arg(format!("--advertise-client-urls={url}"))
             .arg(format!("--listen-peer-urls={peer_url}"))
