@@ -63,8 +63,9 @@ fn is(e: &Value, verb: &str, resource: &str, ns: &str) -> bool {
     e["verb"] == verb && e["objectRef"]["resource"] == resource && e["objectRef"]["namespace"] == ns
 }
 
-/// The events of one request (same verb, resource, namespace and name),
-/// waiting for its ResponseComplete to be written.
+/// The events of one request (same verb, resource, namespace and name; a
+/// create's name is only known once the body is read, so the other stages
+/// are found by the auditID), waiting for its ResponseComplete.
 fn request_events(
     log: &Path,
     verb: &str,
@@ -74,16 +75,20 @@ fn request_events(
 ) -> Result<Vec<Value>> {
     eventually(Duration::from_secs(10), || {
         let evs = events(log)?;
-        let mine: Vec<Value> = find(&evs, |e| {
-            is(e, verb, resource, ns) && (name.is_empty() || e["objectRef"]["name"] == name)
-        })
-        .into_iter()
-        .cloned()
-        .collect();
-        Ok(mine
-            .iter()
-            .any(|e| e["stage"] == "ResponseComplete")
-            .then_some(mine))
+        let Some(done) = evs.iter().find(|e| {
+            is(e, verb, resource, ns)
+                && e["stage"] == "ResponseComplete"
+                && (name.is_empty() || e["objectRef"]["name"] == name)
+        }) else {
+            return Ok(None);
+        };
+        let id = done["auditID"].clone();
+        Ok(Some(
+            evs.iter()
+                .filter(|e| e["auditID"] == id)
+                .cloned()
+                .collect(),
+        ))
     })
     .with_context(|| format!("no ResponseComplete event for {verb} {resource} {ns}/{name}"))
 }
@@ -347,11 +352,12 @@ fn a_small_maxsize_rotates_keeps_maxbackup_backups_and_gzips_them() -> Result<()
         "--audit-log-maxbackup=2",
         "--audit-log-compress",
     ])?;
-    // ~600 KB per ConfigMap: each create logs it twice (request and response).
+    // ~300 KB per ConfigMap: each create's ResponseComplete holds it twice
+    // (request and response), ~600 KB, so a 1 MB file holds one such event.
     let data = dir.path().join("data.txt");
-    write(&data, &"0123456789abcdef".repeat(600 * 1024 / 16))?;
+    write(&data, &"0123456789abcdef".repeat(300 * 1024 / 16))?;
     let from = format!("--from-file=blob={}", data.display());
-    for i in 0..5 {
+    for i in 0..6 {
         server.kubectl_ok(&["create", "configmap", &format!("big-{i}"), "-n", "default", &from])?;
     }
     let backups = eventually(Duration::from_secs(15), || {

@@ -15,9 +15,10 @@
 //!   [`AuditContext`] request extension (`authorization.k8s.io/decision`
 //!   and `/reason` annotations, and the impersonated user).
 //!
-//! Bodies: at `Request` level the request body (JSON; YAML apply patches are
-//! turned into JSON; protobuf bodies are not logged), at `RequestResponse`
-//! also the response body of requests that are not long-running.
+//! Bodies: at `Request` level the request body (as JSON, as kube logs it:
+//! YAML apply patches and protobuf bodies are converted), at
+//! `RequestResponse` also the response body of requests that are not
+//! long-running.
 //!
 //! Stricter than kube: Secrets, TokenRequests (`serviceaccounts/token`),
 //! TokenReviews and the cluster proxy (whose answers may hold a member's
@@ -348,11 +349,15 @@ fn source_ips(request: &Request) -> Vec<String> {
     ips.iter().map(IpAddr::to_string).collect()
 }
 
-/// A body as JSON: JSON as is, YAML (apply patches) converted; `None` for
-/// protobuf or anything unreadable.
+/// A body as JSON (kube logs bodies as JSON whatever the wire format):
+/// JSON as is, YAML (apply patches) and Kubernetes protobuf converted;
+/// `None` for anything unreadable.
 fn body_json(content_type: &str, bytes: &[u8]) -> Option<Value> {
-    if bytes.is_empty() || content_type.contains("protobuf") {
+    if bytes.is_empty() {
         return None;
+    }
+    if crate::protobuf::is_protobuf(content_type) {
+        return crate::protobuf::decode(bytes).ok();
     }
     if content_type.contains("yaml") {
         let text = std::str::from_utf8(bytes).ok()?;
@@ -582,7 +587,9 @@ pub async fn audit(
         .unwrap_or("")
         .to_string();
     let failed = !(200..300).contains(&code);
-    let read_body = response_type.contains("json") && (level == Level::RequestResponse || failed);
+    let readable =
+        response_type.contains("json") || crate::protobuf::is_protobuf(&response_type);
+    let read_body = readable && (level == Level::RequestResponse || failed);
     let response = if read_body {
         let (parts, body) = response.into_parts();
         let bytes = match axum::body::to_bytes(body, usize::MAX).await {
@@ -667,7 +674,7 @@ mod tests {
     }
 
     #[test]
-    fn yaml_apply_bodies_become_json_and_protobuf_is_skipped() {
+    fn yaml_apply_bodies_become_json_and_unreadable_ones_are_skipped() {
         assert_eq!(
             body_json("application/apply-patch+yaml", b"kind: ConfigMap\ndata:\n  a: b\n"),
             Some(json!({"kind": "ConfigMap", "data": {"a": "b"}}))
@@ -676,6 +683,7 @@ mod tests {
             body_json("application/vnd.kubernetes.protobuf", b"k8s\0"),
             None
         );
+        assert_eq!(body_json("application/json", b"{not json"), None);
         assert_eq!(body_json("application/json", b""), None);
     }
 }

@@ -11,7 +11,9 @@
 //! removed, and with `--audit-log-compress` backups are gzipped. Written by
 //! hand because the `file-rotate` crate keeps backups by count *or* by age
 //! (its `FileLimit` is one of the two) and names them differently, while
-//! kube applies both limits to lumberjack's names.
+//! kube applies both limits to lumberjack's names. One difference: an event
+//! larger than the size limit is written alone in a fresh file, where
+//! lumberjack refuses the write and the event would be lost.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
