@@ -84,10 +84,7 @@ fn request_events(
         };
         let id = done["auditID"].clone();
         Ok(Some(
-            evs.iter()
-                .filter(|e| e["auditID"] == id)
-                .cloned()
-                .collect(),
+            evs.iter().filter(|e| e["auditID"] == id).cloned().collect(),
         ))
     })
     .with_context(|| format!("no ResponseComplete event for {verb} {resource} {ns}/{name}"))
@@ -133,7 +130,9 @@ fn bob_kubeconfig(server: &Server, dir: &Path) -> Result<PathBuf> {
 
 #[test]
 fn audit_events_follow_the_policy_and_never_hold_a_secret() -> Result<()> {
-    let dir = tempfile::Builder::new().prefix("ubernetes-audit-").tempdir()?;
+    let dir = tempfile::Builder::new()
+        .prefix("ubernetes-audit-")
+        .tempdir()?;
     let policy = dir.path().join("policy.yaml");
     write(&policy, POLICY)?;
     let tokens = dir.path().join("tokens.csv");
@@ -152,7 +151,14 @@ fn audit_events_follow_the_policy_and_never_hold_a_secret() -> Result<()> {
     server.kubectl_ok(&["create", "namespace", "other"])?;
 
     // A ConfigMap in `team`: RequestResponse.
-    server.kubectl_ok(&["create", "configmap", "cm1", "-n", "team", "--from-literal=color=blue"])?;
+    server.kubectl_ok(&[
+        "create",
+        "configmap",
+        "cm1",
+        "-n",
+        "team",
+        "--from-literal=color=blue",
+    ])?;
     let create = request_events(&log, "create", "configmaps", "team", "cm1")?;
     assert_eq!(stages(&create), ["RequestReceived", "ResponseComplete"]);
     let done = complete(&create)?;
@@ -161,31 +167,65 @@ fn audit_events_follow_the_policy_and_never_hold_a_secret() -> Result<()> {
     assert_eq!(done["level"], "RequestResponse");
     assert_eq!(done["user"]["username"], "ubernetes-admin");
     assert_eq!(done["sourceIPs"][0], "127.0.0.1");
-    assert!(done["userAgent"].as_str().is_some_and(|a| a.starts_with("kubectl")));
-    assert_eq!(done["requestURI"].as_str().map(|u| u.starts_with("/api/v1/namespaces/team/configmaps")), Some(true));
-    assert_eq!(done["objectRef"]["name"], "cm1", "the name comes from the body");
+    assert!(
+        done["userAgent"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("kubectl"))
+    );
+    assert_eq!(
+        done["requestURI"]
+            .as_str()
+            .map(|u| u.starts_with("/api/v1/namespaces/team/configmaps")),
+        Some(true)
+    );
+    assert_eq!(
+        done["objectRef"]["name"], "cm1",
+        "the name comes from the body"
+    );
     assert_eq!(done["objectRef"]["apiVersion"], "v1");
     assert_eq!(done["responseStatus"]["code"], 201);
     assert_eq!(done["requestObject"]["data"]["color"], "blue");
     assert_eq!(done["responseObject"]["metadata"]["name"], "cm1");
-    assert_eq!(done["annotations"]["authorization.k8s.io/decision"], "allow");
-    assert!(create[0].get("requestObject").is_none(), "no body before the handler ran");
+    assert_eq!(
+        done["annotations"]["authorization.k8s.io/decision"],
+        "allow"
+    );
+    assert!(
+        create[0].get("requestObject").is_none(),
+        "no body before the handler ran"
+    );
     assert_eq!(create[0]["auditID"], done["auditID"]);
     for ts in ["requestReceivedTimestamp", "stageTimestamp"] {
         let t = done[ts].as_str().context("timestamp")?;
-        assert!(t.ends_with('Z') && t.len() == "2026-01-01T00:00:00.000000Z".len(), "{t}");
+        assert!(
+            t.ends_with('Z') && t.len() == "2026-01-01T00:00:00.000000Z".len(),
+            "{t}"
+        );
     }
 
     server.kubectl_ok(&["get", "configmap", "cm1", "-n", "team", "-o", "json"])?;
     let get = request_events(&log, "get", "configmaps", "team", "cm1")?;
     let done = complete(&get)?;
     assert_eq!(done["level"], "RequestResponse");
-    assert!(done.get("requestObject").is_none(), "a GET has no request body");
+    assert!(
+        done.get("requestObject").is_none(),
+        "a GET has no request body"
+    );
     assert_eq!(done["responseObject"]["data"]["color"], "blue");
-    assert_eq!(done["responseStatus"], serde_json::json!({"metadata": {}, "code": 200}));
+    assert_eq!(
+        done["responseStatus"],
+        serde_json::json!({"metadata": {}, "code": 200})
+    );
 
     // A ConfigMap elsewhere: Metadata, and the rule omits RequestReceived.
-    server.kubectl_ok(&["create", "configmap", "cm2", "-n", "other", "--from-literal=color=red"])?;
+    server.kubectl_ok(&[
+        "create",
+        "configmap",
+        "cm2",
+        "-n",
+        "other",
+        "--from-literal=color=red",
+    ])?;
     let other = request_events(&log, "create", "configmaps", "other", "cm2")?;
     assert_eq!(stages(&other), ["ResponseComplete"]);
     let done = complete(&other)?;
@@ -205,9 +245,16 @@ fn audit_events_follow_the_policy_and_never_hold_a_secret() -> Result<()> {
         let evs = request_events(&log, verb, "secrets", "team", "s1")?;
         for e in &evs {
             assert_eq!(e["level"], "Metadata", "{verb}: {e}");
-            assert!(e.get("requestObject").is_none() && e.get("responseObject").is_none(), "{e}");
+            assert!(
+                e.get("requestObject").is_none() && e.get("responseObject").is_none(),
+                "{e}"
+            );
         }
-        assert_eq!(stages(&evs), ["RequestReceived", "ResponseComplete"], "{verb}");
+        assert_eq!(
+            stages(&evs),
+            ["RequestReceived", "ResponseComplete"],
+            "{verb}"
+        );
     }
 
     // Forbidden: bob has no role.
@@ -219,21 +266,41 @@ fn audit_events_follow_the_policy_and_never_hold_a_secret() -> Result<()> {
         .output()?;
     assert!(!out.status.success(), "bob must be refused");
     let forbidden = request_events(&log, "list", "configmaps", "other", "")?;
-    let done = find(&forbidden, |e| e["user"]["username"] == "bob" && e["stage"] == "ResponseComplete");
+    let done = find(&forbidden, |e| {
+        e["user"]["username"] == "bob" && e["stage"] == "ResponseComplete"
+    });
     let done = done.first().context("bob's ResponseComplete")?;
     assert_eq!(done["level"], "Metadata");
     assert_eq!(done["responseStatus"]["code"], 403);
     assert_eq!(done["responseStatus"]["status"], "Failure");
     assert_eq!(done["responseStatus"]["reason"], "Forbidden");
-    assert!(done["responseStatus"]["message"].as_str().is_some_and(|m| m.contains(r#"User "bob" cannot list resource "configmaps""#)));
-    assert_eq!(done["annotations"]["authorization.k8s.io/decision"], "forbid");
-    assert!(done["annotations"].get("authorization.k8s.io/reason").is_some());
+    assert!(
+        done["responseStatus"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(r#"User "bob" cannot list resource "configmaps""#))
+    );
+    assert_eq!(
+        done["annotations"]["authorization.k8s.io/decision"],
+        "forbid"
+    );
+    assert!(
+        done["annotations"]
+            .get("authorization.k8s.io/reason")
+            .is_some()
+    );
 
     // A watch: ResponseStarted when the stream starts, ResponseComplete when
     // it ends (timeoutSeconds); no response body logged for a stream.
-    server.kubectl_ok(&["get", "--raw", "/api/v1/namespaces/team/configmaps?watch=true&timeoutSeconds=2"])?;
+    server.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/team/configmaps?watch=true&timeoutSeconds=2",
+    ])?;
     let watch = request_events(&log, "watch", "configmaps", "team", "")?;
-    assert_eq!(stages(&watch), ["RequestReceived", "ResponseStarted", "ResponseComplete"]);
+    assert_eq!(
+        stages(&watch),
+        ["RequestReceived", "ResponseStarted", "ResponseComplete"]
+    );
     assert_eq!(watch[1]["responseStatus"]["code"], 200);
     assert!(watch.iter().all(|e| e.get("responseObject").is_none()));
 
@@ -249,7 +316,10 @@ fn audit_events_follow_the_policy_and_never_hold_a_secret() -> Result<()> {
             .arg("--key")
             .arg(pki.join("admin.key"))
             .args(extra)
-            .arg(format!("{}/api/v1/namespaces/team/configmaps", server.url()))
+            .arg(format!(
+                "{}/api/v1/namespaces/team/configmaps",
+                server.url()
+            ))
             .output()?;
         if !out.status.success() {
             bail!("curl: {}", String::from_utf8_lossy(&out.stderr));
@@ -267,23 +337,41 @@ fn audit_events_follow_the_policy_and_never_hold_a_secret() -> Result<()> {
     let id = curl(&[])?;
     assert_eq!(id.len(), 36, "a UUID: {id}");
     eventually(Duration::from_secs(10), || {
-        Ok(events(&log)?.iter().any(|e| e["auditID"] == id.as_str() && e["stage"] == "ResponseComplete").then_some(()))
+        Ok(events(&log)?
+            .iter()
+            .any(|e| e["auditID"] == id.as_str() && e["stage"] == "ResponseComplete")
+            .then_some(()))
     })?;
     let given = curl(&["-H", "Audit-ID: my-audit-id-1"])?;
     assert_eq!(given, "my-audit-id-1");
     eventually(Duration::from_secs(10), || {
-        Ok(events(&log)?.iter().any(|e| e["auditID"] == "my-audit-id-1").then_some(()))
+        Ok(events(&log)?
+            .iter()
+            .any(|e| e["auditID"] == "my-audit-id-1")
+            .then_some(()))
     })?;
 
     // Health probes and the federation controllers are level None.
     let evs = events(&log)?;
-    assert!(find(&evs, |e| e["requestURI"].as_str().is_some_and(|u| u.starts_with("/readyz"))).is_empty());
-    assert!(find(&evs, |e| e["user"]["username"] == "system:ubernetes:federation-controller").is_empty());
+    assert!(
+        find(&evs, |e| e["requestURI"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("/readyz")))
+        .is_empty()
+    );
+    assert!(
+        find(&evs, |e| e["user"]["username"]
+            == "system:ubernetes:federation-controller")
+        .is_empty()
+    );
 
     // The Secret's value appears nowhere, plain or base64.
     let raw = std::fs::read_to_string(&log)?;
     let b64 = base64_encode(SECRET_VALUE.as_bytes());
-    assert!(!raw.contains(SECRET_VALUE) && !raw.contains(&b64), "a Secret's value reached the audit log");
+    assert!(
+        !raw.contains(SECRET_VALUE) && !raw.contains(&b64),
+        "a Secret's value reached the audit log"
+    );
     Ok(())
 }
 
@@ -295,7 +383,9 @@ fn base64_encode(input: &[u8]) -> String {
 
 #[test]
 fn a_malformed_policy_fails_the_start_naming_the_file_and_field() -> Result<()> {
-    let dir = tempfile::Builder::new().prefix("ubernetes-audit-bad-").tempdir()?;
+    let dir = tempfile::Builder::new()
+        .prefix("ubernetes-audit-bad-")
+        .tempdir()?;
     let policy = dir.path().join("bad-policy.yaml");
     write(
         &policy,
@@ -330,13 +420,18 @@ fn a_malformed_policy_fails_the_start_naming_the_file_and_field() -> Result<()> 
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!status.success());
     assert!(stderr.contains("bad-policy.yaml"), "{stderr}");
-    assert!(stderr.contains(r#"rules[0].level: Unsupported value: "Loud""#), "{stderr}");
+    assert!(
+        stderr.contains(r#"rules[0].level: Unsupported value: "Loud""#),
+        "{stderr}"
+    );
     Ok(())
 }
 
 #[test]
 fn a_small_maxsize_rotates_keeps_maxbackup_backups_and_gzips_them() -> Result<()> {
-    let dir = tempfile::Builder::new().prefix("ubernetes-audit-rot-").tempdir()?;
+    let dir = tempfile::Builder::new()
+        .prefix("ubernetes-audit-rot-")
+        .tempdir()?;
     let policy = dir.path().join("policy.yaml");
     write(
         &policy,
@@ -358,7 +453,14 @@ fn a_small_maxsize_rotates_keeps_maxbackup_backups_and_gzips_them() -> Result<()
     write(&data, &"0123456789abcdef".repeat(300 * 1024 / 16))?;
     let from = format!("--from-file=blob={}", data.display());
     for i in 0..6 {
-        server.kubectl_ok(&["create", "configmap", &format!("big-{i}"), "-n", "default", &from])?;
+        server.kubectl_ok(&[
+            "create",
+            "configmap",
+            &format!("big-{i}"),
+            "-n",
+            "default",
+            &from,
+        ])?;
     }
     let backups = eventually(Duration::from_secs(15), || {
         let mut names: Vec<String> = std::fs::read_dir(dir.path())?
@@ -372,11 +474,16 @@ fn a_small_maxsize_rotates_keeps_maxbackup_backups_and_gzips_them() -> Result<()
     .context("expected exactly 2 gzipped backups (--audit-log-maxbackup=2)")?;
     // lumberjack's names: audit-2006-01-02T15-04-05.000.log.gz
     for name in &backups {
-        let time = name.trim_start_matches("audit-").trim_end_matches(".log.gz");
+        let time = name
+            .trim_start_matches("audit-")
+            .trim_end_matches(".log.gz");
         assert_eq!(time.len(), "2006-01-02T15-04-05.000".len(), "{name}");
     }
     let size = std::fs::metadata(&log)?.len();
-    assert!(size <= 1024 * 1024, "the live file stays under 1 MB: {size}");
+    assert!(
+        size <= 1024 * 1024,
+        "the live file stays under 1 MB: {size}"
+    );
     // The live file holds whole JSON events.
     for e in events(&log)? {
         assert_eq!(e["kind"], "Event");

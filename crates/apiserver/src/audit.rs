@@ -543,7 +543,12 @@ pub async fn audit(
         if let Some(r) = ev.object_ref.as_mut()
             && let Some(meta) = object.get("metadata")
         {
-            let field = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            let field = |k: &str| {
+                meta.get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
             for (slot, key) in [
                 (&mut r.namespace, "namespace"),
                 (&mut r.name, "name"),
@@ -587,8 +592,7 @@ pub async fn audit(
         .unwrap_or("")
         .to_string();
     let failed = !(200..300).contains(&code);
-    let readable =
-        response_type.contains("json") || crate::protobuf::is_protobuf(&response_type);
+    let readable = response_type.contains("json") || crate::protobuf::is_protobuf(&response_type);
     let read_body = readable && (level == Level::RequestResponse || failed);
     let response = if read_body {
         let (parts, body) = response.into_parts();
@@ -631,7 +635,10 @@ mod tests {
             ("GET", "/api/v1/watch/namespaces/a/secrets"),
             ("POST", "/api/v1/namespaces/a/serviceaccounts/default/token"),
             ("POST", "/apis/authentication.k8s.io/v1/tokenreviews"),
-            ("GET", "/apis/federation/v1beta1/clusters/m1/proxy/api/v1/secrets"),
+            (
+                "GET",
+                "/apis/federation/v1beta1/clusters/m1/proxy/api/v1/secrets",
+            ),
         ] {
             assert_eq!(max_level(&parse(m, p)), Level::Metadata, "{m} {p}");
         }
@@ -676,7 +683,10 @@ mod tests {
     #[test]
     fn yaml_apply_bodies_become_json_and_unreadable_ones_are_skipped() {
         assert_eq!(
-            body_json("application/apply-patch+yaml", b"kind: ConfigMap\ndata:\n  a: b\n"),
+            body_json(
+                "application/apply-patch+yaml",
+                b"kind: ConfigMap\ndata:\n  a: b\n"
+            ),
             Some(json!({"kind": "ConfigMap", "data": {"a": "b"}}))
         );
         assert_eq!(

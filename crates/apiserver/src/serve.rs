@@ -259,10 +259,7 @@ pub fn build_router(
             authorization,
             authz::authorize,
         ))
-        .layer(middleware::from_fn_with_state(
-            auditor,
-            crate::audit::audit,
-        ))
+        .layer(middleware::from_fn_with_state(auditor, crate::audit::audit))
         .layer(middleware::from_fn_with_state(
             authenticator,
             authn::authenticate,

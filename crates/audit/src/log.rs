@@ -386,7 +386,10 @@ mod tests {
         assert_eq!(backups.len(), 2, "{backups:?}");
         for (_, b) in &backups {
             let name = b.file_name().expect("name").to_string_lossy().into_owned();
-            assert!(name.starts_with("audit-") && name.ends_with(".log"), "{name}");
+            assert!(
+                name.starts_with("audit-") && name.ends_with(".log"),
+                "{name}"
+            );
             assert!(std::fs::metadata(b).expect("meta").len() <= MEGABYTE);
         }
         let len = std::fs::metadata(&path).expect("meta").len();

@@ -453,7 +453,10 @@ mod tests {
     #[test]
     fn no_rule_matching_is_level_none_and_the_first_match_wins() {
         let p = policy("- level: Metadata\n  verbs: [get]\n- level: RequestResponse\n");
-        assert_eq!(level(&p, &res("get", "", "pods", "a", "x")), Level::Metadata);
+        assert_eq!(
+            level(&p, &res("get", "", "pods", "a", "x")),
+            Level::Metadata
+        );
         assert_eq!(
             level(&p, &res("list", "", "pods", "a", "")),
             Level::RequestResponse
@@ -468,7 +471,10 @@ mod tests {
             "- level: Request\n  users: [bob, alice]\n  userGroups: [nobody]\n- level: Metadata\n  userGroups: [devs]\n",
         );
         // users matched but userGroups did not: both must hold.
-        assert_eq!(level(&p, &res("get", "", "pods", "a", "x")), Level::Metadata);
+        assert_eq!(
+            level(&p, &res("get", "", "pods", "a", "x")),
+            Level::Metadata
+        );
         let bob = UserInfo::new("bob", &["ops"]);
         let a = Attributes::resource(&bob, "get", "", "pods", "a", "x");
         assert_eq!(level(&p, &a), Level::None);
@@ -490,9 +496,15 @@ mod tests {
     #[test]
     fn namespaces_match_only_resource_requests_and_empty_is_cluster_scope() {
         let p = policy("- level: Request\n  namespaces: [team, \"\"]\n");
-        assert_eq!(level(&p, &res("get", "", "pods", "team", "x")), Level::Request);
+        assert_eq!(
+            level(&p, &res("get", "", "pods", "team", "x")),
+            Level::Request
+        );
         assert_eq!(level(&p, &res("get", "", "nodes", "", "n")), Level::Request);
-        assert_eq!(level(&p, &res("get", "", "pods", "other", "x")), Level::None);
+        assert_eq!(
+            level(&p, &res("get", "", "pods", "other", "x")),
+            Level::None
+        );
         let health = Attributes::non_resource(&alice(), "get", "/healthz");
         assert_eq!(level(&p, &health), Level::None);
     }
@@ -543,12 +555,16 @@ mod tests {
             Level::Metadata
         );
         assert_eq!(level(&p, &res("list", "", "jobs", "a", "")), Level::None);
-        let p = policy("- level: Metadata\n  resources:\n  - group: \"\"\n    resources: [\"*\"]\n");
+        let p =
+            policy("- level: Metadata\n  resources:\n  - group: \"\"\n    resources: [\"*\"]\n");
         assert_eq!(
             level(&p, &res("get", "", "secrets", "a", "s")),
             Level::Metadata
         );
-        assert_eq!(level(&p, &res("get", "apps", "deployments", "a", "s")), Level::None);
+        assert_eq!(
+            level(&p, &res("get", "apps", "deployments", "a", "s")),
+            Level::None
+        );
     }
 
     #[test]
@@ -591,8 +607,10 @@ mod tests {
     #[test]
     fn bad_policies_are_refused_naming_the_field() {
         let err = |body: &str| {
-            Policy::from_str(&format!("apiVersion: audit.k8s.io/v1\nkind: Policy\n{body}"))
-                .expect_err("invalid")
+            Policy::from_str(&format!(
+                "apiVersion: audit.k8s.io/v1\nkind: Policy\n{body}"
+            ))
+            .expect_err("invalid")
         };
         assert_eq!(
             err("rules:\n- level: Loud\n"),
@@ -606,22 +624,33 @@ mod tests {
             err("rules:\n- level: None\n  nonResourceURLs: [healthz]\n")
                 .starts_with("rules[0].nonResourceURLs[0]: Invalid value: \"healthz\": non-resource URL rules must begin with a '/'")
         );
-        assert!(err("rules:\n- level: None\n  nonResourceURLs: [\"/a*b\"]\n").contains("must be the final character"));
+        assert!(
+            err("rules:\n- level: None\n  nonResourceURLs: [\"/a*b\"]\n")
+                .contains("must be the final character")
+        );
         assert!(
             err("rules:\n- level: None\n  nonResourceURLs: [\"/a\"]\n  namespaces: [x]\n")
                 .contains("rules cannot apply to both regular resources and non-resource URLs")
         );
-        assert!(err("rules:\n- level: None\n  resources:\n  - group: apps/v1\n").starts_with("rules[0].resources[0].group: Invalid value: \"apps/v1\""));
+        assert!(
+            err("rules:\n- level: None\n  resources:\n  - group: apps/v1\n")
+                .starts_with("rules[0].resources[0].group: Invalid value: \"apps/v1\"")
+        );
         assert!(
             err("rules:\n- level: None\n  resources:\n  - resourceNames: [x]\n")
                 .contains("using resourceNames requires at least one resource")
         );
-        assert!(err("omitStages: [Later]\nrules:\n- level: None\n").starts_with("omitStages[0]: Unsupported value: \"Later\""));
+        assert!(
+            err("omitStages: [Later]\nrules:\n- level: None\n")
+                .starts_with("omitStages[0]: Unsupported value: \"Later\"")
+        );
         assert_eq!(err("rules: []\n"), "loaded illegal policy with 0 rules");
         assert!(err("rules:\n- level: None\n  userGroup: [x]\n").contains("userGroup"));
         assert!(
-            Policy::from_str("apiVersion: audit.k8s.io/v1beta1\nkind: Policy\nrules:\n- level: None\n")
-                .is_err_and(|e| e.contains("unknown group version"))
+            Policy::from_str(
+                "apiVersion: audit.k8s.io/v1beta1\nkind: Policy\nrules:\n- level: None\n"
+            )
+            .is_err_and(|e| e.contains("unknown group version"))
         );
         // Two errors are listed together.
         assert!(err("rules:\n- level: X\n- level: Y\n").starts_with("[rules[0].level"));
@@ -631,11 +660,22 @@ mod tests {
     fn load_names_the_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("policy.yaml");
-        std::fs::write(&path, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Loud\n")
-            .expect("write");
+        std::fs::write(
+            &path,
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Loud\n",
+        )
+        .expect("write");
         let e = Policy::load(&path).expect_err("invalid").to_string();
-        assert!(e.contains("policy.yaml") && e.contains("rules[0].level"), "{e}");
-        let e = Policy::load(&dir.path().join("missing.yaml")).expect_err("missing").to_string();
-        assert!(e.contains("missing.yaml") && e.contains("cannot read"), "{e}");
+        assert!(
+            e.contains("policy.yaml") && e.contains("rules[0].level"),
+            "{e}"
+        );
+        let e = Policy::load(&dir.path().join("missing.yaml"))
+            .expect_err("missing")
+            .to_string();
+        assert!(
+            e.contains("missing.yaml") && e.contains("cannot read"),
+            "{e}"
+        );
     }
 }
