@@ -173,7 +173,7 @@ pub fn refusal_response(refused: &RequestRefused, request_uri: &str) -> Response
             plain_500(e.plain_text_body(request_uri))
         }
         RequestRefused::Impersonation(ImpersonationError::Forbidden(e))
-        | RequestRefused::Forbidden(e) => crate::handlers::status_response(e),
+        | RequestRefused::Forbidden(e, _) => crate::handlers::status_response(e),
     }
 }
 
@@ -191,6 +191,11 @@ pub async fn authorize(
         return crate::handlers::status_response(&ubernetes_apimachinery::ApiError::unauthorized());
     };
     let user = to_rbac_user(user);
+    // The audit filter's record of this request, if it is audited.
+    let audit = parts
+        .extensions
+        .get::<crate::audit::AuditContext>()
+        .cloned();
     let path = parts.uri.path().to_string();
     let query = parts.uri.query().unwrap_or("").to_string();
     let result = ubernetes_rbac::authorize_request(
@@ -203,6 +208,12 @@ pub async fn authorize(
     );
     match result {
         Ok(ok) => {
+            if let Some(audit) = &audit {
+                audit.authorization(true, &ok.reason);
+                if ok.impersonated {
+                    audit.impersonated_user(&ok.user);
+                }
+            }
             if ok.impersonated {
                 strip_impersonation_headers(&mut parts.headers);
                 parts.extensions.insert(from_rbac_user(ok.user));
@@ -210,6 +221,9 @@ pub async fn authorize(
             next.run(Request::from_parts(parts, body)).await
         }
         Err(refused) => {
+            if let (Some(audit), RequestRefused::Forbidden(_, reason)) = (&audit, &refused) {
+                audit.authorization(false, reason);
+            }
             let uri = parts
                 .uri
                 .path_and_query()

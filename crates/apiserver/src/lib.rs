@@ -8,6 +8,7 @@
 //! Modules:
 //! - `options`: the server's flags (kube-apiserver's names where one exists).
 //! - `serve`: the rustls listener, HTTP/1.1 + HTTP/2, graceful shutdown.
+//! - `audit`: the audit log filters (`--audit-policy-file`, `--audit-log-path`).
 //! - `authn`: x509 client certificates, bearer tokens, in-process identity.
 //! - `health`: `/version`, `/healthz`, `/livez`, `/readyz`.
 //! - `in_process`: the `kube::Client` over the router for embedded controllers.
@@ -17,6 +18,7 @@
 //! Start with `serve.rs` (how a request arrives), then `handlers/`.
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod authn;
 pub mod authz;
 pub mod discovery;

@@ -11,9 +11,10 @@
 //! authentication as a [`ClientCertificate`] request extension.
 //!
 //! The filter chain ([`build_router`]), outermost first: request tracing →
-//! panic catcher (500 Status; a panic never kills the server) → watch closer
-//! (ends watch streams on shutdown) → authentication (401 Status) →
-//! authorization and impersonation ([`crate::authz`]: 403 Status) → body-size
+//! `Audit-Id` header ([`crate::audit::audit_id`]) → panic catcher (500
+//! Status; a panic never kills the server) → watch closer (ends watch streams
+//! on shutdown) → authentication (401 Status) → audit log
+//! ([`crate::audit::audit`]) → authorization and impersonation ([`crate::authz`]: 403 Status) → body-size
 //! limit (413 Status) → routes (health + [`crate::state::api_router`]), with
 //! empty 404/405 answers turned into Status bodies.
 //!
@@ -144,6 +145,8 @@ pub async fn start(
     tracing::info!(data_dir = %data_dir.display(), "using data dir");
 
     let tls = load_tls(&options)?;
+    // A bad audit policy fails the start before anything is served.
+    let auditor = crate::audit::Auditor::from_options(&options.audit)?;
 
     let bind = SocketAddr::new(options.bind_address, options.secure_port);
     let listener = TcpListener::bind(bind)
@@ -184,6 +187,7 @@ pub async fn start(
         authorization,
         options.max_request_body_bytes,
         watch_shutdown.clone(),
+        auditor,
     );
 
     let url = client_url(local_addr);
@@ -244,6 +248,7 @@ pub fn build_router(
     authorization: Arc<Authorization>,
     max_request_body_bytes: u64,
     watch_shutdown: CancellationToken,
+    auditor: Option<Arc<crate::audit::Auditor>>,
 ) -> Router {
     let limit = usize::try_from(max_request_body_bytes).unwrap_or(usize::MAX);
     api.merge(health::router(health))
@@ -254,6 +259,7 @@ pub fn build_router(
             authorization,
             authz::authorize,
         ))
+        .layer(middleware::from_fn_with_state(auditor, crate::audit::audit))
         .layer(middleware::from_fn_with_state(
             authenticator,
             authn::authenticate,
@@ -264,6 +270,7 @@ pub fn build_router(
             close_watches_on_shutdown,
         ))
         .layer(CatchPanicLayer::custom(panic_response))
+        .layer(middleware::from_fn(crate::audit::audit_id))
         .layer(TraceLayer::new_for_http())
 }
 
@@ -754,6 +761,7 @@ mod tests {
             )),
             16,
             token,
+            None,
         )
     }
 

@@ -20,6 +20,9 @@ pub struct Authorized {
     /// Whether the user came from impersonation headers (strip them then).
     pub impersonated: bool,
     pub info: RequestInfo,
+    /// The authorizer's reason for allowing it (for the audit log's
+    /// `authorization.k8s.io/reason`).
+    pub reason: String,
 }
 
 /// Why a request may not go on.
@@ -32,9 +35,10 @@ pub enum RequestRefused {
     /// Bad or unauthorized impersonation headers.
     #[error("{0}")]
     Impersonation(ImpersonationError),
-    /// Authorization refused it: the 403 Status.
+    /// Authorization refused it: the 403 Status, and the authorizer's reason
+    /// (for the audit log's `authorization.k8s.io/reason`).
     #[error("{}", .0.message)]
-    Forbidden(ApiError),
+    Forbidden(ApiError, String),
 }
 
 impl RequestRefused {
@@ -43,7 +47,7 @@ impl RequestRefused {
         match self {
             RequestRefused::RequestInfo(_) => ApiError::internal(self.to_string()),
             RequestRefused::Impersonation(e) => e.to_api_error(),
-            RequestRefused::Forbidden(e) => e.clone(),
+            RequestRefused::Forbidden(e, _) => e.clone(),
         }
     }
 }
@@ -68,15 +72,16 @@ pub fn authorize_request<S: RbacSource>(
     let attrs = Attributes::from_request(&user, &info);
     let decision = authz.authorize(&attrs);
     if !decision.is_allowed() {
-        return Err(RequestRefused::Forbidden(forbidden_error(
-            &attrs,
-            decision.reason(),
-        )));
+        return Err(RequestRefused::Forbidden(
+            forbidden_error(&attrs, decision.reason()),
+            decision.reason().to_string(),
+        ));
     }
     Ok(Authorized {
         user,
         impersonated,
         info,
+        reason: decision.reason().to_string(),
     })
 }
 
