@@ -7,6 +7,9 @@
 //! 2. kube-apiserver 1.36 `--etcd-servers URL --etcd-prefix /registry`
 //!    ([`crate::kube_apiserver`]): the same scenarios, then it is stopped;
 //!
+//! (`--kube-first` swaps the order, to see what the order costs: the second
+//! run finds etcd holding the first one's objects under the other prefix)
+//!
 //! and prints one table with each figure and the ratio ours / kube per
 //! scenario. One server runs at a time, so neither pays for the other's
 //! idle work; both see the same machine, the same etcd process and the same
@@ -108,11 +111,9 @@ pub fn ratio_table(rows: &[RatioRow]) -> Vec<String> {
         "ratio"
     )];
     for r in rows {
-        let (oc, kc) = r
-            .cpu_s
-            .map_or(("-".into(), "-".into()), |(o, k)| {
-                (format!("{o:.2}"), format!("{k:.2}"))
-            });
+        let (oc, kc) = r.cpu_s.map_or(("-".into(), "-".into()), |(o, k)| {
+            (format!("{o:.2}"), format!("{k:.2}"))
+        });
         out.push(format!(
             "{:<14} {:>10.1} {:>10.1} {:>6}   {:>9.3} {:>9.3} {:>6}   {:>9.3} {:>9.3} {:>6}   {:>7} {:>7} {:>6}",
             r.name,
@@ -142,6 +143,8 @@ pub struct VersusOptions {
     pub etcd_bin: Option<PathBuf>,
     /// Our server.
     pub server: ServerSpec,
+    /// Measure kube-apiserver first (default: ours first).
+    pub kube_first: bool,
 }
 
 /// Run the comparison. Exit code 2 and a `SKIPPED:` line when there is no
@@ -193,7 +196,12 @@ async fn both(
 ) -> Result<(ApiReport, ApiReport)> {
     let url = etcd.url();
     println!(
-        "bench api --versus-kube: etcd {} at {url}; concurrency {}, objects {}, watchers {} x {} writes, lists x {}",
+        "bench api --versus-kube: {} first; etcd {} at {url}; concurrency {}, objects {}, watchers {} x {} writes, lists x {}",
+        if versus.kube_first {
+            "kube-apiserver"
+        } else {
+            "ubernetes"
+        },
         etcd.bin().display(),
         opts.concurrency,
         opts.objects,
@@ -202,10 +210,24 @@ async fn both(
         opts.list_repeats
     );
 
+    if versus.kube_first {
+        let kube = run_kube(opts, kube_bin, &url).await?;
+        let ours = run_ours(opts, versus, &url).await?;
+        Ok((ours, kube))
+    } else {
+        let ours = run_ours(opts, versus, &url).await?;
+        let kube = run_kube(opts, kube_bin, &url).await?;
+        Ok((ours, kube))
+    }
+}
+
+/// `ubernetes serve --etcd-servers URL --etcd-prefix /ubernetes`: start,
+/// measure, stop (also when the run fails).
+async fn run_ours(opts: &ApiOptions, versus: &VersusOptions, url: &str) -> Result<ApiReport> {
     let mut spec = versus.server.clone();
     spec.extra_args.extend([
         "--etcd-servers".to_string(),
-        url.clone(),
+        url.to_string(),
         "--etcd-prefix".to_string(),
         OUR_PREFIX.to_string(),
     ]);
@@ -224,12 +246,17 @@ async fn both(
         Err(e) => Err(e),
     };
     ours.stop().await;
-    let our_report = result.context("the run against ubernetes serve")?;
-    for line in our_report.memory_lines() {
+    let report = result.context("the run against ubernetes serve")?;
+    for line in report.memory_lines() {
         println!("{line}");
     }
+    Ok(report)
+}
 
-    let mut kube = KubeApiserver::start(kube_bin, &url, KUBE_PREFIX)
+/// kube-apiserver `--etcd-servers URL --etcd-prefix /registry`: start,
+/// measure, stop (also when the run fails).
+async fn run_kube(opts: &ApiOptions, kube_bin: &Path, url: &str) -> Result<ApiReport> {
+    let mut kube = KubeApiserver::start(kube_bin, url, KUBE_PREFIX)
         .await
         .context("starting kube-apiserver on the same etcd")?;
     let process = kube.process();
@@ -244,11 +271,11 @@ async fn both(
         Err(e) => Err(e),
     };
     kube.stop().await;
-    let kube_report = result.context("the run against kube-apiserver")?;
-    for line in kube_report.memory_lines() {
+    let report = result.context("the run against kube-apiserver")?;
+    for line in report.memory_lines() {
         println!("{line}");
     }
-    Ok((our_report, kube_report))
+    Ok(report)
 }
 
 #[cfg(test)]
@@ -258,7 +285,12 @@ mod tests {
     use crate::stats::Summary;
     use std::time::Duration;
 
-    fn scenario(name: &'static str, ops_per_sec: f64, p50_ms: u64, cpu: Option<f64>) -> ScenarioResult {
+    fn scenario(
+        name: &'static str,
+        ops_per_sec: f64,
+        p50_ms: u64,
+        cpu: Option<f64>,
+    ) -> ScenarioResult {
         ScenarioResult {
             name,
             summary: Summary {
@@ -327,8 +359,8 @@ mod tests {
         assert_eq!(
             cols,
             [
-                "create", "1500.0", "1000.0", "1.50", "3.000", "6.000", "0.50", "12.000",
-                "24.000", "0.50", "-", "-", "-"
+                "create", "1500.0", "1000.0", "1.50", "3.000", "6.000", "0.50", "12.000", "24.000",
+                "0.50", "-", "-", "-"
             ]
         );
     }

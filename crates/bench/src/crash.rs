@@ -188,7 +188,14 @@ pub async fn run(opts: &CrashOptions, mut etcd: Option<&mut ManagedEtcd>) -> Res
     let mut server = ManagedServer::start(opts.server.clone()).await?;
     let mut summary = CrashSummary::default();
     let mut history: BTreeMap<usize, RoundWrites> = BTreeMap::new();
-    let result = rounds(opts, &mut server, etcd.as_deref_mut(), &mut summary, &mut history).await;
+    let result = rounds(
+        opts,
+        &mut server,
+        etcd.as_deref_mut(),
+        &mut summary,
+        &mut history,
+    )
+    .await;
     server.stop().await;
     if let Err(e) = result {
         summary.failures.push(format!("{e:#}"));
@@ -210,7 +217,11 @@ async fn rounds(
     let kill_every = opts.etcd.as_ref().map_or(0, |e| e.kill_every);
     for round in 0..opts.rounds {
         let etcd_round = kills_etcd(round, kill_every);
-        let kill_etcd = if etcd_round { etcd.as_deref_mut() } else { None };
+        let kill_etcd = if etcd_round {
+            etcd.as_deref_mut()
+        } else {
+            None
+        };
         if etcd_round && kill_etcd.is_none() {
             bail!("--etcd-kill-every needs an etcd the harness started (--etcd)");
         }
@@ -307,7 +318,11 @@ async fn rounds(
             "crash: round {}/{}: {} killed after {} ms; {acked} acknowledged, {attempted} attempted, {present_count} present{}",
             round + 1,
             opts.rounds,
-            if etcd_round { "etcd and server" } else { "server" },
+            if etcd_round {
+                "etcd and server"
+            } else {
+                "server"
+            },
             delay.as_millis(),
             if full {
                 "; every earlier round checked"
@@ -526,7 +541,10 @@ async fn stored_in_etcd(check: &EtcdCheck) -> Result<BTreeMap<String, Option<Str
 
 /// The acknowledged writes of a round that etcd lacks, or holds with other
 /// content (a value that is not JSON counts by its key alone).
-pub fn check_in_etcd(writes: &RoundWrites, in_etcd: &BTreeMap<String, Option<String>>) -> Vec<String> {
+pub fn check_in_etcd(
+    writes: &RoundWrites,
+    in_etcd: &BTreeMap<String, Option<String>>,
+) -> Vec<String> {
     writes
         .acked
         .iter()

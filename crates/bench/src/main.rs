@@ -153,12 +153,16 @@ struct ApiArgs {
     /// With --versus-kube: the shared/kube/kube.sh that unpacks the upstream
     /// binaries. Default: $UBERNETES_KUBE_SH, else shared/kube/kube.sh in a
     /// parent directory of the working directory or of this program.
-    #[arg(long, value_name = "PATH", requires = "versus_kube")]
+    #[arg(long, value_name = "PATH")]
     kube_sh: Option<PathBuf>,
 
     /// With --versus-kube: the etcd binary. Default: kube.sh's etcd 3.5.30.
-    #[arg(long, value_name = "PATH", requires = "versus_kube")]
+    #[arg(long, value_name = "PATH")]
     etcd_bin: Option<PathBuf>,
+
+    /// With --versus-kube: measure kube-apiserver first (default: ours first).
+    #[arg(long)]
+    kube_first: bool,
 
     #[command(flatten)]
     server: ServerArgs,
@@ -247,16 +251,53 @@ struct CrashArgs {
 
     /// The etcd binary for --etcd. Default: the etcd 3.5.30 of
     /// ../shared/kube (unpacked by its kube.sh), else `etcd` on PATH.
-    #[arg(long, value_name = "PATH", requires = "etcd")]
+    #[arg(long, value_name = "PATH")]
     etcd_bin: Option<PathBuf>,
 
     /// With --etcd: every this many rounds SIGKILL etcd too (before the
-    /// server) and restart it on its data dir; 0: never.
-    #[arg(long, value_name = "N", default_value_t = 5, requires = "etcd")]
-    etcd_kill_every: usize,
+    /// server) and restart it on its data dir; 0: never. Default: 5.
+    #[arg(long, value_name = "N")]
+    etcd_kill_every: Option<usize>,
 
     #[command(flatten)]
     server: ServerArgs,
+}
+
+/// `--etcd-kill-every` when not given.
+const DEFAULT_ETCD_KILL_EVERY: usize = 5;
+
+impl ApiArgs {
+    /// Flags that only mean something with --versus-kube.
+    fn check(&self) -> Result<()> {
+        if !self.versus_kube
+            && (self.kube_sh.is_some() || self.etcd_bin.is_some() || self.kube_first)
+        {
+            bail!("--kube-sh, --etcd-bin and --kube-first go with --versus-kube");
+        }
+        Ok(())
+    }
+}
+
+impl CrashArgs {
+    /// How often etcd is killed too: only an etcd the harness started
+    /// (`--etcd`) can be, every 5 rounds unless told otherwise.
+    fn etcd_kill_every(&self) -> Result<usize> {
+        match (self.etcd, self.etcd_kill_every) {
+            (true, every) => Ok(every.unwrap_or(DEFAULT_ETCD_KILL_EVERY)),
+            (false, Some(_)) => {
+                bail!("--etcd-kill-every needs --etcd (an etcd the harness starts and can kill)")
+            }
+            (false, None) => Ok(0),
+        }
+    }
+
+    /// Flags that only mean something with --etcd.
+    fn check(&self) -> Result<()> {
+        if !self.etcd && self.etcd_bin.is_some() {
+            bail!("--etcd-bin goes with --etcd");
+        }
+        self.etcd_kill_every().map(|_| ())
+    }
 }
 
 fn main() -> ExitCode {
@@ -289,6 +330,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 async fn run_api(args: ApiArgs) -> Result<ExitCode> {
+    args.check()?;
     let opts = api::ApiOptions {
         concurrency: args.concurrency,
         objects: args.objects,
@@ -302,6 +344,7 @@ async fn run_api(args: ApiArgs) -> Result<ExitCode> {
             kube_sh: args.kube_sh,
             etcd_bin: args.etcd_bin,
             server: args.server.spec(),
+            kube_first: args.kube_first,
         };
         return compare::run(&opts, &versus).await;
     }
@@ -376,6 +419,8 @@ async fn run_crash(args: CrashArgs) -> Result<ExitCode> {
     if args.kill_max_ms < args.kill_min_ms {
         bail!("--kill-max-ms must not be below --kill-min-ms");
     }
+    args.check()?;
+    let kill_every = args.etcd_kill_every()?;
     let mut server = args.server.spec();
     let mut started_etcd = None;
     let etcd = if args.etcd {
@@ -388,7 +433,7 @@ async fn run_crash(args: CrashArgs) -> Result<ExitCode> {
         Some(crash::EtcdCheck {
             url,
             prefix: args.etcd_prefix.unwrap_or_else(|| "/registry".into()),
-            kill_every: args.etcd_kill_every,
+            kill_every,
         })
     } else {
         args.etcd_servers.map(|url| crash::EtcdCheck {
@@ -464,48 +509,79 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    fn crash(args: &[&str]) -> Result<CrashArgs> {
+        let mut all = vec!["crash"];
+        all.extend_from_slice(args);
+        match parse(&all)?.command {
+            Cmd::Crash(a) => Ok(a),
+            other => bail!("not crash: {other:?}"),
+        }
+    }
+
+    fn api(args: &[&str]) -> Result<ApiArgs> {
+        let mut all = vec!["api"];
+        all.extend_from_slice(args);
+        match parse(&all)?.command {
+            Cmd::Api(a) => Ok(a),
+            other => bail!("not api: {other:?}"),
+        }
+    }
+
     #[test]
     fn crash_on_a_started_etcd_kills_it_every_nth_round() -> Result<()> {
-        let Cmd::Crash(a) = parse(&["crash", "--etcd", "--rounds", "200"])?.command else {
-            bail!("not crash")
-        };
+        let a = crash(&["--etcd", "--rounds", "200"])?;
         assert!(a.etcd && a.etcd_servers.is_none());
-        assert_eq!((a.rounds, a.etcd_kill_every), (200, 5));
-        let Cmd::Crash(a) = parse(&["crash", "--etcd", "--etcd-kill-every", "0"])?.command else {
-            bail!("not crash")
-        };
-        assert_eq!(a.etcd_kill_every, 0);
-        let Cmd::Crash(a) =
-            parse(&["crash", "--etcd-servers", "http://127.0.0.1:2379", "--etcd-prefix", "/x"])?
-                .command
-        else {
-            bail!("not crash")
-        };
+        assert_eq!((a.rounds, a.etcd_kill_every()?), (200, 5));
+        assert_eq!(
+            crash(&["--etcd", "--etcd-kill-every", "0"])?.etcd_kill_every()?,
+            0
+        );
+        assert_eq!(
+            crash(&["--etcd", "--etcd-kill-every", "3"])?.etcd_kill_every()?,
+            3
+        );
+        let a = crash(&[
+            "--etcd-servers",
+            "http://127.0.0.1:2379",
+            "--etcd-prefix",
+            "/x",
+        ])?;
+        a.check()?;
         assert_eq!(a.etcd_servers.as_deref(), Some("http://127.0.0.1:2379"));
         assert_eq!(a.etcd_prefix.as_deref(), Some("/x"));
+        assert_eq!(a.etcd_kill_every()?, 0, "a given etcd is never killed");
+        assert_eq!(crash(&[])?.etcd_kill_every()?, 0);
         Ok(())
     }
 
     #[test]
-    fn crash_refuses_contradictory_etcd_flags() {
+    fn crash_refuses_contradictory_etcd_flags() -> Result<()> {
         // Killing etcd needs an etcd the harness started.
-        assert!(parse(&["crash", "--etcd-kill-every", "3"]).is_err());
-        assert!(parse(&["crash", "--etcd-servers", "http://h:1", "--etcd-kill-every", "3"]).is_err());
+        assert!(crash(&["--etcd-kill-every", "3"])?.check().is_err());
+        assert!(
+            crash(&["--etcd-servers", "http://h:1", "--etcd-kill-every", "3"])?
+                .check()
+                .is_err()
+        );
+        assert!(crash(&["--etcd-bin", "/usr/bin/etcd"])?.check().is_err());
         assert!(parse(&["crash", "--etcd", "--etcd-servers", "http://h:1"]).is_err());
-        assert!(parse(&["crash", "--etcd-bin", "/usr/bin/etcd"]).is_err());
+        crash(&["--etcd", "--etcd-bin", "/usr/bin/etcd"])?.check()?;
+        Ok(())
     }
 
     #[test]
     fn api_versus_kube_needs_no_kubeconfig_and_excludes_other_targets() -> Result<()> {
-        let Cmd::Api(a) = parse(&["api", "--versus-kube", "--objects", "100"])?.command else {
-            bail!("not api")
-        };
+        let a = api(&["--versus-kube", "--objects", "100", "--kube-sh", "k.sh"])?;
+        a.check()?;
         assert!(a.versus_kube && a.kubeconfig.is_none());
         assert_eq!(a.objects, 100);
         assert!(parse(&["api"]).is_err(), "a target is required");
         assert!(parse(&["api", "--versus-kube", "--start"]).is_err());
         assert!(parse(&["api", "--versus-kube", "--kubeconfig", "k"]).is_err());
-        assert!(parse(&["api", "--start", "--kube-sh", "k.sh"]).is_err());
+        assert!(api(&["--start", "--kube-sh", "k.sh"])?.check().is_err());
+        assert!(api(&["--start", "--etcd-bin", "etcd"])?.check().is_err());
+        assert!(api(&["--start", "--kube-first"])?.check().is_err());
+        assert!(api(&["--versus-kube", "--kube-first"])?.kube_first);
         Ok(())
     }
 }

@@ -47,15 +47,16 @@ fn kube_sh() -> Option<PathBuf> {
 /// Whether `bench crash --etcd` will find an etcd (see crates/bench/src/etcd.rs).
 fn have_etcd() -> bool {
     kube_sh().is_some()
-        || std::env::var_os("PATH").is_some_and(|path| {
-            std::env::split_paths(&path).any(|d| d.join("etcd").is_file())
-        })
+        || std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join("etcd").is_file()))
 }
 
 #[test]
 fn bench_crash_on_etcd_loses_nothing_when_the_server_and_etcd_are_killed() -> Result<()> {
     if !have_etcd() {
-        eprintln!("SKIPPED: no etcd binary (install Debian's etcd-server or provide ../shared/kube)");
+        eprintln!(
+            "SKIPPED: no etcd binary (install Debian's etcd-server or provide ../shared/kube)"
+        );
         return Ok(());
     }
     let out = bench(&[
@@ -93,7 +94,9 @@ fn bench_crash_on_etcd_loses_nothing_when_the_server_and_etcd_are_killed() -> Re
         .parse()?;
     ensure!(acked > 0, "{all}");
     ensure!(
-        etcd_line.contains(&format!("; {acked} acknowledged writes read back from etcd")),
+        etcd_line.contains(&format!(
+            "; {acked} acknowledged writes read back from etcd"
+        )),
         "{all}"
     );
     Ok(())
@@ -123,13 +126,23 @@ fn bench_api_versus_kube_prints_a_ratio_per_scenario() -> Result<()> {
         eprintln!("SKIPPED: no ../shared/kube: bench api --versus-kube said so");
         return Ok(());
     }
-    ensure!(out.status.success(), "bench api --versus-kube failed: {all}");
+    ensure!(
+        out.status.success(),
+        "bench api --versus-kube failed: {all}"
+    );
     let table: Vec<&str> = stdout
         .lines()
         .skip_while(|l| !l.starts_with("bench api --versus-kube: ratio"))
         .collect();
     for scenario in [
-        "create", "get", "update", "patch", "list", "list-selector", "list-paged", "watch",
+        "create",
+        "get",
+        "update",
+        "patch",
+        "list",
+        "list-selector",
+        "list-paged",
+        "watch",
     ] {
         let row = table
             .iter()
@@ -138,12 +151,15 @@ fn bench_api_versus_kube_prints_a_ratio_per_scenario() -> Result<()> {
         let cols: Vec<&str> = row.split_whitespace().collect();
         ensure!(cols.len() == 13, "{row}");
         // Both throughputs are figures and the ratio is theirs.
-        let (ours, kube, r): (f64, f64, f64) = (cols[1].parse()?, cols[2].parse()?, cols[3].parse()?);
+        let (ours, kube, r): (f64, f64, f64) =
+            (cols[1].parse()?, cols[2].parse()?, cols[3].parse()?);
         ensure!(ours > 0.0 && kube > 0.0, "{row}");
         ensure!((ours / kube - r).abs() < 0.01 + r * 0.01, "{row}");
     }
     ensure!(
-        table.iter().any(|l| l.starts_with("memory: peak RSS (VmHWM) ours ")),
+        table
+            .iter()
+            .any(|l| l.starts_with("memory: peak RSS (VmHWM) ours ")),
         "{all}"
     );
     Ok(())
