@@ -78,7 +78,7 @@ pub struct EtcdCheck {
 
 /// Whether round `round` (from 0) kills etcd too.
 pub fn kills_etcd(round: usize, every: usize) -> bool {
-    every > 0 && (round + 1) % every == 0
+    every > 0 && (round + 1).is_multiple_of(every)
 }
 
 /// What the rounds found.
@@ -183,19 +183,12 @@ fn content_for(name: &str, nonce: u64) -> String {
 
 /// Run the rounds. Stops at the first round that finds a loss or failure.
 /// `etcd`: the etcd the harness started (killed in etcd rounds).
-pub async fn run(opts: &CrashOptions, mut etcd: Option<&mut ManagedEtcd>) -> Result<CrashSummary> {
+pub async fn run(opts: &CrashOptions, etcd: Option<&mut ManagedEtcd>) -> Result<CrashSummary> {
     let started = Instant::now();
     let mut server = ManagedServer::start(opts.server.clone()).await?;
     let mut summary = CrashSummary::default();
     let mut history: BTreeMap<usize, RoundWrites> = BTreeMap::new();
-    let result = rounds(
-        opts,
-        &mut server,
-        etcd.as_deref_mut(),
-        &mut summary,
-        &mut history,
-    )
-    .await;
+    let result = rounds(opts, &mut server, etcd, &mut summary, &mut history).await;
     server.stop().await;
     if let Err(e) = result {
         summary.failures.push(format!("{e:#}"));
