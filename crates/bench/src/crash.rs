@@ -11,6 +11,17 @@
 //! The idea is that of `e2e/tests/crash.rs` (three rounds, as a test); this
 //! one runs as many rounds as asked and prints
 //! `crash: N rounds, A acknowledged writes, L lost`.
+//!
+//! On the etcd engine (`--etcd`: a real etcd the harness starts, or
+//! `--etcd-servers URL`) the server runs with `--etcd-servers`, and the
+//! SIGKILL and restart are the server's as above; every
+//! `--etcd-kill-every` rounds (with a started etcd) etcd is SIGKILLed too at
+//! the kill moment (first etcd, then the server) and restarted on its data
+//! dir and ports before the server: etcd fsyncs its WAL before it answers a
+//! write, so what the server acknowledged must survive etcd's death as
+//! well. At every full check the harness also reads etcd directly (the keys
+//! under `PREFIX/core/configmaps/default/`) and requires every acknowledged
+//! write there with the content sent.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -25,6 +36,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
 use crate::client;
+use crate::etcd::ManagedEtcd;
 use crate::server::{ManagedServer, ServerSpec};
 
 /// The namespace written to.
@@ -45,8 +57,28 @@ pub struct CrashOptions {
     /// Check every earlier round's objects every this many rounds (and after
     /// the last round); 0 checks them only after the last round.
     pub full_check_every: usize,
-    /// The server to start.
+    /// The server to start (with `--etcd-servers` in its extra flags on
+    /// the etcd engine).
     pub server: ServerSpec,
+    /// On the etcd engine: where to read the writes back from etcd.
+    pub etcd: Option<EtcdCheck>,
+}
+
+/// The etcd the server stores in, read directly at every full check.
+#[derive(Debug, Clone)]
+pub struct EtcdCheck {
+    /// `--etcd-servers` of the server.
+    pub url: String,
+    /// `--etcd-prefix` of the server.
+    pub prefix: String,
+    /// SIGKILL (and restart) etcd too every this many rounds; 0: never.
+    /// Needs an etcd the harness started.
+    pub kill_every: usize,
+}
+
+/// Whether round `round` (from 0) kills etcd too.
+pub fn kills_etcd(round: usize, every: usize) -> bool {
+    every > 0 && (round + 1).is_multiple_of(every)
 }
 
 /// What the rounds found.
@@ -61,6 +93,11 @@ pub struct CrashSummary {
     /// Every other failure: objects never attempted, errors while the
     /// server was up, a server that does not come back healthy.
     pub failures: Vec<String>,
+    /// Rounds in which etcd was SIGKILLed too.
+    pub etcd_kills: usize,
+    /// Acknowledged writes found in etcd itself at the last full check
+    /// (`None`: not on the etcd engine).
+    pub etcd_verified: Option<usize>,
 }
 
 impl CrashSummary {
@@ -145,12 +182,13 @@ fn content_for(name: &str, nonce: u64) -> String {
 }
 
 /// Run the rounds. Stops at the first round that finds a loss or failure.
-pub async fn run(opts: &CrashOptions) -> Result<CrashSummary> {
+/// `etcd`: the etcd the harness started (killed in etcd rounds).
+pub async fn run(opts: &CrashOptions, etcd: Option<&mut ManagedEtcd>) -> Result<CrashSummary> {
     let started = Instant::now();
     let mut server = ManagedServer::start(opts.server.clone()).await?;
     let mut summary = CrashSummary::default();
     let mut history: BTreeMap<usize, RoundWrites> = BTreeMap::new();
-    let result = rounds(opts, &mut server, &mut summary, &mut history).await;
+    let result = rounds(opts, &mut server, etcd, &mut summary, &mut history).await;
     server.stop().await;
     if let Err(e) = result {
         summary.failures.push(format!("{e:#}"));
@@ -165,11 +203,22 @@ pub async fn run(opts: &CrashOptions) -> Result<CrashSummary> {
 async fn rounds(
     opts: &CrashOptions,
     server: &mut ManagedServer,
+    mut etcd: Option<&mut ManagedEtcd>,
     summary: &mut CrashSummary,
     history: &mut BTreeMap<usize, RoundWrites>,
 ) -> Result<()> {
+    let kill_every = opts.etcd.as_ref().map_or(0, |e| e.kill_every);
     for round in 0..opts.rounds {
-        let (writes, delay, errors) = storm(opts, server, round).await?;
+        let etcd_round = kills_etcd(round, kill_every);
+        let kill_etcd = if etcd_round {
+            etcd.as_deref_mut()
+        } else {
+            None
+        };
+        if etcd_round && kill_etcd.is_none() {
+            bail!("--etcd-kill-every needs an etcd the harness started (--etcd)");
+        }
+        let (writes, delay, errors) = storm(opts, server, round, kill_etcd).await?;
         let acked = writes.acked.len();
         summary.acknowledged += acked;
         if let Some(e) = errors.first() {
@@ -188,6 +237,12 @@ async fn rounds(
         }
         history.insert(round, writes);
 
+        if etcd_round && let Some(etcd) = etcd.as_deref_mut() {
+            etcd.restart()
+                .await
+                .with_context(|| format!("round {round}: etcd restart after SIGKILL"))?;
+            summary.etcd_kills += 1;
+        }
         server
             .restart()
             .await
@@ -214,6 +269,25 @@ async fn rounds(
                 ));
                 return Ok(());
             }
+            if let Some(check) = &opts.etcd {
+                let in_etcd = stored_in_etcd(check).await?;
+                let mut verified = 0;
+                for writes in history.values() {
+                    let missing = check_in_etcd(writes, &in_etcd);
+                    verified += writes.acked.len() - missing.len();
+                    if !missing.is_empty() {
+                        summary.lost += missing.len();
+                        summary.failures.push(format!(
+                            "after the kill of round {round}: {} acknowledged creates are not in etcd under {} with the content sent (e.g. {:?})",
+                            missing.len(),
+                            check.prefix,
+                            &missing[..missing.len().min(5)]
+                        ));
+                        return Ok(());
+                    }
+                }
+                summary.etcd_verified = Some(verified);
+            }
             count
         } else {
             let stored = stored_by_round(&client, Some(round)).await?;
@@ -234,9 +308,14 @@ async fn rounds(
         summary.rounds = round + 1;
         let attempted = history.get(&round).map_or(0, |w| w.attempted.len());
         eprintln!(
-            "crash: round {}/{}: killed after {} ms; {acked} acknowledged, {attempted} attempted, {present_count} present{}",
+            "crash: round {}/{}: {} killed after {} ms; {acked} acknowledged, {attempted} attempted, {present_count} present{}",
             round + 1,
             opts.rounds,
+            if etcd_round {
+                "etcd and server"
+            } else {
+                "server"
+            },
             delay.as_millis(),
             if full {
                 "; every earlier round checked"
@@ -281,6 +360,7 @@ async fn storm(
     opts: &CrashOptions,
     server: &mut ManagedServer,
     round: usize,
+    etcd: Option<&mut ManagedEtcd>,
 ) -> Result<(RoundWrites, Duration, Vec<String>)> {
     let client = server.client().await?;
     let killing = Arc::new(AtomicBool::new(false));
@@ -303,6 +383,10 @@ async fn storm(
     });
     tokio::time::sleep(delay).await;
     killing.store(true, Ordering::Release);
+    if let Some(etcd) = etcd {
+        // etcd first: the server then fails whatever it has in flight.
+        etcd.kill9().await;
+    }
     server.kill9().await;
     stop.store(true, Ordering::Release);
 
@@ -415,6 +499,57 @@ async fn stored_by_round(
     Ok(out)
 }
 
+/// name → the ConfigMap's `data.v` as stored in etcd (`None`: a value that
+/// is not JSON, e.g. encrypted), for every ConfigMap of `default` under the
+/// server's prefix: the registry's key `/registry/core/configmaps/NS/NAME`
+/// is etcd's `PREFIX/core/configmaps/NS/NAME`.
+async fn stored_in_etcd(check: &EtcdCheck) -> Result<BTreeMap<String, Option<String>>> {
+    use ubernetes_storage::Storage as _;
+    use ubernetes_storage::etcd_engine::{EtcdOptions, EtcdStorage};
+    let etcd = EtcdStorage::connect(&EtcdOptions {
+        endpoints: vec![check.url.clone()],
+        prefix: check.prefix.clone(),
+        ..Default::default()
+    })
+    .await
+    .with_context(|| format!("connecting to etcd {}", check.url))?;
+    let dir = format!("/core/configmaps/{NAMESPACE}/");
+    let list = etcd
+        .list(&dir, ubernetes_storage::ListOptions::default())
+        .await
+        .context("listing the ConfigMaps in etcd")?;
+    let mut out = BTreeMap::new();
+    for kv in list.items {
+        let name = kv.key.rsplit('/').next().unwrap_or_default().to_owned();
+        let v = serde_json::from_slice::<Value>(&kv.value).ok().map(|obj| {
+            obj.pointer("/data/v")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        });
+        out.insert(name, v);
+    }
+    Ok(out)
+}
+
+/// The acknowledged writes of a round that etcd lacks, or holds with other
+/// content (a value that is not JSON counts by its key alone).
+pub fn check_in_etcd(
+    writes: &RoundWrites,
+    in_etcd: &BTreeMap<String, Option<String>>,
+) -> Vec<String> {
+    writes
+        .acked
+        .iter()
+        .filter(|name| match in_etcd.get(*name) {
+            None => true,
+            Some(None) => false,
+            Some(Some(content)) => writes.attempted.get(*name) != Some(content),
+        })
+        .cloned()
+        .collect()
+}
+
 /// Ready, and a write after the restart is accepted and reads back.
 async fn assert_healthy(client: &Client, round: usize) -> Result<()> {
     if !client::is_ready(client).await {
@@ -495,12 +630,40 @@ mod tests {
             acknowledged: 12345,
             lost: 0,
             failures: Vec::new(),
+            ..Default::default()
         };
         assert_eq!(
             s.line(),
             "crash: 200 rounds, 12345 acknowledged writes, 0 lost"
         );
         assert!(s.is_clean());
+    }
+
+    #[test]
+    fn etcd_is_killed_every_nth_round_only() {
+        let rounds: Vec<usize> = (0..12).filter(|r| kills_etcd(*r, 4)).collect();
+        assert_eq!(rounds, vec![3, 7, 11]);
+        assert!((0..100).all(|r| !kills_etcd(r, 0)));
+        assert!((0..5).all(|r| kills_etcd(r, 1)));
+    }
+
+    #[test]
+    fn etcd_must_hold_every_acknowledged_write_with_its_content() {
+        let w = writes(&[("a", "1"), ("b", "2"), ("c", "3")], &["a", "b"]);
+        let etcd = |objs: &[(&str, Option<&str>)]| -> BTreeMap<String, Option<String>> {
+            objs.iter()
+                .map(|(n, c)| (n.to_string(), c.map(str::to_string)))
+                .collect()
+        };
+        // "c" was never acknowledged: its absence is no loss.
+        assert!(check_in_etcd(&w, &etcd(&[("a", Some("1")), ("b", Some("2"))])).is_empty());
+        assert_eq!(check_in_etcd(&w, &etcd(&[("a", Some("1"))])), vec!["b"]);
+        assert_eq!(
+            check_in_etcd(&w, &etcd(&[("a", Some("1")), ("b", Some("old"))])),
+            vec!["b"]
+        );
+        // A value that is not JSON (encrypted at rest) counts by its key.
+        assert!(check_in_etcd(&w, &etcd(&[("a", None), ("b", None)])).is_empty());
     }
 
     #[test]

@@ -6,9 +6,12 @@
 //! - `bench api`: create/get/update/patch/list/watch throughput and latency
 //!   against any Kubernetes API endpoint (a kubeconfig), or against a
 //!   `ubernetes serve` it starts itself (`--start`), with the server's CPU
-//!   and memory read from `/proc` (see [`api`]);
+//!   and memory read from `/proc` (see [`api`]); with `--versus-kube`, the
+//!   etcd engine against kube-apiserver on the same etcd, as ratios (see
+//!   [`compare`]);
 //! - `bench crash`: SIGKILL during a write storm, restart, check that every
-//!   acknowledged write is there, in a loop (see [`crash`]);
+//!   acknowledged write is there, in a loop (see [`crash`]); with `--etcd`
+//!   on the etcd engine, etcd itself killed too in some rounds;
 //! - `bench federation`: propagation to M member servers it starts itself:
 //!   one-object latency, bulk, idle CPU and host restart (see [`federation`]);
 //!
@@ -18,8 +21,11 @@
 
 mod api;
 mod client;
+mod compare;
 mod crash;
+mod etcd;
 mod federation;
+mod kube_apiserver;
 mod procfs;
 mod server;
 mod stats;
@@ -93,8 +99,8 @@ impl ServerArgs {
 #[derive(Debug, Args)]
 struct ApiArgs {
     /// Kubeconfig of the API endpoint to measure. Not needed with --start
-    /// (the started server's admin kubeconfig is used).
-    #[arg(long, value_name = "FILE", required_unless_present = "start")]
+    /// (the started server's admin kubeconfig is used) or --versus-kube.
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["start", "versus_kube"])]
     kubeconfig: Option<PathBuf>,
 
     /// The kubeconfig context to use. Default: its current-context.
@@ -135,6 +141,28 @@ struct ApiArgs {
     /// measure it, and stop it at the end.
     #[arg(long)]
     start: bool,
+
+    /// The etcd engine against kube-apiserver on the same etcd, in one run:
+    /// start etcd and measure `ubernetes serve --etcd-servers` (prefix
+    /// /ubernetes), then kube-apiserver (prefix /registry), and print each
+    /// figure with the ratio ours / kube. Needs ../shared/kube (prints
+    /// `SKIPPED:` and exits with 2 without it).
+    #[arg(long, conflicts_with_all = ["start", "kubeconfig", "server_pid"])]
+    versus_kube: bool,
+
+    /// With --versus-kube: the shared/kube/kube.sh that unpacks the upstream
+    /// binaries. Default: $UBERNETES_KUBE_SH, else shared/kube/kube.sh in a
+    /// parent directory of the working directory or of this program.
+    #[arg(long, value_name = "PATH")]
+    kube_sh: Option<PathBuf>,
+
+    /// With --versus-kube: the etcd binary. Default: kube.sh's etcd 3.5.30.
+    #[arg(long, value_name = "PATH")]
+    etcd_bin: Option<PathBuf>,
+
+    /// With --versus-kube: measure kube-apiserver first (default: ours first).
+    #[arg(long)]
+    kube_first: bool,
 
     #[command(flatten)]
     server: ServerArgs,
@@ -205,8 +233,71 @@ struct CrashArgs {
     #[arg(long, default_value_t = 10)]
     full_check_every: usize,
 
+    /// Run the server on the etcd engine, on a real etcd the harness starts
+    /// (and SIGKILLs too every --etcd-kill-every rounds); the full checks
+    /// also read every acknowledged write back from etcd itself.
+    #[arg(long, conflicts_with = "etcd_servers")]
+    etcd: bool,
+
+    /// Run the server on the etcd engine with this etcd (not killed by the
+    /// harness), e.g. `http://127.0.0.1:2379`.
+    #[arg(long, value_name = "URL")]
+    etcd_servers: Option<String>,
+
+    /// The server's --etcd-prefix. Default: /registry on a started etcd,
+    /// /bench-crash-XXXXXX (fresh) on a given one.
+    #[arg(long, value_name = "PREFIX")]
+    etcd_prefix: Option<String>,
+
+    /// The etcd binary for --etcd. Default: the etcd 3.5.30 of
+    /// ../shared/kube (unpacked by its kube.sh), else `etcd` on PATH.
+    #[arg(long, value_name = "PATH")]
+    etcd_bin: Option<PathBuf>,
+
+    /// With --etcd: every this many rounds SIGKILL etcd too (before the
+    /// server) and restart it on its data dir; 0: never. Default: 5.
+    #[arg(long, value_name = "N")]
+    etcd_kill_every: Option<usize>,
+
     #[command(flatten)]
     server: ServerArgs,
+}
+
+/// `--etcd-kill-every` when not given.
+const DEFAULT_ETCD_KILL_EVERY: usize = 5;
+
+impl ApiArgs {
+    /// Flags that only mean something with --versus-kube.
+    fn check(&self) -> Result<()> {
+        if !self.versus_kube
+            && (self.kube_sh.is_some() || self.etcd_bin.is_some() || self.kube_first)
+        {
+            bail!("--kube-sh, --etcd-bin and --kube-first go with --versus-kube");
+        }
+        Ok(())
+    }
+}
+
+impl CrashArgs {
+    /// How often etcd is killed too: only an etcd the harness started
+    /// (`--etcd`) can be, every 5 rounds unless told otherwise.
+    fn etcd_kill_every(&self) -> Result<usize> {
+        match (self.etcd, self.etcd_kill_every) {
+            (true, every) => Ok(every.unwrap_or(DEFAULT_ETCD_KILL_EVERY)),
+            (false, Some(_)) => {
+                bail!("--etcd-kill-every needs --etcd (an etcd the harness starts and can kill)")
+            }
+            (false, None) => Ok(0),
+        }
+    }
+
+    /// Flags that only mean something with --etcd.
+    fn check(&self) -> Result<()> {
+        if !self.etcd && self.etcd_bin.is_some() {
+            bail!("--etcd-bin goes with --etcd");
+        }
+        self.etcd_kill_every().map(|_| ())
+    }
 }
 
 fn main() -> ExitCode {
@@ -239,6 +330,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 async fn run_api(args: ApiArgs) -> Result<ExitCode> {
+    args.check()?;
     let opts = api::ApiOptions {
         concurrency: args.concurrency,
         objects: args.objects,
@@ -247,6 +339,15 @@ async fn run_api(args: ApiArgs) -> Result<ExitCode> {
         list_repeats: args.list_repeats,
         keep: args.keep,
     };
+    if args.versus_kube {
+        let versus = compare::VersusOptions {
+            kube_sh: args.kube_sh,
+            etcd_bin: args.etcd_bin,
+            server: args.server.spec(),
+            kube_first: args.kube_first,
+        };
+        return compare::run(&opts, &versus).await;
+    }
     let mut started = None;
     let (client, process, target) = if args.start {
         let server = ManagedServer::start(args.server.spec()).await?;
@@ -318,16 +419,73 @@ async fn run_crash(args: CrashArgs) -> Result<ExitCode> {
     if args.kill_max_ms < args.kill_min_ms {
         bail!("--kill-max-ms must not be below --kill-min-ms");
     }
+    args.check()?;
+    let kill_every = args.etcd_kill_every()?;
+    let mut server = args.server.spec();
+    let mut started_etcd = None;
+    let etcd = if args.etcd {
+        let bin = etcd::find_etcd(args.etcd_bin.as_deref())
+            .await?
+            .context("--etcd: no etcd binary (pass --etcd-bin, install Debian's etcd-server, or provide ../shared/kube)")?;
+        let e = etcd::ManagedEtcd::start(bin).await?;
+        let url = e.url();
+        started_etcd = Some(e);
+        Some(crash::EtcdCheck {
+            url,
+            prefix: args.etcd_prefix.unwrap_or_else(|| "/registry".into()),
+            kill_every,
+        })
+    } else {
+        args.etcd_servers.map(|url| crash::EtcdCheck {
+            url,
+            prefix: args.etcd_prefix.unwrap_or_else(|| {
+                format!("/bench-crash-{:06x}", rand::random::<u32>() & 0xff_ffff)
+            }),
+            kill_every: 0,
+        })
+    };
+    if let Some(e) = &etcd {
+        server.extra_args.extend([
+            "--etcd-servers".to_string(),
+            e.url.clone(),
+            "--etcd-prefix".to_string(),
+            e.prefix.clone(),
+        ]);
+        println!(
+            "bench crash: etcd engine, etcd {} {} (pid {}), prefix {}, etcd killed too every {} rounds",
+            started_etcd
+                .as_ref()
+                .map_or("(given)".to_string(), |s| s.bin().display().to_string()),
+            e.url,
+            started_etcd.as_ref().and_then(|s| s.pid()).unwrap_or(0),
+            e.prefix,
+            e.kill_every
+        );
+    }
     let opts = crash::CrashOptions {
         rounds: args.rounds,
         writers: args.writers,
         kill_after_ms: (args.kill_min_ms, args.kill_max_ms),
         full_check_every: args.full_check_every,
-        server: args.server.spec(),
+        server,
+        etcd,
     };
-    let summary = crash::run(&opts).await?;
+    let result = crash::run(&opts, started_etcd.as_mut()).await;
+    if let Some(mut e) = started_etcd {
+        e.stop().await;
+    }
+    let summary = result?;
     for f in &summary.failures {
         eprintln!("crash: FAILED: {f}");
+    }
+    if opts.etcd.is_some() {
+        println!(
+            "crash: etcd engine: etcd SIGKILLed in {} rounds; {} acknowledged writes read back from etcd itself at the last full check",
+            summary.etcd_kills,
+            summary
+                .etcd_verified
+                .map_or_else(|| "no".to_string(), |n| n.to_string())
+        );
     }
     println!("{}", summary.line());
     Ok(if summary.is_clean() && summary.rounds == opts.rounds {
@@ -335,4 +493,95 @@ async fn run_crash(args: CrashArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    fn crash(args: &[&str]) -> Result<CrashArgs> {
+        let mut all = vec!["crash"];
+        all.extend_from_slice(args);
+        match parse(&all)?.command {
+            Cmd::Crash(a) => Ok(a),
+            other => bail!("not crash: {other:?}"),
+        }
+    }
+
+    fn api(args: &[&str]) -> Result<ApiArgs> {
+        let mut all = vec!["api"];
+        all.extend_from_slice(args);
+        match parse(&all)?.command {
+            Cmd::Api(a) => Ok(a),
+            other => bail!("not api: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn crash_on_a_started_etcd_kills_it_every_nth_round() -> Result<()> {
+        let a = crash(&["--etcd", "--rounds", "200"])?;
+        assert!(a.etcd && a.etcd_servers.is_none());
+        assert_eq!((a.rounds, a.etcd_kill_every()?), (200, 5));
+        assert_eq!(
+            crash(&["--etcd", "--etcd-kill-every", "0"])?.etcd_kill_every()?,
+            0
+        );
+        assert_eq!(
+            crash(&["--etcd", "--etcd-kill-every", "3"])?.etcd_kill_every()?,
+            3
+        );
+        let a = crash(&[
+            "--etcd-servers",
+            "http://127.0.0.1:2379",
+            "--etcd-prefix",
+            "/x",
+        ])?;
+        a.check()?;
+        assert_eq!(a.etcd_servers.as_deref(), Some("http://127.0.0.1:2379"));
+        assert_eq!(a.etcd_prefix.as_deref(), Some("/x"));
+        assert_eq!(a.etcd_kill_every()?, 0, "a given etcd is never killed");
+        assert_eq!(crash(&[])?.etcd_kill_every()?, 0);
+        Ok(())
+    }
+
+    #[test]
+    fn crash_refuses_contradictory_etcd_flags() -> Result<()> {
+        // Killing etcd needs an etcd the harness started.
+        assert!(crash(&["--etcd-kill-every", "3"])?.check().is_err());
+        assert!(
+            crash(&["--etcd-servers", "http://h:1", "--etcd-kill-every", "3"])?
+                .check()
+                .is_err()
+        );
+        assert!(crash(&["--etcd-bin", "/usr/bin/etcd"])?.check().is_err());
+        assert!(parse(&["crash", "--etcd", "--etcd-servers", "http://h:1"]).is_err());
+        crash(&["--etcd", "--etcd-bin", "/usr/bin/etcd"])?.check()?;
+        Ok(())
+    }
+
+    #[test]
+    fn api_versus_kube_needs_no_kubeconfig_and_excludes_other_targets() -> Result<()> {
+        let a = api(&["--versus-kube", "--objects", "100", "--kube-sh", "k.sh"])?;
+        a.check()?;
+        assert!(a.versus_kube && a.kubeconfig.is_none());
+        assert_eq!(a.objects, 100);
+        assert!(parse(&["api"]).is_err(), "a target is required");
+        assert!(parse(&["api", "--versus-kube", "--start"]).is_err());
+        assert!(parse(&["api", "--versus-kube", "--kubeconfig", "k"]).is_err());
+        assert!(api(&["--start", "--kube-sh", "k.sh"])?.check().is_err());
+        assert!(api(&["--start", "--etcd-bin", "etcd"])?.check().is_err());
+        assert!(api(&["--start", "--kube-first"])?.check().is_err());
+        assert!(api(&["--versus-kube", "--kube-first"])?.kube_first);
+        Ok(())
+    }
 }
