@@ -55,7 +55,7 @@ fn events(log: &Path) -> Result<Vec<Value>> {
         .collect()
 }
 
-fn find<'a>(evs: &'a [Value], f: impl Fn(&Value) -> bool) -> Vec<&'a Value> {
+fn find(evs: &[Value], f: impl Fn(&Value) -> bool) -> Vec<&Value> {
     evs.iter().filter(|e| f(e)).collect()
 }
 

@@ -277,7 +277,7 @@ impl RotatingFile {
             };
             out.push((ts.timestamp(), entry.path()));
         }
-        out.sort_by(|a, b| b.0.cmp(&a.0));
+        out.sort_by_key(|b| std::cmp::Reverse(b.0));
         Ok(out)
     }
 
