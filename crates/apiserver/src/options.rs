@@ -204,6 +204,10 @@ pub struct ServerOptions {
         value_parser = parse_duration
     )]
     pub shutdown_grace: Duration,
+
+    /// `--leader-elect*`: which replica runs the controllers.
+    #[command(flatten)]
+    pub leader_election: crate::leader_election::LeaderElectionOptions,
 }
 
 pub use ubernetes_apimachinery::duration::parse_duration;
@@ -249,6 +253,7 @@ impl Default for ServerOptions {
                 etcd_keyfile: None,
                 shutdown_delay_duration: Duration::ZERO,
                 shutdown_grace: Duration::from_secs(10),
+                leader_election: Default::default(),
             },
         }
     }
