@@ -133,7 +133,10 @@ fn three_replicas_on_one_etcd_serve_one_api_and_fail_over() -> Result<()> {
         "a's credentials on b: {}",
         String::from_utf8_lossy(&via_a_creds.stderr)
     );
-    ensure!(holder(&c)?.as_deref() == Some(id_a.as_str()), "a still leads");
+    ensure!(
+        holder(&c)?.as_deref() == Some(id_a.as_str()),
+        "a still leads"
+    );
 
     // The same objects and resourceVersions through each replica.
     a.kubectl_ok(&["create", "configmap", "shared", "--from-literal=k=one"])?;
@@ -189,7 +192,11 @@ fn three_replicas_on_one_etcd_serve_one_api_and_fail_over() -> Result<()> {
 
     let rt = tokio::runtime::Runtime::new()?;
     let clients = rt.block_on(async {
-        Ok::<_, anyhow::Error>(vec![a.client().await?, b.client().await?, c.client().await?])
+        Ok::<_, anyhow::Error>(vec![
+            a.client().await?,
+            b.client().await?,
+            c.client().await?,
+        ])
     })?;
 
     // Read-your-write across replicas, many times: create through one,
@@ -201,10 +208,13 @@ fn three_replicas_on_one_etcd_serve_one_api_and_fail_over() -> Result<()> {
             let reader: Api<ConfigMap> = Api::namespaced(clients[(i + 1) % 3].clone(), "default");
             let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}}))?;
             let created = writer.create(&PostParams::default(), &cm).await?;
-            let read = reader
-                .get(&name)
-                .await
-                .with_context(|| format!("{name}: written through {}, read through {}", i % 3, (i + 1) % 3))?;
+            let read = reader.get(&name).await.with_context(|| {
+                format!(
+                    "{name}: written through {}, read through {}",
+                    i % 3,
+                    (i + 1) % 3
+                )
+            })?;
             ensure!(
                 read.metadata.resource_version == created.metadata.resource_version,
                 "{name}: read {:?}, wrote {:?}",
@@ -244,7 +254,12 @@ fn three_replicas_on_one_etcd_serve_one_api_and_fail_over() -> Result<()> {
                 let api: Api<ConfigMap> = Api::namespaced(clients[i % 3].clone(), "default");
                 let cm: ConfigMap =
                     serde_json::from_value(json!({"metadata": {"name": name}})).unwrap_or_default();
-                match tokio::time::timeout(Duration::from_secs(3), api.create(&PostParams::default(), &cm)).await {
+                match tokio::time::timeout(
+                    Duration::from_secs(3),
+                    api.create(&PostParams::default(), &cm),
+                )
+                .await
+                {
                     Ok(Ok(_)) => acked.lock().map(|mut a| a.push(name)).unwrap_or(()),
                     _ => failed += 1,
                 }
@@ -279,8 +294,15 @@ fn three_replicas_on_one_etcd_serve_one_api_and_fail_over() -> Result<()> {
     writing.store(false, Ordering::Relaxed);
     let (attempted, failed) = rt.block_on(stream)?;
     let acked = acked.lock().map(|a| a.clone()).unwrap_or_default();
-    eprintln!("writes: {attempted} attempted, {} acknowledged, {failed} failed", acked.len());
-    ensure!(acked.len() > 10, "too few acknowledged writes: {}", acked.len());
+    eprintln!(
+        "writes: {attempted} attempted, {} acknowledged, {failed} failed",
+        acked.len()
+    );
+    ensure!(
+        acked.len() > 10,
+        "too few acknowledged writes: {}",
+        acked.len()
+    );
 
     // Every acknowledged write is there, through both survivors.
     for s in [&b, &c] {
@@ -291,21 +313,33 @@ fn three_replicas_on_one_etcd_serve_one_api_and_fail_over() -> Result<()> {
             .iter()
             .filter_map(|i| i["metadata"]["name"].as_str())
             .collect();
-        let lost: Vec<&String> = acked.iter().filter(|n| !names.contains(n.as_str())).collect();
+        let lost: Vec<&String> = acked
+            .iter()
+            .filter(|n| !names.contains(n.as_str()))
+            .collect();
         ensure!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
     }
 
     // The garbage collector runs on the new leader.
     c.kubectl_ok(&["delete", "configmap", "owner", "--wait=false"])?;
     eventually(SETTLE, || {
-        Ok(b.kubectl_get(&["configmap", "dependent"])?.is_none().then_some(()))
+        Ok(b.kubectl_get(&["configmap", "dependent"])?
+            .is_none()
+            .then_some(()))
     })
     .context("the dependent of a deleted owner was not collected after the failover")?;
 
     // The federation controllers run on the new leader: an object created
     // after the failover reaches the member.
     b.kubectl_ok(&["create", "namespace", "apps"])?;
-    c.kubectl_ok(&["create", "configmap", "after-failover", "-n", "apps", "--from-literal=k=v"])?;
+    c.kubectl_ok(&[
+        "create",
+        "configmap",
+        "after-failover",
+        "-n",
+        "apps",
+        "--from-literal=k=v",
+    ])?;
     eventually(Duration::from_secs(30), || {
         Ok(member
             .kubectl_get(&["configmap", "after-failover", "-n", "apps"])?

@@ -151,7 +151,7 @@ impl CrdController {
             }
         }
         let observer = c.clone();
-        follow(registry.clone(), crds, move |_, obj| {
+        follow(registry.clone(), crds.clone(), move |_, obj| {
             if let Some(name) = name_of(&obj) {
                 let _ = observer.tx.send(name.to_string());
             }

@@ -168,6 +168,9 @@ mod tests {
         assert_eq!(o.lease_duration, Duration::from_secs(8));
         assert_eq!(o.renew_deadline, Duration::from_secs(5));
         assert_eq!(o.retry_period, Duration::from_secs(1));
-        assert_eq!((o.resource_name.as_str(), o.resource_namespace.as_str()), ("fed", "ops"));
+        assert_eq!(
+            (o.resource_name.as_str(), o.resource_namespace.as_str()),
+            ("fed", "ops")
+        );
     }
 }

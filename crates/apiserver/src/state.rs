@@ -196,7 +196,12 @@ pub async fn build_state_on(
         .map_err(|e| anyhow::anyhow!("reading roles and bindings: {e}"))?;
     // Several replicas on one etcd: only the leader runs the controllers
     // below (each started anew per leadership term, stopped when it ends).
-    let shared_store = storage.consistent_read_revision().await.ok().flatten().is_some();
+    let shared_store = storage
+        .consistent_read_revision()
+        .await
+        .ok()
+        .flatten()
+        .is_some();
     let leadership = crate::leader_election::start(
         &options.leader_election,
         shared_store,
@@ -219,18 +224,19 @@ pub async fn build_state_on(
     .await;
     let service_accounts = crate::service_accounts::load_issuer(options)?;
     {
-        let registry = registry.clone();
+        let term_registry = registry.clone();
         let rbac = rbac.clone();
         let jwt = service_accounts.clone();
         let storage = storage.clone();
         let leading = leadership.clone();
         let start_term = move |term: tokio_util::sync::CancellationToken| {
+            let registry = &term_registry;
             tracing::info!(
                 identity = leading.identity(),
                 "leading: starting the garbage collector, namespace, token, root-CA, APIService, RBAC aggregation controllers and the compactor"
             );
             rbac_sync::start_aggregation_until(
-                &registry,
+                registry,
                 &rbac,
                 ubernetes_rbac::aggregate_cluster_roles,
                 term.clone(),
@@ -241,7 +247,11 @@ pub async fn build_state_on(
             }
             NamespaceController::start_until(registry.clone(), term.clone());
             if let Some(ca) = &root_ca_pem {
-                controllers::RootCaPublisher::start_until(registry.clone(), ca.clone(), term.clone());
+                controllers::RootCaPublisher::start_until(
+                    registry.clone(),
+                    ca.clone(),
+                    term.clone(),
+                );
             }
             TokenController::start_until(
                 registry.clone(),

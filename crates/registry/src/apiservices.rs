@@ -93,7 +93,11 @@ impl ApiServiceController {
         registry: Arc<Registry>,
         also_served: Vec<ubernetes_apimachinery::ResourceInfo>,
     ) -> Option<Arc<Self>> {
-        let builtin: Vec<_> = registry.resources().into_iter().chain(also_served).collect();
+        let builtin: Vec<_> = registry
+            .resources()
+            .into_iter()
+            .chain(also_served)
+            .collect();
         let stop = registry.stop_token();
         Self::start_until(registry, builtin, stop).await
     }

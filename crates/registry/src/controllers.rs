@@ -249,11 +249,9 @@ impl GarbageCollector {
     /// Also follow a store added later (CRDs).
     pub fn follow_store(self: &Arc<Self>, store: Arc<Store>) {
         let gc = self.clone();
-        follow(
-            self.stop.clone(),
-            store,
-            move |store, kind, obj| gc.observe(store, kind, &obj),
-        );
+        follow(self.stop.clone(), store, move |store, kind, obj| {
+            gc.observe(store, kind, &obj)
+        });
     }
 
     fn observe(&self, store: &Store, kind: EventType, obj: &Value) {

@@ -160,7 +160,7 @@ impl ClusterIpAllocator {
         dry_run: bool,
     ) -> Result<Ipv4Addr, ApiError> {
         let mut st = self.state.lock();
-            let size = (1u32 << (32 - self.net.prefix_len())).saturating_sub(2);
+        let size = (1u32 << (32 - self.net.prefix_len())).saturating_sub(2);
         let base = u32::from(self.net.network()) + 1;
         let mut found = None;
         // Skip the first address: it is the kubernetes Service's unless requested.
@@ -176,9 +176,8 @@ impl ClusterIpAllocator {
                 break;
             }
         }
-        let ip = found.ok_or_else(|| {
-            ApiError::internal("failed to allocate a serviceIP: range is full")
-        })?;
+        let ip = found
+            .ok_or_else(|| ApiError::internal("failed to allocate a serviceIP: range is full"))?;
         if !dry_run {
             st.in_flight.insert(ip);
             if st.in_flight.len() > 1024 {

@@ -132,10 +132,7 @@ impl Leadership {
 
     /// Whether this process leads now.
     pub fn is_leader(&self) -> bool {
-        self.tx
-            .borrow()
-            .as_ref()
-            .is_some_and(|t| !t.is_cancelled())
+        self.tx.borrow().as_ref().is_some_and(|t| !t.is_cancelled())
     }
 
     /// This candidate's identity (empty without an election).
@@ -262,20 +259,19 @@ impl LeaderElector {
                     .config
                     .renew_deadline
                     .saturating_sub(started.duration_since(last_renew));
-                let renewed =
-                    match tokio::time::timeout(left, self.try_acquire_or_renew()).await {
-                        Ok(Ok(true)) => true,
-                        Ok(Ok(false)) => {
-                            // Someone else holds it now: stop at once.
-                            tracing::warn!(lease = %lease, "the leader lease is held by another candidate");
-                            break true;
-                        }
-                        Ok(Err(e)) => {
-                            tracing::warn!(lease = %lease, error = %e, "failed to renew the leader lease");
-                            false
-                        }
-                        Err(_) => false,
-                    };
+                let renewed = match tokio::time::timeout(left, self.try_acquire_or_renew()).await {
+                    Ok(Ok(true)) => true,
+                    Ok(Ok(false)) => {
+                        // Someone else holds it now: stop at once.
+                        tracing::warn!(lease = %lease, "the leader lease is held by another candidate");
+                        break true;
+                    }
+                    Ok(Err(e)) => {
+                        tracing::warn!(lease = %lease, error = %e, "failed to renew the leader lease");
+                        false
+                    }
+                    Err(_) => false,
+                };
                 if renewed {
                     // The write happened after `started`: others observed
                     // it no earlier than that.
@@ -440,7 +436,9 @@ impl LeaderElector {
             "leaseTransitions": spec.get("leaseTransitions").cloned().unwrap_or(json!(0)),
         });
         match self.write(current, released).await {
-            Ok(true) => tracing::info!(lease = %self.lock_description(), "released the leader lease"),
+            Ok(true) => {
+                tracing::info!(lease = %self.lock_description(), "released the leader lease")
+            }
             Ok(false) => {}
             Err(e) => tracing::warn!(error = %e, "failed to release the leader lease"),
         }
@@ -465,7 +463,9 @@ impl LeaderElector {
                 .unwrap_or_default(),
             Err(_) => String::new(),
         };
-        let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let now = jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string();
         let message = format!("{} became leader", self.config.identity);
         let event = json!({
             "apiVersion": "v1", "kind": "Event",
@@ -563,10 +563,16 @@ mod tests {
         assert!(config("a", Duration::from_secs(15)).validate().is_ok());
         let mut c = config("a", Duration::from_secs(15));
         c.renew_deadline = c.lease_duration;
-        assert!(c.validate().is_err(), "renew deadline must be below the lease");
+        assert!(
+            c.validate().is_err(),
+            "renew deadline must be below the lease"
+        );
         let mut c = config("a", Duration::from_secs(15));
         c.retry_period = c.renew_deadline;
-        assert!(c.validate().is_err(), "retry period must be below the deadline");
+        assert!(
+            c.validate().is_err(),
+            "retry period must be below the deadline"
+        );
         assert!(config("", Duration::from_secs(15)).validate().is_err());
         let id = default_identity();
         let (host, uuid) = id.rsplit_once('_').unwrap();
@@ -581,7 +587,10 @@ mod tests {
         let lease = Duration::from_secs(1);
         let a = elector(&registry, "host_a", lease);
         let b = elector(&registry, "host_b", lease);
-        assert!(a.try_acquire_or_renew().await.unwrap(), "no lease: A takes it");
+        assert!(
+            a.try_acquire_or_renew().await.unwrap(),
+            "no lease: A takes it"
+        );
         let spec = lease_spec(&registry).await;
         assert_eq!(spec["holderIdentity"], "host_a");
         assert_eq!(spec["leaseDurationSeconds"], 1);
@@ -599,7 +608,10 @@ mod tests {
         assert!(!b.try_acquire_or_renew().await.unwrap());
         // A stops renewing; a lease duration after B's last observation B takes it.
         tokio::time::sleep(Duration::from_millis(1100)).await;
-        assert!(b.try_acquire_or_renew().await.unwrap(), "expired: B takes it");
+        assert!(
+            b.try_acquire_or_renew().await.unwrap(),
+            "expired: B takes it"
+        );
         let taken = lease_spec(&registry).await;
         assert_eq!(taken["holderIdentity"], "host_b");
         assert_eq!(taken["leaseTransitions"], 1);
@@ -650,7 +662,13 @@ mod tests {
         // The "became leader" Event, on the Lease.
         let events = registry.get("", "v1", "events").unwrap();
         let list = events
-            .list(Some("kube-system"), None, 0, None, crate::store::ReadAt::Latest)
+            .list(
+                Some("kube-system"),
+                None,
+                0,
+                None,
+                crate::store::ReadAt::Latest,
+            )
             .await
             .unwrap();
         assert!(

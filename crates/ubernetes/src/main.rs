@@ -173,28 +173,29 @@ async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow:
     let dns = start_dns(&federation, &stop).await?;
     let server = ubernetes_apiserver::serve::start(options, shutdown).await?;
     server.announce();
-    let controllers = if federation.enabled {
-        let client = server.client(ubernetes_apiserver::authn::UserInfo::new(
-            ubernetes_rbac::bootstrap::FEDERATION_CONTROLLER_USER,
-            &[],
-        ));
-        let stop = stop.clone();
-        // The member set the Cluster controller fills; the cluster proxy
-        // forwards with its clients.
-        let members = ubernetes_federation::members::Members::new();
-        {
-            let members = members.clone();
-            server
-                .cluster_proxy
-                .set_member_clients(std::sync::Arc::new(move |name: &str| {
-                    members.get(name).map(|m| m.proxy_client.clone())
-                }));
-        }
-        // Only the leader runs them (with several replicas on one etcd):
-        // started anew per leadership term, stopped when it ends.
-        let running = std::sync::Arc::new(std::sync::Mutex::new(None));
-        let current = running.clone();
-        server.leadership.on_leading(move |term| {
+    let controllers =
+        if federation.enabled {
+            let client = server.client(ubernetes_apiserver::authn::UserInfo::new(
+                ubernetes_rbac::bootstrap::FEDERATION_CONTROLLER_USER,
+                &[],
+            ));
+            let stop = stop.clone();
+            // The member set the Cluster controller fills; the cluster proxy
+            // forwards with its clients.
+            let members = ubernetes_federation::members::Members::new();
+            {
+                let members = members.clone();
+                server
+                    .cluster_proxy
+                    .set_member_clients(std::sync::Arc::new(move |name: &str| {
+                        members.get(name).map(|m| m.proxy_client.clone())
+                    }));
+            }
+            // Only the leader runs them (with several replicas on one etcd):
+            // started anew per leadership term, stopped when it ends.
+            let running = std::sync::Arc::new(std::sync::Mutex::new(None));
+            let current = running.clone();
+            server.leadership.on_leading(move |term| {
             let fed_stop = term.child_token();
             {
                 let (stop, fed_stop) = (stop.clone(), fed_stop.clone());
@@ -222,14 +223,15 @@ async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow:
                 *slot = Some(handle);
             }
         });
-        Some(running)
-    } else {
-        tracing::info!("federation controllers are off (--federation-controllers=false)");
-        None
-    };
+            Some(running)
+        } else {
+            tracing::info!("federation controllers are off (--federation-controllers=false)");
+            None
+        };
     let served = server.wait().await;
     stop.cancel();
-    if let Some(controllers) = controllers.and_then(|c| c.lock().ok().and_then(|mut slot| slot.take()))
+    if let Some(controllers) =
+        controllers.and_then(|c| c.lock().ok().and_then(|mut slot| slot.take()))
         && tokio::time::timeout(std::time::Duration::from_secs(5), controllers)
             .await
             .is_err()
