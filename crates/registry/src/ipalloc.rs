@@ -328,3 +328,76 @@ impl Admission for ClusterIpAllocator {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing test may panic
+mod tests {
+    use std::collections::HashSet;
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use ubernetes_storage::Storage;
+    use ubernetes_storage::sled_engine::SledStorage;
+
+    use crate::controllers::{BootstrapOptions, bootstrap};
+    use crate::store::WriteOptions;
+    use crate::{Registry, RegistryOptions};
+
+    /// Two registries over one store stand for two servers on one etcd:
+    /// each has its own allocator (own round robin, own in-flight set), so
+    /// only the shared claims keep their concurrent allocations apart.
+    #[tokio::test]
+    async fn two_servers_on_one_store_never_hand_out_the_same_cluster_ip() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> = Arc::new(SledStorage::open(dir.path()).unwrap());
+        let options = || RegistryOptions {
+            service_cluster_ip_range: "10.0.0.0/27".into(),
+            ..RegistryOptions::default()
+        };
+        let a = Registry::new(storage.clone(), crate::kinds::builtin(), options())
+            .await
+            .unwrap();
+        let b = Registry::new(storage, crate::kinds::builtin(), options())
+            .await
+            .unwrap();
+        bootstrap(
+            &a,
+            &BootstrapOptions {
+                advertise_address: "127.0.0.1".into(),
+                secure_port: 6443,
+            },
+        )
+        .await
+        .unwrap();
+        let mut tasks = Vec::new();
+        for i in 0..20 {
+            let registry = if i % 2 == 0 { a.clone() } else { b.clone() };
+            tasks.push(tokio::spawn(async move {
+                let services = registry.get("", "v1", "services").unwrap();
+                let namespaces = registry.namespaces();
+                let svc = json!({"apiVersion": "v1", "kind": "Service",
+                    "metadata": {"name": format!("s{i}"), "namespace": "default"},
+                    "spec": {"ports": [{"port": 80}]}});
+                services
+                    .create(
+                        namespaces.as_deref(),
+                        Some("default"),
+                        svc,
+                        &WriteOptions::default(),
+                    )
+                    .await
+                    .unwrap()
+                    .object["spec"]["clusterIP"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            }));
+        }
+        let mut seen = HashSet::new();
+        for t in tasks {
+            let ip = t.await.unwrap();
+            assert!(seen.insert(ip.clone()), "{ip} handed out twice");
+        }
+        assert_eq!(seen.len(), 20);
+    }
+}
