@@ -94,6 +94,33 @@ impl Server {
         Ok(s)
     }
 
+    /// Start with extra `serve` flags and the PKI (CA, serving and admin
+    /// certificates, service-account key) of another server's data dir: how
+    /// replicas of one federation share it (docs/operations.md, "HA
+    /// topology": copy `DATA_DIR/pki` before a replica's first start).
+    pub fn start_with_pki(extra: &[&str], pki_of: &Server) -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("ubernetes-e2e-")
+            .tempdir()?;
+        let from = pki_of.data_dir().join("pki");
+        let to = dir.path().join("data").join("pki");
+        std::fs::create_dir_all(&to)?;
+        for entry in std::fs::read_dir(&from)? {
+            let entry = entry?;
+            std::fs::copy(entry.path(), to.join(entry.file_name()))
+                .with_context(|| format!("copying {}", entry.path().display()))?;
+        }
+        let mut s = Self {
+            child: None,
+            dir,
+            port: 0,
+            extra_args: extra.iter().map(|s| s.to_string()).collect(),
+            members: Vec::new(),
+        };
+        s.spawn(0)?;
+        Ok(s)
+    }
+
     fn spawn(&mut self, port: u16) -> Result<()> {
         let bin = ubernetes_bin();
         if !bin.exists() {

@@ -130,9 +130,9 @@ fn two_servers_on_one_etcd_serve_the_same_objects_and_resource_versions() -> Res
     );
 
     // A watch through a resumes from the resourceVersion b's list gave.
-    // kube-root-ca.crt is left out: each server has its own CA here and,
-    // with no leader election yet, both root-CA publishers rewrite it
-    // (docs/operations.md, "etcd": replicas must share their PKI).
+    // kube-root-ca.crt is left out: each server has its own CA here (not
+    // the shared PKI of docs/operations.md, "HA topology"), so the leader's
+    // root-CA publisher may rewrite it with its own CA meanwhile.
     let b_list_rv = rv(&list)?;
     let events = a.kubectl_ok(&[
         "get",

@@ -722,6 +722,17 @@ impl Storage for EtcdStorage {
         Ok(resp.header().map(|h| rev(h.revision())).unwrap_or(0))
     }
 
+    /// Other servers write to the same etcd: a consistent read waits for
+    /// etcd's current revision (one count-only range request, as
+    /// kube-apiserver's `getCurrentResourceVersionFromStorage`).
+    async fn consistent_read_revision(&self) -> Result<Option<Revision>, StorageError> {
+        self.current_revision().await.map(Some)
+    }
+
+    fn request_progress(&self) {
+        self.writes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
         if revision == 0 {
             return Ok(());

@@ -216,6 +216,20 @@ pub trait Storage: Send + Sync + 'static {
     /// The latest revision (of any key).
     async fn current_revision(&self) -> Result<Revision, StorageError>;
 
+    /// The revision a consistent read must wait for, when other processes
+    /// may write to the same store (kube's consistent reads from cache,
+    /// KEP-2340: the store's current revision, read at each such read).
+    /// `None` (the default) when this process is the only writer, so the
+    /// revision of its own last write is enough (the embedded engine).
+    async fn consistent_read_revision(&self) -> Result<Option<Revision>, StorageError> {
+        Ok(None)
+    }
+
+    /// A reader waits for the watch caches to reach a revision: ask the
+    /// engine's watches for a progress report now rather than at their next
+    /// tick (kube's `RequestWatchProgress`). Default: nothing to do.
+    fn request_progress(&self) {}
+
     /// Forget history at or below `revision` (events and old values kept for
     /// list-at-revision and watch resume).
     async fn compact(&self, revision: Revision) -> Result<(), StorageError>;

@@ -15,6 +15,11 @@
 //!
 //! At start ([`CrdController::start`]) the existing Established CRDs are
 //! served before it returns, so a restarted server answers for them at once.
+//!
+//! With several replicas ([`CrdController::start_with`] and a
+//! [`Leadership`]) every replica serves the Established CRDs, but only the
+//! leader writes: statuses, the finalizer, and the deletion of a deleted
+//! CRD's objects. A replica that becomes leader re-syncs every CRD.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -26,6 +31,7 @@ use tokio::sync::mpsc;
 use ubernetes_apimachinery::{ApiError, ResourceInfo};
 use ubernetes_registry::Registry;
 use ubernetes_registry::controllers::GarbageCollector;
+use ubernetes_registry::leader_election::Leadership;
 use ubernetes_registry::store::{DeleteOptions, ReadAt, Store, finalizers};
 use ubernetes_storage::EventType;
 
@@ -84,7 +90,11 @@ enum Next {
 /// The CRD controller (see the module documentation).
 pub struct CrdController {
     registry: Arc<Registry>,
-    gc: Option<Arc<GarbageCollector>>,
+    /// The garbage collector that follows the custom resources' stores
+    /// (the leader's current one, with leader election).
+    gc: Mutex<Option<Arc<GarbageCollector>>>,
+    /// `None`: this process always writes (a single server).
+    leadership: Option<Leadership>,
     tx: mpsc::UnboundedSender<String>,
     served: Mutex<HashMap<String, Served>>,
 }
@@ -109,11 +119,22 @@ impl CrdController {
         registry: Arc<Registry>,
         gc: Option<Arc<GarbageCollector>>,
     ) -> Option<Arc<Self>> {
+        Self::start_with(registry, gc, None).await
+    }
+
+    /// [`CrdController::start`] where only the leader of `leadership`
+    /// writes (see the module documentation).
+    pub async fn start_with(
+        registry: Arc<Registry>,
+        gc: Option<Arc<GarbageCollector>>,
+        leadership: Option<Leadership>,
+    ) -> Option<Arc<Self>> {
         let crds = registry.get(GROUP, "v1", RESOURCE)?;
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         let c = Arc::new(Self {
             registry: registry.clone(),
-            gc,
+            gc: Mutex::new(gc),
+            leadership,
             tx,
             served: Mutex::new(HashMap::new()),
         });
@@ -130,11 +151,31 @@ impl CrdController {
             }
         }
         let observer = c.clone();
-        follow(registry.clone(), crds, move |_, obj| {
+        follow(registry.clone(), crds.clone(), move |_, obj| {
             if let Some(name) = name_of(&obj) {
                 let _ = observer.tx.send(name.to_string());
             }
         });
+        if let Some(leadership) = &c.leadership {
+            // A new leader looks at every CRD (statuses, finalizers).
+            let crds = crds.clone();
+            let tx = c.tx.clone();
+            leadership.on_leading(move |_| {
+                let crds = crds.clone();
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    if let Ok(list) = crds.list(None, None, 0, None, ReadAt::Latest).await {
+                        for item in &list.items {
+                            if let Ok(v) = serde_json::from_slice::<Value>(item)
+                                && let Some(n) = name_of(&v)
+                            {
+                                let _ = tx.send(n.to_string());
+                            }
+                        }
+                    }
+                });
+            });
+        }
         let worker = c.clone();
         let stop = registry.stop_token();
         tokio::spawn(async move {
@@ -171,6 +212,17 @@ impl CrdController {
             .ok_or_else(|| ApiError::internal("the CRD store is not served"))
     }
 
+    /// Have `gc` follow the custom resources' stores served from now on:
+    /// the garbage collector of a new leadership term, started just before
+    /// (it follows every store served then, custom ones included).
+    pub fn set_garbage_collector(&self, gc: Option<Arc<GarbageCollector>>) {
+        *self.gc.lock() = gc;
+    }
+
+    fn leads(&self) -> bool {
+        self.leadership.as_ref().is_none_or(Leadership::is_leader)
+    }
+
     async fn sync(&self, name: &str) -> Result<Next, ApiError> {
         let crds = self.crds()?;
         let crd = match crds.get_value(None, name).await {
@@ -182,6 +234,16 @@ impl CrdController {
             }
             Err(e) => return Err(e),
         };
+        if !self.leads() {
+            // Serve what the leader established; write nothing.
+            let deleting = crd.pointer("/metadata/deletionTimestamp").is_some();
+            if deleting && !finalizers(&crd).iter().any(|f| f == CLEANUP_FINALIZER) {
+                self.unserve(name);
+            } else if is_established(&crd) && !deleting {
+                self.serve(&crd).await?;
+            }
+            return Ok(Next::Done);
+        }
         if crd.pointer("/metadata/deletionTimestamp").is_some() {
             return self.finalize(&crds, name, &crd).await;
         }
@@ -305,7 +367,7 @@ impl CrdController {
             COLUMNS
                 .write()
                 .insert(gvr(info), printer_columns(crd, &info.version));
-            if let Some(gc) = &self.gc {
+            if let Some(gc) = &*self.gc.lock() {
                 gc.follow_store(store.clone());
             }
             added.push(info.clone());

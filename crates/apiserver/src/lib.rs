@@ -27,6 +27,7 @@ pub mod handlers;
 pub mod health;
 pub mod hooks;
 pub mod in_process;
+pub mod leader_election;
 pub mod openapi_routes;
 pub mod options;
 pub mod protobuf;

@@ -208,6 +208,10 @@ pub struct ServerOptions {
     /// The audit log flags (`--audit-policy-file`, `--audit-log-*`).
     #[command(flatten)]
     pub audit: crate::audit::AuditOptions,
+
+    /// `--leader-elect*`: which replica runs the controllers.
+    #[command(flatten)]
+    pub leader_election: crate::leader_election::LeaderElectionOptions,
 }
 
 pub use ubernetes_apimachinery::duration::parse_duration;
@@ -254,6 +258,7 @@ impl Default for ServerOptions {
                 shutdown_delay_duration: Duration::ZERO,
                 shutdown_grace: Duration::from_secs(10),
                 audit: crate::audit::AuditOptions::default(),
+                leader_election: Default::default(),
             },
         }
     }

@@ -87,6 +87,8 @@ pub struct RunningServer {
     pub health: Arc<Health>,
     /// The cluster proxy, to hand it the member clients.
     pub cluster_proxy: Arc<crate::proxy::ClusterProxy>,
+    /// Whether this replica leads: the federation controllers run per term.
+    pub leadership: ubernetes_registry::leader_election::Leadership,
     /// The app with its full filter chain ([`build_router`]), for
     /// in-process clients.
     app: Router,
@@ -180,6 +182,7 @@ pub async fn start(
         });
     }
     let cluster_proxy = state.cluster_proxy.clone();
+    let leadership = state.leadership.clone();
     let app = build_router(
         api_router(state),
         health.clone(),
@@ -222,6 +225,7 @@ pub async fn start(
         kubeconfig,
         health,
         cluster_proxy,
+        leadership,
         app,
         task,
     })

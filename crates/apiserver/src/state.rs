@@ -39,6 +39,9 @@ pub struct AppState {
     pub service_accounts: Arc<ServiceAccountJwt>,
     /// The member clients the cluster proxy forwards with.
     pub cluster_proxy: Arc<crate::proxy::ClusterProxy>,
+    /// Whether this replica leads (runs the controllers); see
+    /// [`crate::leader_election`].
+    pub leadership: ubernetes_registry::leader_election::Leadership,
 }
 
 impl AppState {
@@ -191,26 +194,100 @@ pub async fn build_state_on(
     let rbac = RbacCache::start(&registry)
         .await
         .map_err(|e| anyhow::anyhow!("reading roles and bindings: {e}"))?;
-    rbac_sync::start_aggregation(&registry, &rbac, ubernetes_rbac::aggregate_cluster_roles);
+    // Several replicas on one etcd: only the leader runs the controllers
+    // below (each started anew per leadership term, stopped when it ends).
+    let shared_store = storage
+        .consistent_read_revision()
+        .await
+        .ok()
+        .flatten()
+        .is_some();
+    let leadership = crate::leader_election::start(
+        &options.leader_election,
+        shared_store,
+        &registry,
+        registry.stop_token(),
+    )?;
     // Before the CRD controller adds custom resources: what is served now is
     // what gets the built-in (`onstart`) APIServices.
-    ubernetes_registry::apiservices::ApiServiceController::start(
+    let builtin: Vec<ResourceInfo> = registry
+        .resources()
+        .into_iter()
+        .chain(crate::reviews::review_resources())
+        .collect();
+    // Every replica serves the Established CRDs; the leader writes.
+    let crd_controller = ubernetes_apiextensions::controller::CrdController::start_with(
         registry.clone(),
-        crate::reviews::review_resources(),
+        None,
+        Some(leadership.clone()),
     )
     .await;
-    let gc = GarbageCollector::start(registry.clone());
-    ubernetes_apiextensions::controller::CrdController::start(registry.clone(), Some(gc)).await;
-    NamespaceController::start(registry.clone());
-    if let Some(ca) = &root_ca_pem {
-        controllers::RootCaPublisher::start(registry.clone(), ca.clone());
-    }
     let service_accounts = crate::service_accounts::load_issuer(options)?;
-    TokenController::start(registry.clone(), root_ca_pem, service_accounts.clone());
+    {
+        let term_registry = registry.clone();
+        let rbac = rbac.clone();
+        let jwt = service_accounts.clone();
+        let storage = storage.clone();
+        let leading = leadership.clone();
+        let start_term = move |term: tokio_util::sync::CancellationToken| {
+            let registry = &term_registry;
+            tracing::info!(
+                identity = leading.identity(),
+                "leading: starting the garbage collector, namespace, token, root-CA, APIService, RBAC aggregation controllers and the compactor"
+            );
+            rbac_sync::start_aggregation_until(
+                registry,
+                &rbac,
+                ubernetes_rbac::aggregate_cluster_roles,
+                term.clone(),
+            );
+            let gc = GarbageCollector::start_until(registry.clone(), term.clone());
+            if let Some(crds) = &crd_controller {
+                crds.set_garbage_collector(Some(gc));
+            }
+            NamespaceController::start_until(registry.clone(), term.clone());
+            if let Some(ca) = &root_ca_pem {
+                controllers::RootCaPublisher::start_until(
+                    registry.clone(),
+                    ca.clone(),
+                    term.clone(),
+                );
+            }
+            TokenController::start_until(
+                registry.clone(),
+                root_ca_pem.clone(),
+                jwt.clone(),
+                term.clone(),
+            );
+            spawn_compactor(storage.clone(), term);
+        };
+        let registry = registry.clone();
+        if leadership.identity().is_empty() {
+            // No election: lead now, and register the built-in APIServices
+            // before serving (kube's autoregister-completion check).
+            let stop = registry.stop_token();
+            start_term(stop.clone());
+            ubernetes_registry::apiservices::ApiServiceController::start_until(
+                registry, builtin, stop,
+            )
+            .await;
+        } else {
+            leadership.on_leading(move |term| {
+                start_term(term.clone());
+                let registry = registry.clone();
+                let builtin = builtin.clone();
+                tokio::spawn(async move {
+                    ubernetes_registry::apiservices::ApiServiceController::start_until(
+                        registry, builtin, term,
+                    )
+                    .await;
+                });
+            });
+        }
+    }
     let authenticator = Arc::new(
         authenticator.with_service_account_tokens(service_accounts.clone(), registry.clone()),
     );
-    spawn_compactor(storage, registry.stop_token());
     Ok(Arc::new(AppState {
         options: options.clone(),
         registry,
@@ -218,6 +295,7 @@ pub async fn build_state_on(
         authenticator,
         service_accounts,
         cluster_proxy: Arc::default(),
+        leadership,
     }))
 }
 

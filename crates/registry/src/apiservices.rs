@@ -93,9 +93,26 @@ impl ApiServiceController {
         registry: Arc<Registry>,
         also_served: Vec<ubernetes_apimachinery::ResourceInfo>,
     ) -> Option<Arc<Self>> {
+        let builtin: Vec<_> = registry
+            .resources()
+            .into_iter()
+            .chain(also_served)
+            .collect();
+        let stop = registry.stop_token();
+        Self::start_until(registry, builtin, stop).await
+    }
+
+    /// [`ApiServiceController::start`] with the built-in resources taken
+    /// beforehand (the controller may start later, in a leadership term,
+    /// when CRDs are already served), working until `stop`.
+    pub async fn start_until(
+        registry: Arc<Registry>,
+        builtin_resources: Vec<ubernetes_apimachinery::ResourceInfo>,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> Option<Arc<Self>> {
         let store = registry.get(GROUP, "v1", "apiservices")?;
         let mut builtin = BTreeMap::new();
-        for r in registry.resources().into_iter().chain(also_served) {
+        for r in builtin_resources {
             if r.group == GROUP {
                 continue;
             }
@@ -118,7 +135,6 @@ impl ApiServiceController {
         for name in c.builtin.keys() {
             c.queue.add(name.clone());
         }
-        let stop = c.registry.stop_token();
         let observer = c.clone();
         follow(stop.clone(), store, move |_, kind, obj| {
             observer.observe_api_service(kind, &obj)

@@ -209,6 +209,8 @@ struct GcIndex {
 /// The garbage collector.
 pub struct GarbageCollector {
     registry: Arc<Registry>,
+    /// Ends its work: the server's stop, or the end of a leadership term.
+    stop: CancellationToken,
     index: Mutex<GcIndex>,
     queue: Arc<Queue<GcWork>>,
 }
@@ -216,7 +218,14 @@ pub struct GarbageCollector {
 impl GarbageCollector {
     /// Start following every store and processing work.
     pub fn start(registry: Arc<Registry>) -> Arc<Self> {
+        let stop = registry.stop_token();
+        Self::start_until(registry, stop)
+    }
+
+    /// [`GarbageCollector::start`], working until `stop` (a leadership term).
+    pub fn start_until(registry: Arc<Registry>, stop: CancellationToken) -> Arc<Self> {
         let gc = Arc::new(Self {
+            stop: stop.clone(),
             registry: registry.clone(),
             index: Mutex::new(GcIndex::default()),
             queue: Queue::new(),
@@ -225,7 +234,7 @@ impl GarbageCollector {
             gc.follow_store(store);
         }
         let worker = gc.clone();
-        spawn_until(registry.stop_token(), async move {
+        spawn_until(stop, async move {
             loop {
                 let work = worker.queue.next().await;
                 if let Err(e) = worker.process(&work).await {
@@ -240,11 +249,9 @@ impl GarbageCollector {
     /// Also follow a store added later (CRDs).
     pub fn follow_store(self: &Arc<Self>, store: Arc<Store>) {
         let gc = self.clone();
-        follow(
-            self.registry.stop_token(),
-            store,
-            move |store, kind, obj| gc.observe(store, kind, &obj),
-        );
+        follow(self.stop.clone(), store, move |store, kind, obj| {
+            gc.observe(store, kind, &obj)
+        });
     }
 
     fn observe(&self, store: &Store, kind: EventType, obj: &Value) {
@@ -668,13 +675,19 @@ pub struct NamespaceController {
 
 impl NamespaceController {
     pub fn start(registry: Arc<Registry>) -> Option<Arc<Self>> {
+        let stop = registry.stop_token();
+        Self::start_until(registry, stop)
+    }
+
+    /// [`NamespaceController::start`], working until `stop`.
+    pub fn start_until(registry: Arc<Registry>, stop: CancellationToken) -> Option<Arc<Self>> {
         let namespaces = registry.namespaces()?;
         let c = Arc::new(Self {
             registry,
             queue: Queue::new(),
         });
         let observer = c.clone();
-        follow(c.registry.stop_token(), namespaces, move |_, kind, obj| {
+        follow(stop.clone(), namespaces, move |_, kind, obj| {
             if kind == EventType::Deleted {
                 return;
             }
@@ -683,7 +696,7 @@ impl NamespaceController {
             }
         });
         let worker = c.clone();
-        spawn_until(c.registry.stop_token(), async move {
+        spawn_until(stop, async move {
             loop {
                 let ns = worker.queue.next().await;
                 match worker.sync(&ns).await {
@@ -826,6 +839,16 @@ impl RootCaPublisher {
     /// Start following namespaces and ConfigMaps; `None` when the registry
     /// serves neither.
     pub fn start(registry: Arc<Registry>, root_ca: String) -> Option<Arc<Self>> {
+        let stop = registry.stop_token();
+        Self::start_until(registry, root_ca, stop)
+    }
+
+    /// [`RootCaPublisher::start`], working until `stop`.
+    pub fn start_until(
+        registry: Arc<Registry>,
+        root_ca: String,
+        stop: CancellationToken,
+    ) -> Option<Arc<Self>> {
         let namespaces = registry.namespaces()?;
         let configmaps = registry.get("", "v1", "configmaps")?;
         let c = Arc::new(Self {
@@ -834,7 +857,7 @@ impl RootCaPublisher {
             queue: Queue::new(),
         });
         let observer = c.clone();
-        follow(c.registry.stop_token(), namespaces, move |_, kind, obj| {
+        follow(stop.clone(), namespaces, move |_, kind, obj| {
             let active = obj.pointer("/status/phase").and_then(Value::as_str) == Some("Active");
             // kube: every add; an update only while the namespace is Active.
             if kind == EventType::Deleted || (kind == EventType::Modified && !active) {
@@ -845,7 +868,7 @@ impl RootCaPublisher {
             }
         });
         let observer = c.clone();
-        follow(c.registry.stop_token(), configmaps, move |_, kind, obj| {
+        follow(stop.clone(), configmaps, move |_, kind, obj| {
             // The initial list's ConfigMaps are covered by the namespaces'
             // initial adds; changes and deletions re-sync their namespace.
             if kind == EventType::Added
@@ -858,7 +881,7 @@ impl RootCaPublisher {
             }
         });
         let worker = c.clone();
-        spawn_until(c.registry.stop_token(), async move {
+        spawn_until(stop, async move {
             loop {
                 let ns = worker.queue.next().await;
                 if let Err(e) = worker.sync(&ns).await {

@@ -18,6 +18,7 @@ pub mod controllers;
 pub mod ipalloc;
 pub mod jwt;
 pub mod kinds;
+pub mod leader_election;
 pub mod lifecycle;
 pub mod managed_fields;
 pub mod printers;

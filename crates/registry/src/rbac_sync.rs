@@ -361,11 +361,20 @@ pub async fn aggregate_once(
 /// change seen by `cache`, recompute the aggregated roles and write back the
 /// changed ones, until the registry shuts down.
 pub fn start_aggregation(registry: &Arc<Registry>, cache: &Arc<RbacCache>, aggregate: AggregateFn) {
+    start_aggregation_until(registry, cache, aggregate, registry.stop_token());
+}
+
+/// [`start_aggregation`], working until `stop` (a leadership term).
+pub fn start_aggregation_until(
+    registry: &Arc<Registry>,
+    cache: &Arc<RbacCache>,
+    aggregate: AggregateFn,
+    stop: tokio_util::sync::CancellationToken,
+) {
     let Some(store) = registry.get(RBAC_GROUP, "v1", "clusterroles") else {
         return;
     };
     let cache = cache.clone();
-    let stop = registry.stop_token();
     let mut rx = cache.subscribe_cluster_roles();
     tokio::spawn(async move {
         let work = async move {

@@ -380,8 +380,19 @@ impl Store {
     }
 
     async fn consistent(&self) -> Result<(), ApiError> {
-        let want = self.last_write.load(Ordering::Acquire);
+        let mut want = self.last_write.load(Ordering::Acquire);
+        // A store shared with other servers (etcd): wait for its current
+        // revision, so a write acknowledged by another replica is seen too.
+        if let Some(current) = self
+            .storage
+            .consistent_read_revision()
+            .await
+            .map_err(|e| storage_error(self.info(), "", e))?
+        {
+            want = want.max(current);
+        }
         if self.cache.revision() < want {
+            self.storage.request_progress();
             self.cache
                 .wait_for_revision(want)
                 .await

@@ -122,6 +122,17 @@ impl TokenController {
         root_ca_pem: Option<String>,
         jwt: Arc<ServiceAccountJwt>,
     ) -> Option<Arc<Self>> {
+        let stop = registry.stop_token();
+        Self::start_until(registry, root_ca_pem, jwt, stop)
+    }
+
+    /// [`TokenController::start`], working until `stop` (a leadership term).
+    pub fn start_until(
+        registry: Arc<Registry>,
+        root_ca_pem: Option<String>,
+        jwt: Arc<ServiceAccountJwt>,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> Option<Arc<Self>> {
         let secrets = registry.get("", "v1", "secrets")?;
         let accounts = registry.get("", "v1", "serviceaccounts")?;
         let c = Arc::new(Self {
@@ -132,7 +143,6 @@ impl TokenController {
             jwt,
             queue: Queue::new(),
         });
-        let stop = c.registry.stop_token();
         let observer = c.clone();
         follow(stop.clone(), secrets, move |_, kind, obj| {
             observer.observe_secret(kind, &obj);

@@ -173,40 +173,65 @@ async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow:
     let dns = start_dns(&federation, &stop).await?;
     let server = ubernetes_apiserver::serve::start(options, shutdown).await?;
     server.announce();
-    let controllers = if federation.enabled {
-        let client = server.client(ubernetes_apiserver::authn::UserInfo::new(
-            ubernetes_rbac::bootstrap::FEDERATION_CONTROLLER_USER,
-            &[],
-        ));
-        let stop = stop.clone();
-        // The member set the Cluster controller fills; the cluster proxy
-        // forwards with its clients.
-        let members = ubernetes_federation::members::Members::new();
-        {
-            let members = members.clone();
-            server
-                .cluster_proxy
-                .set_member_clients(std::sync::Arc::new(move |name: &str| {
-                    members.get(name).map(|m| m.proxy_client.clone())
-                }));
-        }
-        tracing::info!("starting the federation controllers");
-        Some(tokio::spawn(async move {
-            if let Err(err) =
-                ubernetes_federation::run_with(client, federation, members, dns, stop).await
+    let controllers =
+        if federation.enabled {
+            let client = server.client(ubernetes_apiserver::authn::UserInfo::new(
+                ubernetes_rbac::bootstrap::FEDERATION_CONTROLLER_USER,
+                &[],
+            ));
+            let stop = stop.clone();
+            // The member set the Cluster controller fills; the cluster proxy
+            // forwards with its clients.
+            let members = ubernetes_federation::members::Members::new();
             {
-                tracing::error!(
-                    "the federation controllers stopped: {err:#}; the API server keeps serving"
-                );
+                let members = members.clone();
+                server
+                    .cluster_proxy
+                    .set_member_clients(std::sync::Arc::new(move |name: &str| {
+                        members.get(name).map(|m| m.proxy_client.clone())
+                    }));
             }
-        }))
-    } else {
-        tracing::info!("federation controllers are off (--federation-controllers=false)");
-        None
-    };
+            // Only the leader runs them (with several replicas on one etcd):
+            // started anew per leadership term, stopped when it ends.
+            let running = std::sync::Arc::new(std::sync::Mutex::new(None));
+            let current = running.clone();
+            server.leadership.on_leading(move |term| {
+            let fed_stop = term.child_token();
+            {
+                let (stop, fed_stop) = (stop.clone(), fed_stop.clone());
+                tokio::spawn(async move {
+                    tokio::select! {
+                        () = stop.cancelled() => fed_stop.cancel(),
+                        () = fed_stop.cancelled() => {}
+                    }
+                });
+            }
+            let (client, federation, members, dns) =
+                (client.clone(), federation.clone(), members.clone(), dns.clone());
+            tracing::info!("starting the federation controllers");
+            let handle = tokio::spawn(async move {
+                if let Err(err) =
+                    ubernetes_federation::run_with(client, federation, members, dns, fed_stop)
+                        .await
+                {
+                    tracing::error!(
+                        "the federation controllers stopped: {err:#}; the API server keeps serving"
+                    );
+                }
+            });
+            if let Ok(mut slot) = current.lock() {
+                *slot = Some(handle);
+            }
+        });
+            Some(running)
+        } else {
+            tracing::info!("federation controllers are off (--federation-controllers=false)");
+            None
+        };
     let served = server.wait().await;
     stop.cancel();
-    if let Some(controllers) = controllers
+    if let Some(controllers) =
+        controllers.and_then(|c| c.lock().ok().and_then(|mut slot| slot.take()))
         && tokio::time::timeout(std::time::Duration::from_secs(5), controllers)
             .await
             .is_err()
