@@ -104,6 +104,17 @@ impl Storage for ApiVersionStamp {
             .map(|kv| stamp_kv(kv, &self.stamp)))
     }
 
+    async fn get_with_staleness(
+        &self,
+        key: &str,
+    ) -> Result<Option<(KeyValue, bool)>, StorageError> {
+        Ok(self
+            .inner
+            .get_with_staleness(key)
+            .await?
+            .map(|(kv, stale)| (stamp_kv(kv, &self.stamp), stale)))
+    }
+
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError> {
         let mut res = self.inner.list(prefix, opts).await?;
         res.items = res
