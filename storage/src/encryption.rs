@@ -128,10 +128,16 @@ struct KeysConfig {
 
 #[derive(Deserialize)]
 struct KeyConfig {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     secret: String,
+}
+
+/// `name:` with no value is Go's empty string (then "mandatory field"), not
+/// a type error.
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
 }
 
 impl fmt::Debug for KeyConfig {
@@ -1051,7 +1057,7 @@ mod tests {
     fn keyed(provider: &str, keys: &[(&str, &str)]) -> String {
         let mut s = format!("      - {provider}:\n          keys:\n");
         for (n, k) in keys {
-            s.push_str(&format!("            - name: {n}\n              secret: {k}\n"));
+            s.push_str(&format!("            - name: \"{n}\"\n              secret: {k}\n"));
         }
         s
     }
@@ -1332,6 +1338,15 @@ resources:
                 .unwrap_or_default()
                 .contains("keys[0].name: Required value: name is a mandatory field for a key")
         );
+        let e = config(
+            "[secrets]",
+            "      - aescbc:\n          keys:\n            - name:\n              secret:\n",
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(e.contains("keys[0].name: Required value: name is a mandatory field for a key"), "{e}");
+        assert!(e.contains("keys[0].secret: Required value: secret is a mandatory field for a key"), "{e}");
         let e = config("[secrets]", "      - aescbc:\n          keys: []\n").err();
         assert!(
             e.map(|e| e.to_string())

@@ -48,6 +48,12 @@ async fn encrypted_sled_passes_the_conformance_suite() {
             .await
             .expect("raw list");
         for kv in list.items {
+            // `/conformance/GROUP/RESOURCE...` names a resource (`*.*`);
+            // a shorter key names none and is stored as it is.
+            if kv.key.matches('/').count() < 3 {
+                assert!(!kv.value.starts_with(b"k8s:enc:"), "{}", kv.key);
+                continue;
+            }
             assert!(
                 kv.value.starts_with(b"k8s:enc:aesgcm:v1:key1:"),
                 "{} stored as {:?}",
