@@ -77,10 +77,7 @@ fn files_containing(dir: &Path, needle: &str) -> Result<Vec<PathBuf>> {
     let mut hits = Vec::new();
     for f in files(dir)? {
         let bytes = std::fs::read(&f)?;
-        if bytes
-            .windows(needle.len())
-            .any(|w| w == needle.as_bytes())
-        {
+        if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
             hits.push(f);
         }
     }
@@ -336,7 +333,8 @@ fn secrets_are_encrypted_in_etcd() -> Result<()> {
             .context("the ConfigMap in etcd")?;
         anyhow::Ok((s.value.to_vec(), c.value.to_vec()))
     })?;
-    let contains = |hay: &[u8], needle: &str| hay.windows(needle.len()).any(|w| w == needle.as_bytes());
+    let contains =
+        |hay: &[u8], needle: &str| hay.windows(needle.len()).any(|w| w == needle.as_bytes());
     assert!(
         secret.starts_with(b"k8s:enc:aescbc:v1:key1:"),
         "{:?}",

@@ -65,8 +65,8 @@ use futures::StreamExt;
 use serde::Deserialize;
 
 use crate::{
-    Event, KeyValue, ListOptions, ListResult, ProgressWatchStream, Revision, Storage,
-    StorageError, WatchItem, WatchStream,
+    Event, KeyValue, ListOptions, ListResult, ProgressWatchStream, Revision, Storage, StorageError,
+    WatchItem, WatchStream,
 };
 
 /// The prefix every encrypted value starts with (kube's identity transformer
@@ -266,9 +266,17 @@ fn validate(c: &FileConfig) -> Vec<String> {
                     "KMS providers are not supported by ubernetes: use aescbc, aesgcm or secretbox",
                 ));
             } else if let Some(k) = &provider.aesgcm {
-                errs.extend(validate_keys(&k.keys, &format!("{path}.aesgcm.keys"), AES_KEY_SIZES));
+                errs.extend(validate_keys(
+                    &k.keys,
+                    &format!("{path}.aesgcm.keys"),
+                    AES_KEY_SIZES,
+                ));
             } else if let Some(k) = &provider.aescbc {
-                errs.extend(validate_keys(&k.keys, &format!("{path}.aescbc.keys"), AES_KEY_SIZES));
+                errs.extend(validate_keys(
+                    &k.keys,
+                    &format!("{path}.aescbc.keys"),
+                    AES_KEY_SIZES,
+                ));
             } else if let Some(k) = &provider.secretbox {
                 errs.extend(validate_keys(
                     &k.keys,
@@ -337,7 +345,9 @@ fn validate_resource_names(resources: &[String], path: &str) -> Vec<String> {
         let detail = if res.to_lowercase() != *res {
             Some("resource name should not contain capital letters")
         } else if res == "*" {
-            Some("use '*.' to encrypt all the resources from core API group or *.* to encrypt all resources")
+            Some(
+                "use '*.' to encrypt all the resources from core API group or *.* to encrypt all resources",
+            )
         } else if matches!(
             res.as_str(),
             "apiserveripinfo" | "serviceipallocations" | "servicenodeportallocations"
@@ -758,7 +768,8 @@ impl EncryptionConfig {
 
     /// Parse and validate a configuration's text.
     pub fn parse(text: &str) -> Result<Self, ConfigError> {
-        let file: FileConfig = serde_saphyr::from_str(text).map_err(|e| ConfigError(e.to_string()))?;
+        let file: FileConfig =
+            serde_saphyr::from_str(text).map_err(|e| ConfigError(e.to_string()))?;
         if file.api_version.is_empty() || file.kind.is_empty() {
             return Err(ConfigError(format!(
                 "Object 'Kind' or 'apiVersion' is missing: expected apiVersion {API_VERSION:?} and kind {KIND:?}"
@@ -1057,14 +1068,18 @@ mod tests {
     fn keyed(provider: &str, keys: &[(&str, &str)]) -> String {
         let mut s = format!("      - {provider}:\n          keys:\n");
         for (n, k) in keys {
-            s.push_str(&format!("            - name: \"{n}\"\n              secret: {k}\n"));
+            s.push_str(&format!(
+                "            - name: \"{n}\"\n              secret: {k}\n"
+            ));
         }
         s
     }
 
     fn secrets(providers: &str) -> Arc<Transformer> {
         let c = config("[secrets]", providers).expect("valid config");
-        c.transformer_for("", "secrets").expect("secrets configured").clone()
+        c.transformer_for("", "secrets")
+            .expect("secrets configured")
+            .clone()
     }
 
     #[test]
@@ -1138,7 +1153,10 @@ mod tests {
             .expect("b64");
         let sb = crypto_secretbox::XSalsa20Poly1305::new_from_slice(&key).expect("key");
         let plain = sb
-            .decrypt(crypto_secretbox::Nonce::from_slice(&body[..24]), &body[24..])
+            .decrypt(
+                crypto_secretbox::Nonce::from_slice(&body[..24]),
+                &body[24..],
+            )
             .expect("open");
         assert_eq!(plain, b"hello");
     }
@@ -1169,9 +1187,18 @@ mod tests {
     fn truncated_or_corrupt_values_are_errors() {
         for provider in ["aescbc", "aesgcm", "secretbox"] {
             let t = secrets(&keyed(provider, &[("key1", K32)]));
-            let stored = t.to_storage(b"{\"some\":\"value\"}", KEY.as_bytes()).expect("enc");
+            let stored = t
+                .to_storage(b"{\"some\":\"value\"}", KEY.as_bytes())
+                .expect("enc");
             let head = format!("k8s:enc:{provider}:v1:key1:").len();
-            for cut in [head, head + 1, head + 11, head + 16, head + 30, stored.len() - 1] {
+            for cut in [
+                head,
+                head + 1,
+                head + 11,
+                head + 16,
+                head + 30,
+                stored.len() - 1,
+            ] {
                 if cut >= stored.len() {
                     continue;
                 }
@@ -1183,7 +1210,10 @@ mod tests {
                 for i in [head, head + 20, stored.len() - 1] {
                     let mut bad = stored.clone();
                     bad[i] ^= 0x01;
-                    assert!(t.from_storage(&bad, KEY.as_bytes()).is_err(), "{provider} bit {i}");
+                    assert!(
+                        t.from_storage(&bad, KEY.as_bytes()).is_err(),
+                        "{provider} bit {i}"
+                    );
                 }
             } else {
                 // The last block's padding byte corrupted.
@@ -1201,7 +1231,9 @@ mod tests {
         let old_value = old.to_storage(b"{\"v\":1}", b"").expect("enc");
         // Rotated: key2 first, key1 still listed.
         let rotated = secrets(&keyed("aescbc", &[("key2", K32B), ("key1", K32)]));
-        let (v, stale) = rotated.from_storage(&old_value, b"").expect("old key reads");
+        let (v, stale) = rotated
+            .from_storage(&old_value, b"")
+            .expect("old key reads");
         assert_eq!(v, b"{\"v\":1}");
         assert!(stale, "read with the second key");
         let new_value = rotated.to_storage(b"{\"v\":2}", b"").expect("enc");
@@ -1224,11 +1256,15 @@ mod tests {
             "{}      - identity: {{}}\n",
             keyed("secretbox", &[("k", K32)])
         ));
-        let (v, stale) = with_identity.from_storage(b"{\"plain\":true}", b"").expect("identity");
+        let (v, stale) = with_identity
+            .from_storage(b"{\"plain\":true}", b"")
+            .expect("identity");
         assert_eq!(v, b"{\"plain\":true}");
         assert!(stale);
         // Without identity, plaintext has no matching prefix.
-        let err = rotated.from_storage(b"{\"plain\":true}", b"").expect_err("no identity");
+        let err = rotated
+            .from_storage(b"{\"plain\":true}", b"")
+            .expect_err("no identity");
         assert_eq!(err.0, "no matching prefix found");
 
         // Identity first: writes plaintext, still reads encrypted values
@@ -1267,24 +1303,45 @@ resources:
             c.transformer_for_key(key)
                 .map(|t| format!("{:?}", t.providers[0]))
         };
-        assert_eq!(first("/registry/core/secrets/ns/x").as_deref(), Some("aescbc[\"a\"]"));
-        assert_eq!(first("/registry/apps/deployments/ns/x").as_deref(), Some("aescbc[\"a\"]"));
-        assert_eq!(first("/registry/example.com/foos/ns/x").as_deref(), Some("secretbox[\"b\"]"));
-        assert_eq!(first("/registry/core/configmaps/ns/x").as_deref(), Some("identity"));
+        assert_eq!(
+            first("/registry/core/secrets/ns/x").as_deref(),
+            Some("aescbc[\"a\"]")
+        );
+        assert_eq!(
+            first("/registry/apps/deployments/ns/x").as_deref(),
+            Some("aescbc[\"a\"]")
+        );
+        assert_eq!(
+            first("/registry/example.com/foos/ns/x").as_deref(),
+            Some("secretbox[\"b\"]")
+        );
+        assert_eq!(
+            first("/registry/core/configmaps/ns/x").as_deref(),
+            Some("identity")
+        );
         assert_eq!(first("/registry/apps/replicasets/ns/x"), None);
         assert_eq!(first("/compact_rev_key"), None);
 
         let all = config("['*.*']", &keyed("aesgcm", &[("k", K16)])).expect("valid");
-        assert!(all.transformer_for_key("/registry/apps/replicasets/ns/x").is_some());
-        assert!(all.transformer_for_key("/registry/core/secrets/ns/x").is_some());
+        assert!(
+            all.transformer_for_key("/registry/apps/replicasets/ns/x")
+                .is_some()
+        );
+        assert!(
+            all.transformer_for_key("/registry/core/secrets/ns/x")
+                .is_some()
+        );
     }
 
     #[test]
     fn unconfigured_resources_refuse_encrypted_values() {
         let inner_cfg = config("[secrets]", &keyed("aescbc", &[("k", K32)])).expect("valid");
-        let (v, stale) =
-            read_value(&inner_cfg, "/registry/core/configmaps/ns/c", &Bytes::from_static(b"{}"))
-                .expect("plain");
+        let (v, stale) = read_value(
+            &inner_cfg,
+            "/registry/core/configmaps/ns/c",
+            &Bytes::from_static(b"{}"),
+        )
+        .expect("plain");
         assert_eq!(&v[..], b"{}");
         assert!(!stale);
         let err = read_value(
@@ -1294,10 +1351,14 @@ resources:
         )
         .expect_err("encrypted");
         assert!(
-            err.to_string().contains("identity transformer tried to read encrypted data"),
+            err.to_string()
+                .contains("identity transformer tried to read encrypted data"),
             "{err}"
         );
-        assert!(err.to_string().contains("/registry/core/configmaps/ns/c"), "{err}");
+        assert!(
+            err.to_string().contains("/registry/core/configmaps/ns/c"),
+            "{err}"
+        );
     }
 
     fn parse_err(text: &str) -> String {
@@ -1345,8 +1406,14 @@ resources:
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();
-        assert!(e.contains("keys[0].name: Required value: name is a mandatory field for a key"), "{e}");
-        assert!(e.contains("keys[0].secret: Required value: secret is a mandatory field for a key"), "{e}");
+        assert!(
+            e.contains("keys[0].name: Required value: name is a mandatory field for a key"),
+            "{e}"
+        );
+        assert!(
+            e.contains("keys[0].secret: Required value: secret is a mandatory field for a key"),
+            "{e}"
+        );
         let e = config("[secrets]", "      - aescbc:\n          keys: []\n").err();
         assert!(
             e.map(|e| e.to_string())
@@ -1357,7 +1424,10 @@ resources:
         // once (an aggregate in brackets).
         let e = config(
             "[secrets, Secrets, '*']",
-            &format!("{}        identity: {{}}\n      - {{}}\n", keyed("aescbc", &[("k", K32)])),
+            &format!(
+                "{}        identity: {{}}\n      - {{}}\n",
+                keyed("aescbc", &[("k", K32)])
+            ),
         )
         .err()
         .map(|e| e.to_string())
@@ -1382,9 +1452,18 @@ resources:
         );
         for (res, msg) in [
             ("events.events.k8s.io", "Use 'events' instead"),
-            ("deployments.extensions", "'extensions' group has been removed"),
-            ("secrets.*", "encrypting the same resource across groups is not supported"),
-            ("serviceipallocations", "resources which do not have REST API/s cannot be encrypted"),
+            (
+                "deployments.extensions",
+                "'extensions' group has been removed",
+            ),
+            (
+                "secrets.*",
+                "encrypting the same resource across groups is not supported",
+            ),
+            (
+                "serviceipallocations",
+                "resources which do not have REST API/s cannot be encrypted",
+            ),
         ] {
             let e = config(&format!("['{res}']"), "      - identity: {}\n").err();
             assert!(
@@ -1409,7 +1488,10 @@ resources:
         // The long-removed `kind: EncryptionConfig` (apiVersion v1) is not
         // read by kube-apiserver any more either.
         let e = parse_err("kind: EncryptionConfig\napiVersion: v1\nresources: []\n");
-        assert!(e.contains("no kind \"EncryptionConfig\" is registered for version \"v1\""), "{e}");
+        assert!(
+            e.contains("no kind \"EncryptionConfig\" is registered for version \"v1\""),
+            "{e}"
+        );
         let e = parse_err("resources: []\n");
         assert!(e.contains("'Kind' or 'apiVersion' is missing"), "{e}");
 
@@ -1461,12 +1543,17 @@ resources:
 
         let empty = dir.path().join("empty.yaml");
         std::fs::write(&empty, "").expect("write");
-        let e = EncryptionConfig::load(&empty).expect_err("empty").to_string();
+        let e = EncryptionConfig::load(&empty)
+            .expect_err("empty")
+            .to_string();
         assert!(e.contains("is empty"), "{e}");
         let e = EncryptionConfig::load(&dir.path().join("missing.yaml"))
             .expect_err("missing")
             .to_string();
-        assert!(e.contains("error opening encryption provider configuration file"), "{e}");
+        assert!(
+            e.contains("error opening encryption provider configuration file"),
+            "{e}"
+        );
     }
 
     /// Over a real sled store: what reaches the engine is ciphertext, and
@@ -1480,18 +1567,27 @@ resources:
             let cfg = config("[secrets]", &keyed(provider, &[("key1", secret)])).expect("valid");
             let s = EncryptedStorage::new(raw.clone(), Arc::new(cfg));
             let start = s.current_revision().await.expect("rev");
-            let mut watch = s.watch("/registry/core/secrets/", start).await.expect("watch");
+            let mut watch = s
+                .watch("/registry/core/secrets/", start)
+                .await
+                .expect("watch");
 
             let v1 = Bytes::from_static(b"{\"data\":\"top-secret-1\"}");
             let v2 = Bytes::from_static(b"{\"data\":\"top-secret-2\"}");
             let created = s.create(KEY, v1.clone()).await.expect("create");
             assert_eq!(created.value, v1);
-            let updated = s.update(KEY, v2.clone(), created.mod_revision).await.expect("update");
+            let updated = s
+                .update(KEY, v2.clone(), created.mod_revision)
+                .await
+                .expect("update");
             assert_eq!(updated.value, v2);
             // Not configured: stored as it is.
-            s.create("/registry/core/configmaps/default/c", Bytes::from_static(b"{\"cm\":1}"))
-                .await
-                .expect("create cm");
+            s.create(
+                "/registry/core/configmaps/default/c",
+                Bytes::from_static(b"{\"cm\":1}"),
+            )
+            .await
+            .expect("create cm");
 
             let stored = raw.get(KEY).await.expect("raw get").expect("present");
             let prefix = format!("k8s:enc:{provider}:v1:key1:");
@@ -1505,7 +1601,11 @@ resources:
             assert_eq!(&cm.value[..], b"{\"cm\":1}");
 
             assert_eq!(s.get(KEY).await.expect("get").expect("present").value, v2);
-            let (kv, stale) = s.get_with_staleness(KEY).await.expect("get").expect("present");
+            let (kv, stale) = s
+                .get_with_staleness(KEY)
+                .await
+                .expect("get")
+                .expect("present");
             assert_eq!(kv.value, v2);
             assert!(!stale);
             let list = s
@@ -1541,7 +1641,10 @@ resources:
             }
             assert_eq!(seen[0].kv.value, v1);
             assert_eq!(seen[1].kv.value, v2);
-            assert_eq!(seen[1].prev.as_ref().map(|p| p.value.clone()), Some(v1.clone()));
+            assert_eq!(
+                seen[1].prev.as_ref().map(|p| p.value.clone()),
+                Some(v1.clone())
+            );
             assert_eq!(seen[2].kind, crate::EventType::Deleted);
             assert_eq!(seen[2].kv.value, v2);
         }
@@ -1563,8 +1666,11 @@ resources:
         let k2_then_k1 = EncryptedStorage::new(
             raw.clone(),
             Arc::new(
-                config("[secrets]", &keyed("aescbc", &[("key2", K32B), ("key1", K32)]))
-                    .expect("valid"),
+                config(
+                    "[secrets]",
+                    &keyed("aescbc", &[("key2", K32B), ("key1", K32)]),
+                )
+                .expect("valid"),
             ),
         );
         let (read, stale) = k2_then_k1
@@ -1574,16 +1680,29 @@ resources:
             .expect("present");
         assert_eq!(read.value, v);
         assert!(stale);
-        k2_then_k1.update(KEY, v.clone(), kv.mod_revision).await.expect("rewrite");
+        k2_then_k1
+            .update(KEY, v.clone(), kv.mod_revision)
+            .await
+            .expect("rewrite");
         let stored = raw.get(KEY).await.expect("raw").expect("present");
         assert!(stored.value.starts_with(b"k8s:enc:aescbc:v1:key2:"));
-        assert!(!k2_then_k1.get_with_staleness(KEY).await.expect("get").expect("p").1);
+        assert!(
+            !k2_then_k1
+                .get_with_staleness(KEY)
+                .await
+                .expect("get")
+                .expect("p")
+                .1
+        );
 
         let only_k1 = EncryptedStorage::new(
             raw.clone(),
             Arc::new(config("[secrets]", &keyed("aescbc", &[("key1", K32)])).expect("valid")),
         );
         let err = only_k1.get(KEY).await.expect_err("key2 is gone");
-        assert!(err.to_string().contains("no matching key was found"), "{err}");
+        assert!(
+            err.to_string().contains("no matching key was found"),
+            "{err}"
+        );
     }
 }
