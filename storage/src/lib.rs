@@ -15,6 +15,8 @@
 //!   (too old → [`StorageError::Compacted`], i.e. HTTP 410), bounded
 //!   per-watcher queues.
 //! - [`conformance`]: one test suite every engine must pass.
+//! - [`encryption::EncryptedStorage`]: encryption at rest over any engine
+//!   (`--encryption-provider-config`, kube-apiserver's format).
 //!
 //! What it is not: it knows nothing of kinds, namespaces or HTTP. Keys are
 //! `/<resource-prefix>/<namespace>/<name>` strings built by the registry, values
@@ -30,6 +32,7 @@ use futures::Stream;
 
 pub mod cache;
 pub mod conformance;
+pub mod encryption;
 pub mod etcd_engine;
 pub mod etcd_process;
 pub mod sled_engine;
@@ -174,6 +177,21 @@ pub enum StorageError {
 pub trait Storage: Send + Sync + 'static {
     /// The latest value of `key`, if any.
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError>;
+
+    /// [`Storage::get`], and whether the stored value is *stale*: readable,
+    /// but not in the form a write would store now (encrypted with a provider
+    /// or key that is no longer the first one, or plaintext where encryption
+    /// is now configured: kube's `TransformFromStorage` `stale`). A
+    /// guaranteed update writes a stale value back even when the object did
+    /// not change, which is how rewriting every object re-encrypts it. Engines
+    /// store values as given: never stale (this default). Layers that
+    /// transform values forward it.
+    async fn get_with_staleness(
+        &self,
+        key: &str,
+    ) -> Result<Option<(KeyValue, bool)>, StorageError> {
+        Ok(self.get(key).await?.map(|kv| (kv, false)))
+    }
 
     /// Keys starting with `prefix`, in key order, per [`ListOptions`].
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError>;

@@ -184,6 +184,15 @@ pub struct ServerOptions {
     #[arg(long = "etcd-keyfile", value_name = "FILE", requires = "etcd_certfile")]
     pub etcd_keyfile: Option<PathBuf>,
 
+    /// The file containing configuration for encryption providers to be used
+    /// for storing secrets in etcd (or the embedded store): an
+    /// EncryptionConfiguration (apiserver.config.k8s.io/v1) with aescbc,
+    /// aesgcm, secretbox or identity providers per resource, as
+    /// kube-apiserver's flag. Values are stored as `k8s:enc:PROVIDER:v1:KEY:`
+    /// + ciphertext. KMS providers are not supported.
+    #[arg(long = "encryption-provider-config", value_name = "FILE")]
+    pub encryption_provider_config: Option<PathBuf>,
+
     /// On SIGTERM/SIGINT, how long /readyz reports failure while requests
     /// are still served, before the listener closes (lets load balancers
     /// notice). Go-style duration, e.g. 0s, 5s, 1m.
@@ -255,6 +264,7 @@ impl Default for ServerOptions {
                 etcd_cafile: None,
                 etcd_certfile: None,
                 etcd_keyfile: None,
+                encryption_provider_config: None,
                 shutdown_delay_duration: Duration::ZERO,
                 shutdown_grace: Duration::from_secs(10),
                 audit: crate::audit::AuditOptions::default(),

@@ -90,6 +90,31 @@ pub async fn build_state(
 /// The storage engine the options name: etcd when `--etcd-servers` is
 /// given (kube-apiserver's storage), else sled under DATA_DIR/store.
 pub async fn open_storage(options: &ServerOptions) -> anyhow::Result<Arc<dyn Storage>> {
+    // --encryption-provider-config: loaded before the store is opened (a bad
+    // file stops the start), then encrypts over the engine, below the
+    // registry's watch caches (storage/src/encryption.rs).
+    let encryption = match &options.encryption_provider_config {
+        Some(path) => {
+            let config =
+                ubernetes_storage::encryption::EncryptionConfig::load(path).map_err(|e| {
+                    anyhow::anyhow!("--encryption-provider-config {}: {e}", path.display())
+                })?;
+            tracing::info!(file = %path.display(), ?config, "encryption at rest configured");
+            Some(Arc::new(config))
+        }
+        None => None,
+    };
+    let engine = open_engine(options).await?;
+    Ok(match encryption {
+        Some(config) => Arc::new(ubernetes_storage::encryption::EncryptedStorage::new(
+            engine, config,
+        )),
+        None => engine,
+    })
+}
+
+/// The storage engine itself (see [`open_storage`]).
+async fn open_engine(options: &ServerOptions) -> anyhow::Result<Arc<dyn Storage>> {
     if !options.etcd_servers.is_empty() {
         let etcd = EtcdOptions {
             endpoints: options.etcd_servers.clone(),

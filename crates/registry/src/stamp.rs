@@ -104,6 +104,17 @@ impl Storage for ApiVersionStamp {
             .map(|kv| stamp_kv(kv, &self.stamp)))
     }
 
+    async fn get_with_staleness(
+        &self,
+        key: &str,
+    ) -> Result<Option<(KeyValue, bool)>, StorageError> {
+        Ok(self
+            .inner
+            .get_with_staleness(key)
+            .await?
+            .map(|(kv, stale)| (stamp_kv(kv, &self.stamp), stale)))
+    }
+
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError> {
         let mut res = self.inner.list(prefix, opts).await?;
         res.items = res
@@ -163,6 +174,16 @@ impl Storage for ApiVersionStamp {
 
     async fn current_revision(&self) -> Result<Revision, StorageError> {
         self.inner.current_revision().await
+    }
+
+    // A layer must forward these two, or consistent reads across replicas
+    // (issue 14) silently fall back to this process's own writes.
+    async fn consistent_read_revision(&self) -> Result<Option<Revision>, StorageError> {
+        self.inner.consistent_read_revision().await
+    }
+
+    fn request_progress(&self) {
+        self.inner.request_progress();
     }
 
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {

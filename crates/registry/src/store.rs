@@ -971,9 +971,12 @@ impl Store {
         let info = self.info().clone();
         let key = self.key(namespace, name);
         for _ in 0..MAX_WRITE_ATTEMPTS {
-            let current = self
+            // `stale`: the stored bytes are not in the form a write would
+            // store now (e.g. encrypted with an older key): write them back
+            // even if the object did not change, as kube's GuaranteedUpdate.
+            let (current, stale) = self
                 .storage
-                .get(&key)
+                .get_with_staleness(&key)
                 .await
                 .map_err(|e| storage_error(&info, name, e))?
                 .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))?;
@@ -989,7 +992,7 @@ impl Store {
             meta_mut(&mut new_obj).remove("resourceVersion");
             let mut cur_cmp = cur_obj.clone();
             meta_mut(&mut cur_cmp).remove("resourceVersion");
-            if new_obj == cur_cmp {
+            if new_obj == cur_cmp && !stale {
                 return Ok(WriteResult {
                     object: cur_obj,
                     warnings: Vec::new(),
