@@ -62,8 +62,7 @@ async fn scrape(server: &Server, token: Option<&str>) -> Result<(u16, String, St
         ca.display()
     );
     let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml)?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
     let client = kube::Client::try_from(config)?;
     let request = http::Request::get("/metrics").body(Vec::new())?;
     let response = client.send(request.map(kube::client::Body::from)).await?;
@@ -100,11 +99,10 @@ fn sum_of(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
                 None => continue,
             },
         };
-        if labels.iter().all(|want| {
-            series_labels
-                .split(',')
-                .any(|l| l == *want)
-        }) && let Ok(v) = value.trim().parse::<f64>()
+        if labels
+            .iter()
+            .all(|want| series_labels.split(',').any(|l| l == *want))
+            && let Ok(v) = value.trim().parse::<f64>()
         {
             *found.get_or_insert(0.0) += v;
         }
@@ -184,8 +182,7 @@ async fn metrics_are_served_to_monitoring_users_and_scraped_by_prometheus() -> R
         "no LIST of configmaps:\n{text}"
     );
     ensure!(
-        sum_of(&text, "apiserver_request_duration_seconds_count", &lists)
-            .is_some_and(|n| n >= 1.0),
+        sum_of(&text, "apiserver_request_duration_seconds_count", &lists).is_some_and(|n| n >= 1.0),
         "no LIST duration:\n{text}"
     );
     ensure!(
@@ -289,13 +286,11 @@ async fn metrics_are_served_to_monitoring_users_and_scraped_by_prometheus() -> R
     );
     let stored = eventually(WAIT, || {
         let v = prometheus.query("apiserver_request_total")?;
-        Ok(series(&v)
-            .into_iter()
-            .find(|s| {
-                s["metric"]["job"] == "ubernetes"
-                    && s["metric"]["verb"] == "POST"
-                    && s["metric"]["resource"] == "configmaps"
-            }))
+        Ok(series(&v).into_iter().find(|s| {
+            s["metric"]["job"] == "ubernetes"
+                && s["metric"]["verb"] == "POST"
+                && s["metric"]["resource"] == "configmaps"
+        }))
     })
     .with_context(|| prometheus.log_tail())?;
     let value: f64 = stored["value"][1]
@@ -490,9 +485,11 @@ spec:
     fed.host.kubectl_ok(&["delete", "cluster", "east"])?;
     eventually(WAIT, || {
         let text = fed.host.kubectl_ok(&["get", "--raw", "/metrics"])?;
-        Ok(sum_of(&text, "ubernetes_federation_cluster_ready", &[cluster])
-            .is_none()
-            .then_some(()))
+        Ok(
+            sum_of(&text, "ubernetes_federation_cluster_ready", &[cluster])
+                .is_none()
+                .then_some(()),
+        )
     })?;
     Ok(())
 }

@@ -659,7 +659,15 @@ mod tests {
         let l = labels(Method::GET, "/apis/apps/v1/deployments", None).expect("instrumented");
         assert_eq!(
             short(&l),
-            ("LIST", "apps", "v1", "deployments", "", "cluster", "apiserver")
+            (
+                "LIST",
+                "apps",
+                "v1",
+                "deployments",
+                "",
+                "cluster",
+                "apiserver"
+            )
         );
         let l = labels(Method::GET, "/api/v1/namespaces", None).expect("instrumented");
         assert_eq!((short(&l).0, short(&l).5), ("LIST", "cluster"));
@@ -811,7 +819,11 @@ mod tests {
         assert_eq!(sample(&text, series), Some(before + 2.0), "{text}");
         let count = r#"apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="metricstest.example",resource="widgets",scope="namespace",subresource="",verb="LIST",version="v1"}"#;
         assert!(sample(&text, count).is_some_and(|n| n >= 2.0), "{text}");
-        assert!(text.contains(r#"apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="metricstest.example",le="0.005""#));
+        // kube's first bucket.
+        assert!(
+            text.contains(r#"apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="metricstest.example",resource="widgets",scope="namespace",subresource="",verb="LIST",version="v1",le="0.005"}"#),
+            "{text}"
+        );
     }
 
     #[tokio::test]
@@ -819,7 +831,7 @@ mod tests {
         use futures::StreamExt as _;
         use tower::ServiceExt as _;
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
-        let rx = Mutex::new(Some(rx));
+        let rx = Arc::new(Mutex::new(Some(rx)));
         let app = Router::new()
             .route(
                 "/apis/metricstest.example/v1/gadgets",
@@ -842,7 +854,9 @@ mod tests {
             .body(Body::empty())
             .expect("request");
         let resp = app.oneshot(req).await.expect("infallible");
-        tx.send(Ok(Bytes::from_static(b"{}\n"))).await.expect("send");
+        tx.send(Ok(Bytes::from_static(b"{}\n")))
+            .await
+            .expect("send");
         let mut body = resp.into_body().into_data_stream();
         assert!(body.next().await.is_some());
         let open = scrape().await;

@@ -66,7 +66,8 @@ fn histogram(name: &str, help: &str, labels: &[&str]) -> HistogramVec {
     )
 }
 
-static METRICS: LazyLock<FederationMetrics> = LazyLock::new(|| FederationMetrics {
+static METRICS: LazyLock<FederationMetrics> = LazyLock::new(|| {
+    FederationMetrics {
     cluster_ready: gauge(
         "ubernetes_federation_cluster_ready",
         "Whether the member cluster's last health probe answered ok (1) or not (0).",
@@ -107,6 +108,7 @@ static METRICS: LazyLock<FederationMetrics> = LazyLock::new(|| FederationMetrics
         )
         .expect("a valid static metric"),
     ),
+}
 });
 
 /// The federation's metrics (registered on first use).
@@ -144,7 +146,9 @@ impl FederationMetrics {
         self.objects_in_sync
             .with_label_values(&[cluster])
             .set(in_sync);
-        self.objects_placed.with_label_values(&[cluster]).set(placed);
+        self.objects_placed
+            .with_label_values(&[cluster])
+            .set(placed);
         self.replicas_placed
             .with_label_values(&[cluster])
             .set(replicas);
@@ -233,10 +237,14 @@ mod tests {
             assert!(t.contains(line), "{line} missing in\n{t}");
         }
         m.not_ready("metrics-test-east");
-        assert!(text().contains(r#"ubernetes_federation_cluster_ready{cluster="metrics-test-east"} 0"#));
+        assert!(
+            text().contains(r#"ubernetes_federation_cluster_ready{cluster="metrics-test-east"} 0"#)
+        );
         m.forget("metrics-test-east");
         let t = text();
         assert!(!t.contains(r#"ubernetes_federation_cluster_ready{cluster="metrics-test-east"}"#));
-        assert!(!t.contains(r#"ubernetes_federation_propagation_duration_seconds_count{cluster="metrics-test-east""#));
+        assert!(!t.contains(
+            r#"ubernetes_federation_propagation_duration_seconds_count{cluster="metrics-test-east""#
+        ));
     }
 }
