@@ -13,8 +13,9 @@
 #   - cargo-fuzz (pinned in scripts/fuzz.sh) into .tools/cargo, to run each
 #     fuzz target briefly on its seed corpus (only in the full run).
 # and, system-wide from Debian's packages, `dig` (dnsutils) for the DNS e2e
-# test (e2e/tests/federation_dns.rs, which says SKIPPED without it) and
-# etcd-server and etcd-client when `etcd` or `etcdctl` is missing, for the etcd tests.
+# test (e2e/tests/federation_dns.rs, which says SKIPPED without it),
+# prometheus (with promtool) for the /metrics test, and etcd-server and
+# etcd-client when `etcd` or `etcdctl` is missing, for the etcd tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -45,6 +46,20 @@ if ! command -v dig >/dev/null 2>&1; then
   $sudo_cmd apt-get install -y dnsutils >/dev/null 2>&1 \
     || { $sudo_cmd apt-get update >/dev/null 2>&1 && $sudo_cmd apt-get install -y dnsutils >/dev/null 2>&1; } \
     || echo "warning: could not install dnsutils; the DNS e2e test will be skipped"
+fi
+
+# Prometheus and promtool (Debian's `prometheus`) for the /metrics e2e test
+# (e2e/tests/metrics_prometheus.rs: a real Prometheus scrapes the server;
+# it says SKIPPED without them).
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+  echo "==> installing prometheus (Debian's prometheus) for the metrics e2e test"
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  $sudo_cmd apt-get install -y prometheus >/dev/null 2>&1 \
+    || { $sudo_cmd apt-get update >/dev/null 2>&1 && $sudo_cmd apt-get install -y prometheus >/dev/null 2>&1; } \
+    || echo "warning: could not install prometheus; the Prometheus scrape test will be skipped"
+  # The package starts a Prometheus service; the test runs its own.
+  { $sudo_cmd systemctl stop prometheus prometheus-node-exporter || $sudo_cmd service prometheus stop; } >/dev/null 2>&1 || true
 fi
 
 # etcd for the etcd engine's tests (storage/tests/etcd_conformance.rs,

@@ -214,6 +214,9 @@ pub async fn authorize(
                     audit.impersonated_user(&ok.user);
                 }
             }
+            // The parsed request, for the filters after this one (the
+            // request metrics), as kube's `WithRequestInfo` context value.
+            parts.extensions.insert(ok.info);
             if ok.impersonated {
                 strip_impersonation_headers(&mut parts.headers);
                 parts.extensions.insert(from_rbac_user(ok.user));

@@ -12,6 +12,7 @@
 //! - `authn`: x509 client certificates, bearer tokens, in-process identity.
 //! - `health`: `/version`, `/healthz`, `/livez`, `/readyz`.
 //! - `in_process`: the `kube::Client` over the router for embedded controllers.
+//! - `metrics`: `/metrics` and kube-apiserver's request and storage metrics.
 //! - `state` + `handlers`: the API itself (`api_router`).
 //! - `proxy`: the cluster proxy (`clusters/<name>/proxy/...` to a member).
 //!
@@ -28,6 +29,7 @@ pub mod health;
 pub mod hooks;
 pub mod in_process;
 pub mod leader_election;
+pub mod metrics;
 pub mod openapi_routes;
 pub mod options;
 pub mod protobuf;

@@ -14,8 +14,10 @@
 //! `Audit-Id` header ([`crate::audit::audit_id`]) → panic catcher (500
 //! Status; a panic never kills the server) → watch closer (ends watch streams
 //! on shutdown) → authentication (401 Status) → audit log
-//! ([`crate::audit::audit`]) → authorization and impersonation ([`crate::authz`]: 403 Status) → body-size
-//! limit (413 Status) → routes (health + [`crate::state::api_router`]), with
+//! ([`crate::audit::audit`]) → authorization and impersonation
+//! ([`crate::authz`]: 403 Status) → request metrics
+//! ([`crate::metrics::instrument`]) → body-size limit (413 Status) → routes
+//! (health, `/metrics` + [`crate::state::api_router`]), with
 //! empty 404/405 answers turned into Status bodies.
 //!
 //! Graceful shutdown when the `shutdown` future completes: `/readyz` starts
@@ -183,6 +185,10 @@ pub async fn start(
     }
     let cluster_proxy = state.cluster_proxy.clone();
     let leadership = state.leadership.clone();
+    crate::metrics::watch_storage(&state.registry);
+    tokio::spawn(crate::metrics::publish_inflight_every_second(
+        watch_shutdown.clone(),
+    ));
     let app = build_router(
         api_router(state),
         health.clone(),
@@ -256,9 +262,11 @@ pub fn build_router(
 ) -> Router {
     let limit = usize::try_from(max_request_body_bytes).unwrap_or(usize::MAX);
     api.merge(health::router(health))
+        .merge(crate::metrics::router())
         .layer(middleware::map_response(status_for_empty_errors))
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn_with_state(limit, limit_body))
+        .layer(middleware::from_fn(crate::metrics::instrument))
         .layer(middleware::from_fn_with_state(
             authorization,
             authz::authorize,
@@ -431,7 +439,11 @@ async fn status_for_empty_errors(response: Response) -> Response {
         return response;
     }
     match status {
-        StatusCode::NOT_FOUND => status_response(&ApiError::no_route()),
+        StatusCode::NOT_FOUND => {
+            let mut response = status_response(&ApiError::no_route());
+            response.extensions_mut().insert(crate::metrics::NoRoute);
+            response
+        }
         StatusCode::METHOD_NOT_ALLOWED => status_response(&ApiError::new(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",

@@ -12,12 +12,14 @@
 //! - [`answer`]: request → response without I/O (NXDOMAIN vs NODATA,
 //!   REFUSED outside the zone, CNAMEs followed inside it, weighted order),
 //!   also the entry point of the fuzz target ([`answer::handle_packet`]);
-//! - [`server`]: hickory-server's UDP/TCP listeners on that handler.
+//! - [`server`]: hickory-server's UDP/TCP listeners on that handler;
+//! - [`metrics`]: the queries answered, by response code and type.
 //!
 //! Authoritative only: no recursion, no zone transfer, no dynamic update.
 #![forbid(unsafe_code)]
 
 pub mod answer;
+pub mod metrics;
 pub mod records;
 pub mod server;
 

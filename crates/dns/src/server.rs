@@ -35,13 +35,16 @@ impl RequestHandler for Handler {
     ) -> ResponseInfo {
         let table = self.store.snapshot();
         let response = answer(&table, request);
+        let qtype = request.queries().first().map(|q| q.query_type());
         // Encoded once here to be sure it reads back (see `encode`); hickory
         // encodes it again to send it, with the transport's size limit.
         if encode(request, &response, u16::MAX).is_none() {
             let mut header = Header::response_from_request(request.header());
             header.set_response_code(ResponseCode::FormErr);
+            crate::metrics::answered(ResponseCode::FormErr, qtype);
             return header.into();
         }
+        crate::metrics::answered(response.header.response_code(), qtype);
         match response_handle
             .send_response(message(request, &response))
             .await

@@ -523,3 +523,51 @@ async fn a_flood_of_queries_leaves_memory_bounded_and_the_server_answering() {
         .await
         .expect("the server stops");
 }
+
+/// `ubernetes_federation_dns_queries_total{rcode, qtype}` from the process
+/// registry (what `/metrics` serves).
+fn queries_counted(rcode: &str, qtype: &str) -> u64 {
+    prometheus::gather()
+        .iter()
+        .filter(|f| f.name() == "ubernetes_federation_dns_queries_total")
+        .flat_map(|f| f.get_metric().to_vec())
+        .filter(|m| {
+            let l = m.get_label();
+            l.iter().any(|l| l.name() == "rcode" && l.value() == rcode)
+                && l.iter().any(|l| l.name() == "qtype" && l.value() == qtype)
+        })
+        .map(|m| m.get_counter().get_value() as u64)
+        .sum()
+}
+
+#[tokio::test]
+async fn the_server_counts_its_answers_by_code_and_type() {
+    let stop = CancellationToken::new();
+    let server = DnsServer::start("127.0.0.1:0".parse().unwrap(), store(), stop.clone())
+        .await
+        .unwrap();
+    let before = queries_counted("REFUSED", "SRV");
+    let sock = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    for _ in 0..2 {
+        sock.send_to(
+            &query("elsewhere.example.org.", RecordType::SRV)
+                .to_vec()
+                .unwrap(),
+            server.local_addr,
+        )
+        .await
+        .unwrap();
+        let mut buf = vec![0u8; 4096];
+        let (n, _) = tokio::time::timeout(Duration::from_secs(5), sock.recv_from(&mut buf))
+            .await
+            .expect("a UDP answer")
+            .unwrap();
+        let r = Message::from_vec(&buf[..n]).unwrap();
+        assert_eq!(r.response_code(), ResponseCode::Refused);
+    }
+    assert_eq!(queries_counted("REFUSED", "SRV"), before + 2);
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(10), server.stopped())
+        .await
+        .expect("the server stops");
+}

@@ -315,6 +315,7 @@ impl Context {
         }
         self.state.lock().remove(name);
         self.members.remove(name);
+        crate::metrics::metrics().forget(name);
     }
 
     /// The member client for `cluster`, built again only when its inputs
@@ -740,7 +741,9 @@ async fn reconcile(cluster: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, E
     }
 
     let at = now();
+    let probe_started = Instant::now();
     let health = probe(&conn.client, ctx.options.cluster_probe_timeout).await;
+    crate::metrics::metrics().probed(&name, health == Health::Ready, probe_started.elapsed());
     let (facts, version) = if health == Health::Unreachable {
         (None, None)
     } else {
@@ -797,6 +800,7 @@ async fn reconcile(cluster: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, E
 async fn credentials_invalid(cluster: &Cluster, ctx: &Context, problem: &str) -> Result<(), Error> {
     let name = cluster.name_any();
     ctx.members.remove(&name);
+    crate::metrics::metrics().not_ready(&name);
     let at = now();
     let old = cluster.status.clone().unwrap_or_default();
     let mut conditions = credentials_invalid_conditions(problem, at);

@@ -36,6 +36,10 @@
 //!   [`overrides`] (per-cluster JSON patches), [`version`] (the record
 //!   object and its per-cluster state).
 //!
+//! - [`metrics`]: the federation's Prometheus metrics (per cluster:
+//!   ready, probe latency, objects in sync, replicas placed, propagation
+//!   latency and errors).
+//!
 //! What it is not: it never touches the store directly, and never writes
 //! the user's objects (SPEC §3.8): its bookkeeping lives in objects of its
 //! own. Everything goes through the public Kubernetes API, as any user's
@@ -54,6 +58,7 @@ pub mod informer;
 pub mod kinds;
 pub mod member_object;
 pub mod members;
+pub mod metrics;
 pub mod options;
 pub mod overrides;
 pub mod placement;

@@ -89,10 +89,25 @@ pub fn objects_per_cluster<'a>(
     out
 }
 
+/// Per cluster, the workload replicas placed there: the sum of the
+/// `replicas` its entries in the records carry (set by scheduling).
+pub fn replicas_per_cluster<'a>(
+    records: impl IntoIterator<Item = &'a PropagationRecord>,
+) -> BTreeMap<String, i64> {
+    let mut out: BTreeMap<String, i64> = BTreeMap::new();
+    for r in records {
+        for (cluster, rec) in version::state_of(r) {
+            *out.entry(cluster).or_default() += rec.replicas.unwrap_or(0);
+        }
+    }
+    out
+}
+
 /// Keep each Cluster's `status.objectsInSync` / `status.objectsPlaced`
 /// (the OBJECTS IN SYNC column of `kubectl get clusters -o wide`) up to
 /// date from the propagation records, written only when they change, at
-/// most once per cluster monitor period (10 s at most).
+/// most once per cluster monitor period (10 s at most); and the per-cluster
+/// metrics of the same counts and of the replicas placed.
 async fn count_objects(ctx: Arc<Context>, stop: CancellationToken) {
     let (records, writer) = reflector::store::<PropagationRecord>();
     let api: Api<PropagationRecord> = Api::all(ctx.fed.clone());
@@ -121,8 +136,15 @@ async fn count_objects(ctx: Arc<Context>, stop: CancellationToken) {
         }
         let state = records.state();
         let counts = objects_per_cluster(state.iter().map(|r| &**r));
+        let replicas = replicas_per_cluster(state.iter().map(|r| &**r));
         for m in ctx.members.snapshot() {
             let c = counts.get(&m.name).copied().unwrap_or_default();
+            crate::metrics::metrics().placed(
+                &m.name,
+                c.0,
+                c.1,
+                replicas.get(&m.name).copied().unwrap_or_default(),
+            );
             if written.get(&m.name) == Some(&c) {
                 continue;
             }

@@ -32,7 +32,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use futures::channel::mpsc;
@@ -609,7 +609,9 @@ async fn sync_cluster(
     fields: Option<&ClusterFields>,
 ) -> Outcome {
     let prev = prev.unwrap_or_default();
+    let resource = crate::metrics::resource_label(&ctx.kind);
     let failed = |message: String, reason: &'static str| {
+        crate::metrics::metrics().propagation_failed(&member.name, &resource, reason);
         let retry = ctx.note_failure(t.uid, &member.name);
         let event = (prev.state != SyncState::Failed || prev.message != message)
             .then_some((EventType::Warning, reason));
@@ -703,6 +705,7 @@ async fn sync_cluster(
     } else {
         "FailedUpdateInCluster"
     };
+    let started = Instant::now();
     let mut result =
         dispatch::apply(member, &ctx.kind, &desired, t.name, t.ns, ctx.timeout()).await;
     if let Err(e) = &result
@@ -712,6 +715,7 @@ async fn sync_cluster(
     {
         result = dispatch::apply(member, &ctx.kind, &desired, t.name, t.ns, ctx.timeout()).await;
     }
+    crate::metrics::metrics().propagated(&member.name, &resource, started.elapsed());
     match result {
         Ok(applied) => {
             ctx.note_success(t.uid, &member.name);
@@ -812,6 +816,11 @@ async fn remove_unselected(
             }
         }
         Err(MemberError { message, .. }) => {
+            crate::metrics::metrics().propagation_failed(
+                &member.name,
+                &crate::metrics::resource_label(&ctx.kind),
+                "FailedDeleteInCluster",
+            );
             let retry = ctx.note_failure(t.uid, &member.name);
             let prev = prev.unwrap_or_default();
             let event =

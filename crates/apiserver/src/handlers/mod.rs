@@ -48,6 +48,10 @@ pub fn status_response(e: &ApiError) -> axum::response::Response {
         http::header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    if e.code == 404 && *e == ApiError::no_route() {
+        // A path that names nothing served: not a request metric's label.
+        resp.extensions_mut().insert(crate::metrics::NoRoute);
+    }
     if let Some(secs) = e.retry_after {
         resp.headers_mut()
             .insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
