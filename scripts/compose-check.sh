@@ -112,4 +112,8 @@ done
 # The federation spreads the Deployment's replicas over the members.
 [ "$total" = 4 ] || fail "the members hold $total replicas of web, not 4"
 "$kubectl" "${fed_a[@]}" get clusters
+# One replica leads the controllers (a coordination.k8s.io Lease).
+holder=$("$kubectl" "${fed_a[@]}" -n kube-system get lease ubernetes-controller-manager -o jsonpath='{.spec.holderIdentity}')
+[ -n "$holder" ] || fail "no replica holds the controllers' Lease"
+say "the controllers' Lease is held by $holder"
 say "the stack came up and propagated in $(( $(date +%s) - up ))s after compose up"
