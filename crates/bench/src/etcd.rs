@@ -236,22 +236,7 @@ impl ManagedEtcd {
 
     /// SIGTERM by PID, up to 10 s for a clean exit, then SIGKILL.
     pub async fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            if let Some(pid) = child.id() {
-                let _ = Command::new("kill")
-                    .arg("-TERM")
-                    .arg(pid.to_string())
-                    .status()
-                    .await;
-            }
-            if tokio::time::timeout(Duration::from_secs(10), child.wait())
-                .await
-                .is_err()
-            {
-                let _ = child.start_kill();
-                let _ = child.wait().await;
-            }
-        }
+        crate::server::terminate(self.child.take(), Duration::from_secs(10)).await;
     }
 }
 

@@ -235,28 +235,30 @@ impl ManagedServer {
 
     /// SIGTERM, up to 20 s for a graceful exit, then SIGKILL.
     pub async fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            if let Some(pid) = child.id() {
-                let _ = Command::new("kill")
-                    .arg("-TERM")
-                    .arg(pid.to_string())
-                    .status()
-                    .await;
-            }
-            if tokio::time::timeout(Duration::from_secs(20), child.wait())
-                .await
-                .is_err()
-            {
-                let _ = child.start_kill();
-                let _ = child.wait().await;
-            }
-        }
+        terminate(self.child.take(), Duration::from_secs(20)).await;
     }
 }
 
 /// The port of `https://HOST:PORT[/]`.
 fn port_of(url: &str) -> Option<u16> {
     url.trim_end_matches('/').rsplit(':').next()?.parse().ok()
+}
+
+/// Stop a child process by PID: SIGTERM, up to `grace` for it to exit, then
+/// SIGKILL (every process the bench starts is stopped this way).
+pub async fn terminate(child: Option<Child>, grace: Duration) {
+    let Some(mut child) = child else { return };
+    if let Some(pid) = child.id() {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(pid.to_string())
+            .status()
+            .await;
+    }
+    if tokio::time::timeout(grace, child.wait()).await.is_err() {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
 }
 
 #[cfg(test)]
