@@ -48,6 +48,16 @@ if ! command -v dig >/dev/null 2>&1; then
     || echo "warning: could not install dnsutils; the DNS e2e test will be skipped"
 fi
 
+# curl for the audit e2e test (it reads the Audit-Id response header).
+if ! command -v curl >/dev/null 2>&1; then
+  echo "==> installing curl (Debian's curl) for the audit e2e test"
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  $sudo_cmd apt-get install -y curl >/dev/null 2>&1 \
+    || { $sudo_cmd apt-get update >/dev/null 2>&1 && $sudo_cmd apt-get install -y curl >/dev/null 2>&1; } \
+    || echo "warning: could not install curl; the audit e2e test will fail"
+fi
+
 # Prometheus and promtool (Debian's `prometheus`) for the /metrics e2e test
 # (e2e/tests/metrics_prometheus.rs: a real Prometheus scrapes the server;
 # it says SKIPPED without them).
