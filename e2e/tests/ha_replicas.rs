@@ -13,7 +13,10 @@
 //!   the Lease within 15 s, the garbage collector and the federation
 //!   controllers resume there (an owner deleted after the failover takes its
 //!   dependent along; an object created after it reaches a member cluster),
-//!   and every acknowledged write is still there.
+//!   and every acknowledged write is still there;
+//! - a leader partitioned from etcd (a proxy between them starts refusing)
+//!   stops its controllers within the renew deadline, before another
+//!   replica can take the Lease.
 //!
 //! The election runs with a 10 s lease, 7 s renew deadline and 1 s retry
 //! (rather than 15/10/2): a candidate may first observe the dead leader's
@@ -359,5 +362,96 @@ fn three_replicas_on_one_etcd_serve_one_api_and_fail_over() -> Result<()> {
     eprintln!("ha_replicas: {:?}", started.elapsed());
     drop((b, c, member));
     drop(etcd);
+    Ok(())
+}
+
+/// A leader cut off from etcd (a TCP proxy between it and etcd that starts
+/// refusing: a network partition) ends its term — its controllers stop —
+/// within the renew deadline, before the lease it last renewed expires and
+/// another replica can take it (client-go's guarantee: renew deadline <
+/// lease duration). After the partition heals it stays a follower.
+#[test]
+fn a_partitioned_leader_stops_its_controllers_before_another_replica_takes_the_lease() -> Result<()>
+{
+    use ubernetes_e2e::fault_proxy::{FaultProxy, Mode, ServingCert};
+    let Some(etcd) = EtcdProcess::start()? else {
+        eprintln!("SKIPPED: no etcd binary (scripts/test.sh installs Debian's etcd-server)");
+        return Ok(());
+    };
+    let upstream: std::net::SocketAddr = etcd
+        .url
+        .trim_start_matches("http://")
+        .parse()
+        .context("etcd's address")?;
+    let proxy = FaultProxy::start(upstream, ServingCert::self_signed()?)?;
+    let through_proxy = format!("http://{}", proxy.addr());
+    let timing = [
+        "--etcd-prefix",
+        "/partition",
+        "--leader-elect-lease-duration=8s",
+        "--leader-elect-renew-deadline=5s",
+        "--leader-elect-retry-period=1s",
+    ];
+    let mut flags_a = vec!["--etcd-servers", through_proxy.as_str()];
+    flags_a.extend_from_slice(&timing);
+    let mut flags_b = vec!["--etcd-servers", etcd.url.as_str()];
+    flags_b.extend_from_slice(&timing);
+
+    let a = Server::start_with(&flags_a)?;
+    let id_a = identity(&a)?;
+    eventually(Duration::from_secs(10), || {
+        Ok((holder(&a)?.as_deref() == Some(id_a.as_str())).then_some(()))
+    })
+    .context("a leads")?;
+    let b = Server::start_with_pki(&flags_b, &a)?;
+    let id_b = identity(&b)?;
+    ensure!(
+        holder(&b)?.as_deref() == Some(id_a.as_str()),
+        "a still leads"
+    );
+
+    let log_a = a.data_dir().parent().context("dir")?.join("server.log");
+    let lost = |log: &std::path::Path| {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .contains("leaderelection lost")
+    };
+    ensure!(!lost(&log_a), "a lost its lease before the partition");
+
+    // The partition: every connection from a to etcd is reset from now on.
+    let cut = Instant::now();
+    proxy.set_mode(Mode::Refuse);
+    let mut stopped_at = None;
+    let mut taken_at = None;
+    while cut.elapsed() < Duration::from_secs(30) && (stopped_at.is_none() || taken_at.is_none()) {
+        if stopped_at.is_none() && lost(&log_a) {
+            stopped_at = Some(cut.elapsed());
+        }
+        if taken_at.is_none() && holder(&b)?.as_deref() == Some(id_b.as_str()) {
+            taken_at = Some(cut.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let stopped_at = stopped_at.context("the partitioned leader never ended its term")?;
+    let taken_at = taken_at.context("b never took the lease over")?;
+    eprintln!(
+        "partition: a stopped its controllers after {stopped_at:?}, b took over after {taken_at:?}"
+    );
+    ensure!(
+        stopped_at < taken_at,
+        "a stopped leading ({stopped_at:?}) only after b took over ({taken_at:?})"
+    );
+    ensure!(
+        stopped_at <= Duration::from_secs(7),
+        "a should stop within the 5 s renew deadline (+ a retry), took {stopped_at:?}"
+    );
+
+    // Healed: a is a follower of b's lease now.
+    proxy.set_mode(Mode::Pass);
+    std::thread::sleep(Duration::from_secs(4));
+    ensure!(
+        holder(&b)?.as_deref() == Some(id_b.as_str()),
+        "b keeps the lease after the partition heals"
+    );
     Ok(())
 }
