@@ -416,6 +416,19 @@ impl Store {
         serde_json::from_slice(&bytes).map_err(|e| ApiError::internal(e.to_string()))
     }
 
+    /// The object as this process's watch cache has it now, without waiting
+    /// for the store's latest revision (kube's admission listers): `None`
+    /// when the cache does not have it, or has not yet applied a write this
+    /// process made (a namespace just deleted here must be seen terminating:
+    /// kube's NamespaceLifecycle keeps a live-lookup list for that).
+    fn cached_value(&self, namespace: Option<&str>, name: &str) -> Option<Value> {
+        if self.cache.revision() < self.last_write.load(Ordering::Acquire) {
+            return None;
+        }
+        let obj = self.cache.get(&self.key(namespace, name))?;
+        serde_json::from_slice(&obj.json).ok()
+    }
+
     /// The current cache revision (for bookmarks and list metadata).
     pub fn revision(&self) -> Revision {
         self.cache.revision()
@@ -609,12 +622,20 @@ impl Store {
         if !self.info().namespaced {
             return Ok(());
         }
-        let ns_obj = match ns_store.get_value(None, ns).await {
-            Ok(v) => v,
-            Err(e) if e.code == 404 => {
-                return Err(ApiError::not_found("", "namespaces", ns));
-            }
-            Err(e) => return Err(e),
+        // As kube's NamespaceLifecycle admission: the namespace from the
+        // cache first (no store round trip: on etcd a consistent read costs
+        // one per create), a consistent read only when the cache lacks it
+        // (a namespace created a moment ago, maybe through another replica).
+        let cached = ns_store.cached_value(None, ns);
+        let ns_obj = match cached {
+            Some(v) => v,
+            None => match ns_store.get_value(None, ns).await {
+                Ok(v) => v,
+                Err(e) if e.code == 404 => {
+                    return Err(ApiError::not_found("", "namespaces", ns));
+                }
+                Err(e) => return Err(e),
+            },
         };
         if creating && ns_obj.pointer("/metadata/deletionTimestamp").is_some() {
             return Err(ApiError::forbidden(
