@@ -19,6 +19,7 @@ pub mod labels;
 pub mod meta;
 pub mod patch;
 pub mod resource;
+pub mod user;
 
 pub use error::{ApiError, Cause};
 pub use resource::{ResourceInfo, SubresourceInfo};

@@ -23,10 +23,10 @@ use ipnet::Ipv4Net;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use ubernetes_apimachinery::error::field;
-use ubernetes_apimachinery::{ApiError, ResourceInfo};
+use ubernetes_apimachinery::ApiError;
 use ubernetes_storage::Storage;
 
-use crate::admission::Admission;
+use crate::admission::{Admission, Attributes, Operation};
 use crate::registry::Registry;
 
 /// Where the per-address claims live (outside every resource's prefix).
@@ -210,19 +210,22 @@ impl ClusterIpAllocator {
 
 #[async_trait::async_trait]
 impl Admission for ClusterIpAllocator {
-    async fn admit_create(
+    async fn mutate(
         &self,
-        _info: &ResourceInfo,
+        attrs: &Attributes<'_>,
         obj: &mut Value,
-        dry_run: bool,
-    ) -> Result<(), ApiError> {
+    ) -> Result<Vec<String>, ApiError> {
+        if attrs.operation != Operation::Create || attrs.subresource.is_some() {
+            return Ok(Vec::new());
+        }
+        let dry_run = attrs.dry_run;
         let name = obj
             .pointer("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
         if obj.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName") {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let requested = obj
             .pointer("/spec/clusterIP")
@@ -231,7 +234,7 @@ impl Admission for ClusterIpAllocator {
             .to_string();
         if requested == "None" {
             obj["spec"]["clusterIPs"] = json!(["None"]);
-            return Ok(());
+            return Ok(Vec::new());
         }
         let namespace = obj
             .pointer("/metadata/namespace")
@@ -248,7 +251,7 @@ impl Admission for ClusterIpAllocator {
                 if dry_run || self.claim(ip, &service).await? {
                     obj["spec"]["clusterIP"] = json!(ip.to_string());
                     obj["spec"]["clusterIPs"] = json!([ip.to_string()]);
-                    return Ok(());
+                    return Ok(Vec::new());
                 }
                 used.insert(ip);
             }
@@ -325,7 +328,7 @@ impl Admission for ClusterIpAllocator {
         };
         obj["spec"]["clusterIP"] = json!(ip.to_string());
         obj["spec"]["clusterIPs"] = json!([ip.to_string()]);
-        Ok(())
+        Ok(Vec::new())
     }
 }
 

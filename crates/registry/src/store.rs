@@ -949,8 +949,25 @@ impl Store {
         self.validate(&obj, None)?;
         self.check_namespace(namespaces, namespace, &name, true)
             .await?;
-        for plugin in &self.admission {
-            plugin.admit_create(&info, &mut obj, opts.dry_run).await?;
+        let mut warnings = warnings;
+        {
+            let attrs = crate::admission::Attributes {
+                operation: crate::admission::Operation::Create,
+                info: &info,
+                subresource: None,
+                namespace,
+                name: &name,
+                old: None,
+                user: None,
+                dry_run: opts.dry_run,
+                options: None,
+            };
+            for plugin in &self.admission {
+                warnings.extend(plugin.mutate(&attrs, &mut obj).await?);
+            }
+            for plugin in &self.admission {
+                warnings.extend(plugin.validate(&attrs, &obj).await?);
+            }
         }
         if opts.dry_run {
             // kube-apiserver returns the object without a resourceVersion.
