@@ -12,9 +12,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use kube::Client;
 use tokio::process::{Child, Command};
 
@@ -105,28 +105,17 @@ impl KubeApiserver {
     }
 
     async fn wait_ready(&mut self) -> Result<()> {
-        let deadline = Instant::now() + START_TIMEOUT;
         let client = self.client().await?;
-        loop {
-            if client::is_ready(&client).await {
-                return Ok(());
-            }
-            if let Some(child) = self.child.as_mut()
-                && let Ok(Some(status)) = child.try_wait()
-            {
-                bail!(
-                    "kube-apiserver exited with {status}; log:\n{}",
-                    self.log_tail(30)
-                );
-            }
-            if Instant::now() > deadline {
-                bail!(
-                    "kube-apiserver was not ready in {START_TIMEOUT:?}; log:\n{}",
-                    self.log_tail(30)
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        let log = self.dir.path().join("apiserver.log");
+        crate::server::wait_ready(
+            &client,
+            &mut self.child,
+            "kube-apiserver",
+            START_TIMEOUT,
+            Duration::from_millis(200),
+            || crate::server::tail_of(&log, 30),
+        )
+        .await
     }
 
     /// An admin client (`system:masters`).
@@ -142,14 +131,6 @@ impl KubeApiserver {
     /// The process, for CPU and memory readings.
     pub fn process(&self) -> Option<Process> {
         self.child.as_ref().and_then(Child::id).map(Process::new)
-    }
-
-    /// The last `n` lines of its log.
-    pub fn log_tail(&self, n: usize) -> String {
-        let text =
-            std::fs::read_to_string(self.dir.path().join("apiserver.log")).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(n)..].join("\n")
     }
 
     /// SIGTERM by PID, up to 20 s for a graceful exit, then SIGKILL.

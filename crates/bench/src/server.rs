@@ -150,28 +150,17 @@ impl ManagedServer {
 
     /// Poll `/readyz` until it says `ok`.
     pub async fn wait_ready(&mut self) -> Result<()> {
-        let deadline = Instant::now() + START_TIMEOUT;
         let client = self.client().await?;
-        loop {
-            if client::is_ready(&client).await {
-                return Ok(());
-            }
-            if let Some(child) = self.child.as_mut()
-                && let Ok(Some(status)) = child.try_wait()
-            {
-                bail!(
-                    "the server exited with {status}; log:\n{}",
-                    self.log_tail(40)
-                );
-            }
-            if Instant::now() > deadline {
-                bail!(
-                    "the server was not ready in {START_TIMEOUT:?}; log:\n{}",
-                    self.log_tail(40)
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let log = self.log_path();
+        wait_ready(
+            &client,
+            &mut self.child,
+            "the server",
+            START_TIMEOUT,
+            Duration::from_millis(50),
+            || tail_of(&log, 40),
+        )
+        .await
     }
 
     /// An admin client for it (a new connection pool).
@@ -205,9 +194,7 @@ impl ManagedServer {
 
     /// The last `n` lines of the server's log.
     pub fn log_tail(&self, n: usize) -> String {
-        let text = std::fs::read_to_string(self.log_path()).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(n)..].join("\n")
+        tail_of(&self.log_path(), n)
     }
 
     /// SIGKILL: no shutdown work at all. Waits for the process to be gone.
@@ -258,6 +245,41 @@ pub async fn terminate(child: Option<Child>, grace: Duration) {
     if tokio::time::timeout(grace, child.wait()).await.is_err() {
         let _ = child.start_kill();
         let _ = child.wait().await;
+    }
+}
+
+/// The last `n` lines of a log file ("" when it cannot be read).
+pub fn tail_of(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Poll `/readyz` through `client` until it says `ok`, every `every`;
+/// fail with the log's tail when `child` exits or `timeout` passes. `what`
+/// names the server in the error ("the server", "kube-apiserver").
+pub async fn wait_ready(
+    client: &Client,
+    child: &mut Option<Child>,
+    what: &str,
+    timeout: Duration,
+    every: Duration,
+    log_tail: impl Fn() -> String,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if client::is_ready(client).await {
+            return Ok(());
+        }
+        if let Some(child) = child.as_mut()
+            && let Ok(Some(status)) = child.try_wait()
+        {
+            bail!("{what} exited with {status}; log:\n{}", log_tail());
+        }
+        if Instant::now() > deadline {
+            bail!("{what} was not ready in {timeout:?}; log:\n{}", log_tail());
+        }
+        tokio::time::sleep(every).await;
     }
 }
 
