@@ -18,7 +18,11 @@
 //! - a webhook named by a Service resolves through the Service's Endpoints
 //!   (a federation has no pods) and its certificate is checked for
 //!   `NAME.NAMESPACE.svc`;
-//! - a dry run is refused by a webhook with side effects.
+//! - a dry run is refused by a webhook with side effects;
+//! - `matchConditions` (CEL) skip the webhook when false, and an
+//!   expression that fails refuses the request under `failurePolicy: Fail`;
+//! - `reinvocationPolicy: IfNeeded` calls a mutating webhook again when a
+//!   later one changed the object.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -227,7 +231,11 @@ fn webhooks_deny_mutate_time_out_and_fail_as_configured() -> Result<()> {
         denied.contains("Error from server (Forbidden)"),
         "the webhook's 403 Forbidden: {denied}"
     );
-    assert!(server.kubectl_get(&["cm", "bad", "-n", "wh-validate"])?.is_none());
+    assert!(
+        server
+            .kubectl_get(&["cm", "bad", "-n", "wh-validate"])?
+            .is_none()
+    );
     let out = server.kubectl_stdin(
         &["create", "-f", "-"],
         &configmap("wh-validate", "good", "deny: \"no\""),
@@ -258,7 +266,15 @@ fn webhooks_deny_mutate_time_out_and_fail_as_configured() -> Result<()> {
         r["userInfo"]
     );
     // An update that adds the label is denied too (UPDATE is in the rules).
-    let err = server.kubectl_err(&["label", "cm", "good", "-n", "wh-validate", "deny=yes", "--overwrite"])?;
+    let err = server.kubectl_err(&[
+        "label",
+        "cm",
+        "good",
+        "-n",
+        "wh-validate",
+        "deny=yes",
+        "--overwrite",
+    ])?;
     assert!(err.contains("denied the request"), "{err}");
 
     // --- A mutating webhook adds a label; the validating webhooks then
@@ -304,7 +320,11 @@ fn webhooks_deny_mutate_time_out_and_fail_as_configured() -> Result<()> {
     let seen_by_validating: Vec<Value> = hook
         .requests_for("wh-mutate", "m1")
         .into_iter()
-        .filter(|r| r["path"].as_str().is_some_and(|p| p.starts_with("/validate")))
+        .filter(|r| {
+            r["path"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("/validate"))
+        })
         .collect();
     assert!(
         seen_by_validating
@@ -315,7 +335,9 @@ fn webhooks_deny_mutate_time_out_and_fail_as_configured() -> Result<()> {
 
     // --- failurePolicy Fail on an unreachable webhook refuses with kube's
     // error; Ignore admits.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     namespace(&server, "wh-fail", Some("fail"))?;
     let down = format!("    url: https://127.0.0.1:{closed}/down");
     configuration(
@@ -329,10 +351,8 @@ fn webhooks_deny_mutate_time_out_and_fail_as_configured() -> Result<()> {
         "  sideEffects: None\n  failurePolicy: Fail\n",
     )?;
     let err = eventually(Duration::from_secs(10), || {
-        let out = server.kubectl_stdin(
-            &["create", "-f", "-"],
-            &configmap("wh-fail", "f1", "a: b"),
-        )?;
+        let out =
+            server.kubectl_stdin(&["create", "-f", "-"], &configmap("wh-fail", "f1", "a: b"))?;
         Ok((!out.status.success()).then(|| stderr_of(&out)))
     })?;
     let want = format!(
@@ -351,10 +371,8 @@ fn webhooks_deny_mutate_time_out_and_fail_as_configured() -> Result<()> {
         "  sideEffects: None\n  failurePolicy: Ignore\n",
     )?;
     eventually(Duration::from_secs(10), || {
-        let out = server.kubectl_stdin(
-            &["create", "-f", "-"],
-            &configmap("wh-fail", "f1", "a: b"),
-        )?;
+        let out =
+            server.kubectl_stdin(&["create", "-f", "-"], &configmap("wh-fail", "f1", "a: b"))?;
         Ok(out.status.success().then_some(()))
     })?;
 
@@ -373,10 +391,8 @@ fn webhooks_deny_mutate_time_out_and_fail_as_configured() -> Result<()> {
     )?;
     let (err, took) = eventually(Duration::from_secs(20), || {
         let start = Instant::now();
-        let out = server.kubectl_stdin(
-            &["create", "-f", "-"],
-            &configmap("wh-slow", "s1", "a: b"),
-        )?;
+        let out =
+            server.kubectl_stdin(&["create", "-f", "-"], &configmap("wh-slow", "s1", "a: b"))?;
         if out.status.success() {
             server.kubectl_ok(&["delete", "cm", "s1", "-n", "wh-slow"])?;
             return Ok(None);
@@ -404,10 +420,8 @@ fn webhooks_deny_mutate_time_out_and_fail_as_configured() -> Result<()> {
     )?;
     let took = eventually(Duration::from_secs(20), || {
         let start = Instant::now();
-        let out = server.kubectl_stdin(
-            &["create", "-f", "-"],
-            &configmap("wh-slow", "s2", "a: b"),
-        )?;
+        let out =
+            server.kubectl_stdin(&["create", "-f", "-"], &configmap("wh-slow", "s2", "a: b"))?;
         Ok(out.status.success().then(|| start.elapsed()))
     })?;
     assert!(
@@ -436,7 +450,9 @@ fn webhooks_deny_mutate_time_out_and_fail_as_configured() -> Result<()> {
         Ok((!out.status.success()).then(|| stderr_of(&out)))
     })?;
     assert!(
-        err.contains("admission webhook \"reject.webhooks.test\" denied the request: nothing passes"),
+        err.contains(
+            "admission webhook \"reject.webhooks.test\" denied the request: nothing passes"
+        ),
         "{err}"
     );
     // No code, no reason: kubectl shows no reason, as with kube-apiserver.
@@ -512,9 +528,120 @@ fn webhooks_deny_mutate_time_out_and_fail_as_configured() -> Result<()> {
         "{err}\n{}",
         server.log_tail()
     );
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &configmap("wh-svc", "fine", "a: b"))?;
+
+    // --- matchConditions: CEL on object and request.
+    namespace(&server, "wh-cel", Some("cel"))?;
+    configuration(
+        &server,
+        "Validating",
+        "cel.webhooks.test",
+        "cel",
+        "configmaps",
+        &url("/reject-all"),
+        &ca,
+        r#"  sideEffects: None
+  matchConditions:
+  - {name: not-skipped, expression: "object.metadata.name != 'skip-me'"}
+  - {name: creates, expression: "request.operation == 'CREATE'"}
+"#,
+    )?;
+    let err = eventually(Duration::from_secs(10), || {
+        let out = server.kubectl_stdin(
+            &["create", "-f", "-"],
+            &configmap("wh-cel", "caught", "a: b"),
+        )?;
+        Ok((!out.status.success()).then(|| stderr_of(&out)))
+    })?;
+    assert!(
+        err.contains("\"cel.webhooks.test\" denied the request"),
+        "{err}"
+    );
     server.kubectl_stdin_ok(
         &["create", "-f", "-"],
-        &configmap("wh-svc", "fine", "a: b"),
+        &configmap("wh-cel", "skip-me", "a: b"),
     )?;
+    assert!(hook.requests_for("wh-cel", "skip-me").is_empty());
+    namespace(&server, "wh-cel-error", Some("celerror"))?;
+    configuration(
+        &server,
+        "Validating",
+        "cel-error.webhooks.test",
+        "celerror",
+        "configmaps",
+        &url("/validate"),
+        &ca,
+        r#"  sideEffects: None
+  failurePolicy: Fail
+  matchConditions:
+  - {name: needs-owner, expression: "object.metadata.labels.owner == 'me'"}
+"#,
+    )?;
+    let err = eventually(Duration::from_secs(10), || {
+        let out = server.kubectl_stdin(
+            &["create", "-f", "-"],
+            &configmap("wh-cel-error", "no-owner", "a: b"),
+        )?;
+        Ok((!out.status.success()).then(|| stderr_of(&out)))
+    })?;
+    assert!(
+        err.contains("Error from server (Forbidden)")
+            && err.contains("matchCondition 'needs-owner'"),
+        "{err}"
+    );
+
+    // --- reinvocationPolicy IfNeeded: `a-first` (IfNeeded) runs before
+    // `b-second`, which changes the object: `a-first` runs again and sees
+    // the second webhook's label.
+    namespace(&server, "wh-reinvoke", Some("reinvoke"))?;
+    configuration(
+        &server,
+        "Mutating",
+        "a-first.webhooks.test",
+        "reinvoke",
+        "configmaps",
+        &url("/mutate"),
+        &ca,
+        "  sideEffects: None
+  reinvocationPolicy: IfNeeded
+",
+    )?;
+    configuration(
+        &server,
+        "Mutating",
+        "b-second.webhooks.test",
+        "reinvoke",
+        "configmaps",
+        &url("/mutate-second"),
+        &ca,
+        "  sideEffects: None
+",
+    )?;
+    let mut attempt = 0;
+    let name = eventually(Duration::from_secs(10), || {
+        attempt += 1;
+        let name = format!("r{attempt}");
+        let got = server.kubectl_stdin_ok(
+            &["create", "-o", "json", "-f", "-"],
+            &configmap("wh-reinvoke", &name, "a: b"),
+        )?;
+        let got: Value = serde_json::from_str(&got)?;
+        let labels = &got["metadata"]["labels"];
+        Ok((labels["mutated"] == "yes" && labels["second"] == "yes").then_some(name))
+    })?;
+    let first: Vec<Value> = hook
+        .requests_for("wh-reinvoke", &name)
+        .into_iter()
+        .filter(|r| {
+            r["path"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("/mutate?"))
+        })
+        .collect();
+    assert_eq!(first.len(), 2, "a-first is called twice: {first:?}");
+    assert_eq!(
+        first[1]["review"]["request"]["object"]["metadata"]["labels"]["second"], "yes",
+        "the second call sees b-second's change"
+    );
     Ok(())
 }

@@ -10,6 +10,7 @@ Paths:
                  controller-runtime's admission.Denied, with a message),
                  allows anything else with a warning
   /mutate        adds the label mutated=yes (a JSONPatch)
+  /mutate-second adds the label second=yes (a JSONPatch)
   /slow/SECONDS  sleeps, then allows
   /reject-all    denies everything (no code: kube makes it 400)
 
@@ -79,6 +80,9 @@ class Handler(BaseHTTPRequestHandler):
                 patch = [{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}]
             else:
                 patch = [{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]
+            answer = review_response(request, True, patch=patch)
+        elif path == "/mutate-second":
+            patch = [{"op": "add", "path": "/metadata/labels/second", "value": "yes"}]
             answer = review_response(request, True, patch=patch)
         elif path.startswith("/slow/"):
             time.sleep(float(path.rsplit("/", 1)[1]))

@@ -227,6 +227,7 @@ enum HookError {
 }
 
 /// A webhook's verified answer.
+#[derive(Debug)]
 struct Verdict {
     allowed: bool,
     status: Value,
@@ -281,7 +282,10 @@ fn verify(uid: &str, version: &str, review: &Value, mutating: bool) -> Result<Ve
         return Err(format!("unsupported patch type \"{t}\""));
     }
     Ok(Verdict {
-        allowed: resp.get("allowed").and_then(Value::as_bool).unwrap_or(false),
+        allowed: resp
+            .get("allowed")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         status: resp.get("status").cloned().unwrap_or(Value::Null),
         patch,
         warnings: strings(resp.get("warnings")),
@@ -469,7 +473,9 @@ impl WebhookAdmission {
         obj: &Value,
     ) -> Result<bool, ApiError> {
         let is_namespace = attrs.info.group.is_empty() && attrs.info.resource == "namespaces";
-        let ns = attrs.namespace.filter(|n| !n.is_empty() && attrs.info.namespaced);
+        let ns = attrs
+            .namespace
+            .filter(|n| !n.is_empty() && attrs.info.namespaced);
         if ns.is_none() && !is_namespace {
             return Ok(true);
         }
@@ -631,10 +637,9 @@ impl WebhookAdmission {
                 "webhook does not accept known AdmissionReview versions (v1, v1beta1)".into(),
             )));
         }
-        let client = hook
-            .client
-            .as_ref()
-            .map_err(|e| HookError::Calling(CallingError(format!("could not get REST client: {e}"))))?;
+        let client = hook.client.as_ref().map_err(|e| {
+            HookError::Calling(CallingError(format!("could not get REST client: {e}")))
+        })?;
         let uid = uuid::Uuid::new_v4().to_string();
         request["uid"] = json!(uid);
         let review = json!({
@@ -805,25 +810,44 @@ mod tests {
 
     #[test]
     fn rules_match_as_kubes_matcher() {
-        let r = rule(json!({"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}));
+        let r = rule(
+            json!({"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}),
+        );
         assert!(r.matches(Operation::Create, "", "v1", "configmaps", "", true));
         assert!(!r.matches(Operation::Update, "", "v1", "configmaps", "", true));
         assert!(!r.matches(Operation::Create, "apps", "v1", "configmaps", "", true));
         // `configmaps` does not match a subresource; `*/status` does.
         assert!(!r.matches(Operation::Create, "", "v1", "configmaps", "status", true));
-        let s = rule(json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/status"]}));
-        assert!(s.matches(Operation::Update, "apps", "v1", "deployments", "status", true));
+        let s = rule(
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/status"]}),
+        );
+        assert!(s.matches(
+            Operation::Update,
+            "apps",
+            "v1",
+            "deployments",
+            "status",
+            true
+        ));
         assert!(!s.matches(Operation::Update, "apps", "v1", "deployments", "", true));
-        let all = rule(json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"]}));
+        let all = rule(
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"]}),
+        );
         assert!(all.matches(Operation::Delete, "x", "v9", "things", "scale", false));
-        let star = rule(json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}));
+        let star = rule(
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}),
+        );
         assert!(!star.matches(Operation::Delete, "x", "v9", "things", "scale", false));
         // Scope: namespaces are cluster-scoped.
-        let ns = rule(json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Namespaced"}));
+        let ns = rule(
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Namespaced"}),
+        );
         assert!(ns.matches(Operation::Create, "", "v1", "pods", "", true));
         assert!(!ns.matches(Operation::Create, "", "v1", "namespaces", "", false));
         assert!(!ns.matches(Operation::Create, "", "v1", "nodes", "", false));
-        let cl = rule(json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"}));
+        let cl = rule(
+            json!({"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"}),
+        );
         assert!(cl.matches(Operation::Create, "", "v1", "namespaces", "", false));
         assert!(!cl.matches(Operation::Create, "", "v1", "pods", "", true));
     }
@@ -832,19 +856,19 @@ mod tests {
     fn responses_are_verified_as_kube_does() {
         let ok = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "response": {"uid": "u1", "allowed": true, "warnings": ["careful"]}});
-        let v = verify("u1", "v1", &ok, false).ok().expect("verified");
+        let v = verify("u1", "v1", &ok, false).expect("verified");
         assert!(v.allowed && v.warnings == vec!["careful"]);
-        let wrong_uid = verify("u2", "v1", &ok, false).err().expect("uid");
+        let wrong_uid = verify("u2", "v1", &ok, false).expect_err("uid");
         assert_eq!(wrong_uid, "expected response.uid=\"u2\", got \"u1\"");
         let bad_kind = json!({"apiVersion": "v1", "kind": "Status"});
         assert_eq!(
-            verify("u1", "v1", &bad_kind, true).err().expect("kind"),
+            verify("u1", "v1", &bad_kind, true).expect_err("kind"),
             "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got v1, Kind=Status"
         );
         let patch = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "response": {"uid": "u1", "allowed": true, "patch": "W10=", "patchType": "JSONPatch"}});
         assert_eq!(
-            verify("u1", "v1", &patch, false).err().expect("validating patch"),
+            verify("u1", "v1", &patch, false).expect_err("validating patch"),
             "validating webhooks may not return patches"
         );
         assert!(verify("u1", "v1", &patch, true).is_ok());
@@ -852,7 +876,10 @@ mod tests {
 
     #[test]
     fn denials_are_worded_and_coded_as_kubes_to_status_err() {
-        let e = denied("deny.example.com", &json!({"code": 403, "message": "no labels"}));
+        let e = denied(
+            "deny.example.com",
+            &json!({"code": 403, "message": "no labels"}),
+        );
         assert_eq!(e.code, 403);
         assert_eq!(
             e.message,

@@ -100,8 +100,12 @@ impl ClientConfig {
 /// (`service "x" not found`, `no endpoints available for service "x"`).
 #[async_trait::async_trait]
 pub trait ServiceResolver: Send + Sync {
-    async fn resolve(&self, namespace: &str, name: &str, port: u16)
-    -> Result<(String, u16), String>;
+    async fn resolve(
+        &self,
+        namespace: &str,
+        name: &str,
+        port: u16,
+    ) -> Result<(String, u16), String>;
 }
 
 /// A failed call: Go's `url.Error` (`Post "URL": reason`).
@@ -153,9 +157,7 @@ enum Dial {
 
 fn target(cfg: &ClientConfig, timeout: Duration) -> Result<Target, String> {
     if let Some(url) = &cfg.url {
-        let uri: http::Uri = url
-            .parse()
-            .map_err(|e| format!("parse \"{url}\": {e}"))?;
+        let uri: http::Uri = url.parse().map_err(|e| format!("parse \"{url}\": {e}"))?;
         if uri.scheme_str() != Some("https") {
             return Err(format!(
                 "unsupported protocol scheme \"{}\"",
@@ -170,7 +172,10 @@ fn target(cfg: &ClientConfig, timeout: Duration) -> Result<Target, String> {
             .authority()
             .map(|a| a.as_str().to_string())
             .unwrap_or_default();
-        let bare = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        let bare = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
         return Ok(Target {
             url: format!("https://{authority}{path_and_query}"),
             authority,
@@ -241,10 +246,12 @@ fn tls_error(e: &std::io::Error, server_name: &str) -> String {
             "tls: failed to verify certificate: x509: certificate is not valid for {server_name}"
         ),
         Some(rustls::Error::InvalidCertificate(rustls::CertificateError::Expired))
-        | Some(rustls::Error::InvalidCertificate(
-            rustls::CertificateError::ExpiredContext { .. },
-        )) => "tls: failed to verify certificate: x509: certificate has expired or is not yet valid"
-            .into(),
+        | Some(rustls::Error::InvalidCertificate(rustls::CertificateError::ExpiredContext {
+            ..
+        })) => {
+            "tls: failed to verify certificate: x509: certificate has expired or is not yet valid"
+                .into()
+        }
         Some(other) => format!("tls: {other}"),
         None => format!("remote error: {e}"),
     }
