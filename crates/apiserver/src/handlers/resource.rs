@@ -973,7 +973,7 @@ async fn patch(
     let res = if sub == Some("scale") {
         let store = target.store.clone();
         let s2 = store.clone();
-        store
+        let res = store
             .patch(ns, name, Some("scale"), &opts, move |current| {
                 let scale = to_scale(&s2, current)?;
                 let patched = apply(&scale)?;
@@ -984,7 +984,7 @@ async fn patch(
             })
             .await?;
         let obj = target.store.get_value(ns, name).await?;
-        return Ok((to_scale(&target.store, &obj)?, Vec::new(), false));
+        return Ok((to_scale(&target.store, &obj)?, res.warnings, false));
     } else {
         target.store.patch(ns, name, sub, &opts, apply).await?
     };
