@@ -18,6 +18,9 @@
 //! - a webhook named by a Service resolves through the Service's Endpoints
 //!   (a federation has no pods) and its certificate is checked for
 //!   `NAME.NAMESPACE.svc`;
+//! - the webhook's certificate is really checked: a `caBundle` of another
+//!   CA, or a Service whose `NAME.NAMESPACE.svc` the certificate does not
+//!   name, fails the call (Go's x509 wording);
 //! - a dry run is refused by a webhook with side effects;
 //! - `matchConditions` (CEL) skip the webhook when false, and an
 //!   expression that fails refuses the request under `failurePolicy: Fail`;
@@ -529,6 +532,67 @@ fn webhooks_deny_mutate_time_out_and_fail_as_configured() -> Result<()> {
         server.log_tail()
     );
     server.kubectl_stdin_ok(&["create", "-f", "-"], &configmap("wh-svc", "fine", "a: b"))?;
+
+    // --- TLS is verified: another CA's caBundle, and a Service name the
+    // certificate does not carry, both fail the call (failurePolicy Fail).
+    let other_ca = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()])?
+        .cert
+        .pem();
+    namespace(&server, "wh-tls-ca", Some("tlsca"))?;
+    configuration(
+        &server,
+        "Validating",
+        "wrong-ca.webhooks.test",
+        "tlsca",
+        "configmaps",
+        &url("/validate"),
+        &other_ca,
+        "  sideEffects: None\n",
+    )?;
+    let err = eventually(Duration::from_secs(10), || {
+        let out = server.kubectl_stdin(
+            &["create", "-f", "-"],
+            &configmap("wh-tls-ca", "t1", "a: b"),
+        )?;
+        Ok((!out.status.success()).then(|| stderr_of(&out)))
+    })?;
+    assert!(
+        err.contains("failed calling webhook \"wrong-ca.webhooks.test\"")
+            && err.contains(
+                "tls: failed to verify certificate: x509: certificate signed by unknown authority"
+            ),
+        "{err}"
+    );
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &format!(
+            "apiVersion: v1\nkind: Service\nmetadata: {{name: other, namespace: wh-svc}}\nspec:\n  ports: [{{name: https, port: 443, targetPort: {port}}}]\n---\napiVersion: v1\nkind: Endpoints\nmetadata: {{name: other, namespace: wh-svc}}\nsubsets:\n- addresses: [{{ip: 127.0.0.1}}]\n  ports: [{{name: https, port: {port}}}]\n",
+            port = hook.port
+        ),
+    )?;
+    namespace(&server, "wh-tls-name", Some("tlsname"))?;
+    configuration(
+        &server,
+        "Validating",
+        "wrong-name.webhooks.test",
+        "tlsname",
+        "configmaps",
+        "    service: {namespace: wh-svc, name: other, path: /validate}",
+        &ca,
+        "  sideEffects: None\n",
+    )?;
+    let err = eventually(Duration::from_secs(10), || {
+        let out = server.kubectl_stdin(
+            &["create", "-f", "-"],
+            &configmap("wh-tls-name", "t2", "a: b"),
+        )?;
+        Ok((!out.status.success()).then(|| stderr_of(&out)))
+    })?;
+    assert!(
+        err.contains("Post \"https://other.wh-svc.svc:443/validate?timeout=10s\"")
+            && err.contains("x509: certificate is not valid for other.wh-svc.svc"),
+        "{err}"
+    );
 
     // --- matchConditions: CEL on object and request.
     namespace(&server, "wh-cel", Some("cel"))?;
