@@ -192,10 +192,16 @@ pub async fn build_state_on(
                 ..Default::default()
             },
             field_manager: Some(Arc::new(crate::field_manager::SchemaFieldManager)),
+            // Webhooks and policies need the registry: installed below
+            // with `Registry::add_admission`.
+            admission: Vec::new(),
         },
     )
     .await
     .map_err(|e| anyhow::anyhow!("building the registry: {e}"))?;
+    // Admission webhooks (Mutating/ValidatingWebhookConfiguration) on every
+    // resource; they read their configurations from the registry.
+    registry.add_admission(ubernetes_webhook::WebhookAdmission::new(&registry));
     let advertise = if options.bind_address.is_unspecified() {
         "127.0.0.1".to_string()
     } else {
