@@ -21,6 +21,7 @@ pub mod kinds;
 pub mod leader_election;
 pub mod lifecycle;
 pub mod managed_fields;
+pub mod policy;
 pub mod printers;
 pub mod rbac_sync;
 pub mod registry;
