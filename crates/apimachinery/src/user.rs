@@ -5,6 +5,11 @@
 
 use std::collections::BTreeMap;
 
+/// The anonymous user's name (`user.Anonymous`).
+pub const ANONYMOUS: &str = "system:anonymous";
+/// The group of the anonymous user (`user.AllUnauthenticated`).
+pub const ALL_UNAUTHENTICATED: &str = "system:unauthenticated";
+
 /// Who made a request (`user.Info`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UserInfo {
@@ -22,6 +27,16 @@ impl UserInfo {
             groups: groups.iter().map(|g| g.to_string()).collect(),
             ..Self::default()
         }
+    }
+
+    /// `system:anonymous` in `system:unauthenticated`.
+    pub fn anonymous() -> Self {
+        Self::new(ANONYMOUS, &[ALL_UNAUTHENTICATED])
+    }
+
+    /// Whether this is the anonymous user.
+    pub fn is_anonymous(&self) -> bool {
+        self.name == ANONYMOUS
     }
 
     /// Whether the user is in `group`.

@@ -44,35 +44,9 @@ pub const ALL_UNAUTHENTICATED: &str = "system:unauthenticated";
 /// The anonymous user's name.
 pub const ANONYMOUS: &str = "system:anonymous";
 
-/// Who made a request (`user.Info`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct UserInfo {
-    pub name: String,
-    pub uid: String,
-    pub groups: Vec<String>,
-    pub extra: BTreeMap<String, Vec<String>>,
-}
-
-impl UserInfo {
-    /// A user with a name and groups (no uid, no extra).
-    pub fn new(name: impl Into<String>, groups: &[&str]) -> Self {
-        Self {
-            name: name.into(),
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-            ..Self::default()
-        }
-    }
-
-    /// `system:anonymous` in `system:unauthenticated`.
-    pub fn anonymous() -> Self {
-        Self::new(ANONYMOUS, &[ALL_UNAUTHENTICATED])
-    }
-
-    /// Whether this is the anonymous user.
-    pub fn is_anonymous(&self) -> bool {
-        self.name == ANONYMOUS
-    }
-}
+/// Who made a request (`user.Info`): the one type shared with authorization,
+/// audit and admission.
+pub use ubernetes_apimachinery::user::UserInfo;
 
 /// A trusted identity for requests made from inside this process (the
 /// embedded controllers' in-process client). Authentication believes it

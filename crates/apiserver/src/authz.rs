@@ -121,22 +121,12 @@ pub fn parse_modes(modes: &[String]) -> Result<Mode, String> {
 
 /// The authenticated user as the authorizer sees it.
 pub fn to_rbac_user(user: &authn::UserInfo) -> ubernetes_rbac::UserInfo {
-    ubernetes_rbac::UserInfo {
-        name: user.name.clone(),
-        uid: user.uid.clone(),
-        groups: user.groups.clone(),
-        extra: user.extra.clone(),
-    }
+    user.clone()
 }
 
 /// Back to the HTTP layer's user (after impersonation).
 pub fn from_rbac_user(user: ubernetes_rbac::UserInfo) -> authn::UserInfo {
-    authn::UserInfo {
-        name: user.name,
-        uid: user.uid,
-        groups: user.groups,
-        extra: user.extra,
-    }
+    user
 }
 
 /// Go's `http.Error`: plain text, `nosniff`.

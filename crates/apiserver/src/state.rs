@@ -192,6 +192,9 @@ pub async fn build_state_on(
                 ..Default::default()
             },
             field_manager: Some(Arc::new(crate::field_manager::SchemaFieldManager)),
+            // Webhooks and policies need the registry: installed below
+            // with `Registry::add_admission`.
+            admission: Vec::new(),
         },
     )
     .await

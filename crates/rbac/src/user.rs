@@ -2,10 +2,8 @@
 //! well-known names kube-apiserver gives users and groups
 //! (`k8s.io/apiserver/pkg/authentication/user` and `.../serviceaccount`).
 //!
-//! The apiserver crate has its own `UserInfo` for authentication; it converts
-//! into this one (same four fields) when it asks for a decision.
-
-use std::collections::BTreeMap;
+//! `UserInfo` itself lives in `ubernetes-apimachinery` (admission sends it
+//! to webhooks too); it is re-exported here.
 
 /// The group every authenticated user is in.
 pub const ALL_AUTHENTICATED: &str = "system:authenticated";
@@ -22,30 +20,9 @@ pub const SERVICE_ACCOUNT_USERNAME_PREFIX: &str = "system:serviceaccount:";
 /// The prefix of a service account namespace's group name.
 pub const SERVICE_ACCOUNT_GROUP_PREFIX: &str = "system:serviceaccounts:";
 
-/// Who made a request (`user.Info`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct UserInfo {
-    pub name: String,
-    pub uid: String,
-    pub groups: Vec<String>,
-    pub extra: BTreeMap<String, Vec<String>>,
-}
-
-impl UserInfo {
-    /// A user with a name and groups (no uid, no extra).
-    pub fn new(name: impl Into<String>, groups: &[&str]) -> Self {
-        Self {
-            name: name.into(),
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-            ..Self::default()
-        }
-    }
-
-    /// Whether the user is in `group`.
-    pub fn in_group(&self, group: &str) -> bool {
-        self.groups.iter().any(|g| g == group)
-    }
-}
+/// Who made a request (`user.Info`): one type for authentication,
+/// authorization, audit and admission.
+pub use ubernetes_apimachinery::user::UserInfo;
 
 /// `system:serviceaccount:<namespace>:<name>` (`serviceaccount.MakeUsername`).
 pub fn service_account_username(namespace: &str, name: &str) -> String {

@@ -14,8 +14,39 @@
 //! [`ApiError`] that becomes the response's `Status` (kube's wording is the
 //! plugin's job). Plugins are registered per resource in
 //! [`crate::Registry`] (kind-specific, e.g. ClusterIP allocation) or for
-//! every resource (`RegistryOptions::admission`: webhooks, policies, quota).
+//! every resource ([`Chain`]: `RegistryOptions::admission` and
+//! [`crate::Registry::add_admission`]: webhooks, policies, quota).
+//!
+//! Where the store runs them (kube's order: mutating admission, then the
+//! kind's validation, then validating admission):
+//! - create: defaults and the kind's create preparation, NamespaceLifecycle,
+//!   registry-wide `mutate`, the kind's validation, the resource's own
+//!   plugins (ClusterIP allocation, after validation as kube's service
+//!   REST storage allocates), registry-wide `validate`, write;
+//! - update, patch, apply and subresource writes (`status`, `scale`,
+//!   `finalize`, with [`Attributes::subresource`] set): inside the
+//!   guaranteed-update loop, after the change produced the new object (and
+//!   the kind validated it): registry-wide `mutate`, the kind's validation
+//!   again when a plugin changed the object, the resource's plugins,
+//!   registry-wide `validate`; re-run on a storage conflict as kube's
+//!   `GuaranteedUpdate` re-runs its admission;
+//! - delete: `mutate` (changes ignored) and `validate` with the stored
+//!   object as `old` (kube sends DELETE to webhooks with `oldObject`).
+//!
+//! Dry run goes through every plugin with [`Attributes::dry_run`] set.
+//!
+//! Server-internal writes: the in-server controllers (garbage collector,
+//! namespace deletion, token controller, leases, bootstrap objects) write
+//! through the same `create`/`update`/`patch`/`delete` and are admitted
+//! like any request, with `user: None` (kube's controllers write through
+//! the API and are admitted too; webhooks see them as `system:apiserver`).
+//! Only [`crate::Store::system_update`] bypasses admission: the controllers'
+//! finalizer and status bookkeeping, which a webhook must not be able to
+//! wedge (an object whose last finalizer cannot go is never deleted).
 
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 use serde_json::Value;
 use ubernetes_apimachinery::user::UserInfo;
 use ubernetes_apimachinery::{ApiError, ResourceInfo};
@@ -80,5 +111,35 @@ pub trait Admission: Send + Sync {
     async fn validate(&self, attrs: &Attributes<'_>, obj: &Value) -> Result<Vec<String>, ApiError> {
         let _ = (attrs, obj);
         Ok(Vec::new())
+    }
+}
+
+/// The registry-wide plugins (webhooks, policies, quota), run on every
+/// resource after the resource's own. Settable after the registry exists:
+/// plugins that read the registry (webhook configurations, namespaces) are
+/// built from it and then installed with [`crate::Registry::add_admission`].
+#[derive(Clone, Default)]
+pub struct Chain(Arc<RwLock<Vec<Arc<dyn Admission>>>>);
+
+impl Chain {
+    /// A chain holding `plugins`, in order.
+    pub fn new(plugins: Vec<Arc<dyn Admission>>) -> Self {
+        Self(Arc::new(RwLock::new(plugins)))
+    }
+
+    /// Append a plugin (it runs after those already installed).
+    pub fn push(&self, plugin: Arc<dyn Admission>) {
+        self.0.write().push(plugin);
+    }
+
+    /// The plugins now installed, in order.
+    pub fn plugins(&self) -> Vec<Arc<dyn Admission>> {
+        self.0.read().clone()
+    }
+}
+
+impl std::fmt::Debug for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "admission::Chain({} plugins)", self.0.read().len())
     }
 }

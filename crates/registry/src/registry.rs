@@ -25,6 +25,10 @@ pub struct RegistryOptions {
     /// Field ownership and server-side apply (none: apply is refused and
     /// managedFields are coarse).
     pub field_manager: Option<Arc<dyn crate::managed_fields::FieldManager>>,
+    /// Admission plugins run on every resource, after the resource's own
+    /// (more can be added once the registry exists:
+    /// [`Registry::add_admission`]).
+    pub admission: Vec<Arc<dyn Admission>>,
 }
 
 impl Default for RegistryOptions {
@@ -34,6 +38,7 @@ impl Default for RegistryOptions {
             unknown_fields: None,
             cache: Default::default(),
             field_manager: None,
+            admission: Vec::new(),
         }
     }
 }
@@ -46,6 +51,8 @@ pub struct Registry {
     stores: RwLock<Vec<Arc<Store>>>,
     by_gvr: RwLock<HashMap<Gvr, Arc<Store>>>,
     options: RegistryOptions,
+    /// The registry-wide admission plugins, shared with every store.
+    admission: crate::admission::Chain,
     /// Cancelled when the server stops: the in-server controllers end.
     stop: tokio_util::sync::CancellationToken,
 }
@@ -64,6 +71,7 @@ impl Registry {
             storage: storage.clone(),
             stores: RwLock::new(Vec::new()),
             by_gvr: RwLock::new(HashMap::new()),
+            admission: crate::admission::Chain::new(options.admission.clone()),
             options,
             stop: tokio_util::sync::CancellationToken::new(),
         });
@@ -88,18 +96,18 @@ impl Registry {
             .read()
             .iter()
             .any(|s| s.info().group == info.group && s.info().resource == info.resource);
-        let store = Arc::new(
-            Store::new_with_prefix(
-                strategy,
-                self.storage.clone(),
-                admission,
-                shared.then(|| info.version.clone()),
-                self.options.unknown_fields.clone(),
-                self.options.cache.clone(),
-                self.options.field_manager.clone(),
-            )
-            .await?,
-        );
+        let mut store = Store::new_with_prefix(
+            strategy,
+            self.storage.clone(),
+            admission,
+            shared.then(|| info.version.clone()),
+            self.options.unknown_fields.clone(),
+            self.options.cache.clone(),
+            self.options.field_manager.clone(),
+        )
+        .await?;
+        store.set_registry_admission(self.admission.clone());
+        let store = Arc::new(store);
         self.stores.write().push(store.clone());
         self.by_gvr.write().insert(
             (
@@ -125,18 +133,18 @@ impl Registry {
             &info.api_version(),
             strategy.clone(),
         ));
-        let store = Arc::new(
-            Store::new_with_prefix(
-                strategy,
-                storage,
-                Vec::new(),
-                None,
-                self.options.unknown_fields.clone(),
-                self.options.cache.clone(),
-                self.options.field_manager.clone(),
-            )
-            .await?,
-        );
+        let mut store = Store::new_with_prefix(
+            strategy,
+            storage,
+            Vec::new(),
+            None,
+            self.options.unknown_fields.clone(),
+            self.options.cache.clone(),
+            self.options.field_manager.clone(),
+        )
+        .await?;
+        store.set_registry_admission(self.admission.clone());
+        let store = Arc::new(store);
         self.stores.write().push(store.clone());
         self.by_gvr.write().insert(
             (
@@ -147,6 +155,18 @@ impl Registry {
             store.clone(),
         );
         Ok(store)
+    }
+
+    /// Install an admission plugin on every resource (served now or later),
+    /// after those installed before: for plugins that need the registry
+    /// itself (webhook configurations, namespaces' labels, quotas).
+    pub fn add_admission(&self, plugin: Arc<dyn Admission>) {
+        self.admission.push(plugin);
+    }
+
+    /// The registry-wide admission plugins.
+    pub fn admission(&self) -> &crate::admission::Chain {
+        &self.admission
     }
 
     /// The store of `group/version/resource`.

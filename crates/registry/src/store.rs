@@ -26,7 +26,9 @@ use ubernetes_apimachinery::{ApiError, Cause, ResourceInfo};
 use ubernetes_storage::cache::{CachedObject, FilterFn, WatchCache};
 use ubernetes_storage::{EventType, KeyValue, Revision, Storage, StorageError};
 
+use crate::admission::{Attributes, Operation};
 use crate::strategy::Strategy;
+use ubernetes_apimachinery::user::UserInfo;
 
 /// How many times a write is re-run after a compare-and-swap conflict before
 /// giving up with 409 (kube-apiserver retries without bound for patches; a
@@ -60,6 +62,8 @@ pub struct WriteOptions {
     /// document order), found by the HTTP layer in the raw JSON (they are
     /// lost once it is parsed); reported after the unknown fields.
     pub duplicate_fields: Vec<String>,
+    /// Who asks (admission's `userInfo`); `None` for the server's own writes.
+    pub user: Option<UserInfo>,
 }
 
 /// The answer of a write: the object as stored (with resourceVersion) and
@@ -80,6 +84,8 @@ pub struct DeleteOptions {
     pub propagation_policy: Option<String>,
     pub precondition_uid: Option<String>,
     pub precondition_resource_version: Option<String>,
+    /// Who asks (admission's `userInfo`); `None` for the server's own writes.
+    pub user: Option<UserInfo>,
 }
 
 /// The answer of a delete.
@@ -124,6 +130,8 @@ pub struct Store {
     /// cache to reach it.
     last_write: AtomicU64,
     admission: Vec<Arc<dyn crate::admission::Admission>>,
+    /// The registry-wide plugins (webhooks, policies, quota), after `admission`.
+    registry_admission: crate::admission::Chain,
     unknown_fields: Option<crate::validation::UnknownFieldsFn>,
     field_manager: Option<Arc<dyn crate::managed_fields::FieldManager>>,
 }
@@ -310,6 +318,52 @@ fn decode_continue(token: &str) -> Result<(Option<Revision>, String), ApiError> 
     Ok((rev, start))
 }
 
+/// What an update's admission needs besides the objects.
+struct AdmitCtx<'a> {
+    subresource: Option<&'a str>,
+    user: Option<&'a UserInfo>,
+    dry_run: bool,
+    /// `AdmissionRequest.options`.
+    options: Value,
+}
+
+/// The request's options as `AdmissionRequest.options` shows them
+/// (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
+fn write_options_json(kind: &str, opts: &WriteOptions) -> Value {
+    let mut v = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
+    if opts.dry_run {
+        v["dryRun"] = json!(["All"]);
+    }
+    if let Some(m) = &opts.field_manager {
+        v["fieldManager"] = json!(m);
+    }
+    if kind == "PatchOptions" && opts.force {
+        v["force"] = json!(true);
+    }
+    v
+}
+
+/// `DeleteOptions` as `AdmissionRequest.options` shows them.
+fn delete_options_json(opts: &DeleteOptions) -> Value {
+    let mut v = json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"});
+    if opts.dry_run {
+        v["dryRun"] = json!(["All"]);
+    }
+    if let Some(p) = &opts.propagation_policy {
+        v["propagationPolicy"] = json!(p);
+    }
+    if opts.precondition_uid.is_some() || opts.precondition_resource_version.is_some() {
+        v["preconditions"] = json!({});
+        if let Some(u) = &opts.precondition_uid {
+            v["preconditions"]["uid"] = json!(u);
+        }
+        if let Some(rv) = &opts.precondition_resource_version {
+            v["preconditions"]["resourceVersion"] = json!(rv);
+        }
+    }
+    v
+}
+
 impl Store {
     /// Start the resource's watch cache and wrap it. `version_prefix`: keep
     /// this version's objects apart from the resource's first version
@@ -342,9 +396,80 @@ impl Store {
             prefix,
             last_write: AtomicU64::new(0),
             admission,
+            registry_admission: crate::admission::Chain::default(),
             unknown_fields,
             field_manager,
         })
+    }
+
+    /// Share the registry's admission chain (set by [`crate::Registry`]).
+    pub fn set_registry_admission(&mut self, chain: crate::admission::Chain) {
+        self.registry_admission = chain;
+    }
+
+    /// The mutating phase of the registry-wide plugins (kube's mutating
+    /// admission: before the kind's validation).
+    async fn admit_mutate(
+        &self,
+        attrs: &Attributes<'_>,
+        obj: &mut Value,
+    ) -> Result<Vec<String>, ApiError> {
+        let mut warnings = Vec::new();
+        for plugin in self.registry_admission.plugins() {
+            warnings.extend(plugin.mutate(attrs, obj).await?);
+        }
+        Ok(warnings)
+    }
+
+    /// After the kind's validation: the resource's own plugins (both
+    /// phases), then the registry-wide validating phase.
+    async fn admit_validate(
+        &self,
+        attrs: &Attributes<'_>,
+        obj: &mut Value,
+    ) -> Result<Vec<String>, ApiError> {
+        let mut warnings = Vec::new();
+        for plugin in &self.admission {
+            warnings.extend(plugin.mutate(attrs, obj).await?);
+        }
+        for plugin in &self.admission {
+            warnings.extend(plugin.validate(attrs, obj).await?);
+        }
+        for plugin in self.registry_admission.plugins() {
+            warnings.extend(plugin.validate(attrs, obj).await?);
+        }
+        Ok(warnings)
+    }
+
+    /// An update's admission inside the guaranteed-update loop: mutate,
+    /// validate again what a plugin changed, then the validating phase.
+    async fn admit_update(
+        &self,
+        ctx: &AdmitCtx<'_>,
+        namespace: Option<&str>,
+        name: &str,
+        current: &Value,
+        new_obj: &mut Value,
+    ) -> Result<Vec<String>, ApiError> {
+        let info = self.info();
+        let attrs = Attributes {
+            operation: Operation::Update,
+            info,
+            subresource: ctx.subresource,
+            namespace,
+            name,
+            old: Some(current),
+            user: ctx.user,
+            dry_run: ctx.dry_run,
+            options: Some(&ctx.options),
+        };
+        let before = new_obj.clone();
+        let mut warnings = self.admit_mutate(&attrs, new_obj).await?;
+        if *new_obj != before {
+            self.validate(new_obj, Some(current))?;
+        }
+        warnings.extend(self.admit_validate(&attrs, new_obj).await?);
+        Ok(warnings)
     }
 
     pub fn info(&self) -> &ResourceInfo {
@@ -841,10 +966,16 @@ impl Store {
             ..opts.clone()
         };
         let sub = subresource.unwrap_or("");
+        let ctx = AdmitCtx {
+            subresource,
+            user: opts.user.as_ref(),
+            dry_run: opts.dry_run,
+            options: write_options_json("PatchOptions", opts),
+        };
         for _ in 0..MAX_WRITE_ATTEMPTS {
             let mut w = Vec::new();
             let res = self
-                .guaranteed_update(namespace, name, opts.dry_run, |current| {
+                .guaranteed_update_admitted(namespace, name, opts.dry_run, Some(&ctx), |current| {
                     let merged = fm.apply(&info, Some(&current), &applied, &manager, force, sub)?;
                     let (new_obj, more) =
                         self.apply_update(&current, merged, namespace, subresource, &tracked)?;
@@ -855,6 +986,7 @@ impl Store {
             match res {
                 Ok(mut r) => {
                     warnings.extend(w);
+                    warnings.append(&mut r.warnings);
                     r.warnings = warnings;
                     return Ok(r);
                 }
@@ -945,29 +1077,28 @@ impl Store {
             m.remove("status");
         }
         self.strategy.prepare_for_create(&mut obj);
-        self.track_fields(&mut obj, None, opts, None);
-        self.validate(&obj, None)?;
         self.check_namespace(namespaces, namespace, &name, true)
             .await?;
         let mut warnings = warnings;
         {
-            let attrs = crate::admission::Attributes {
-                operation: crate::admission::Operation::Create,
+            let options = write_options_json("CreateOptions", opts);
+            let attrs = Attributes {
+                operation: Operation::Create,
                 info: &info,
                 subresource: None,
                 namespace,
                 name: &name,
                 old: None,
-                user: None,
+                user: opts.user.as_ref(),
                 dry_run: opts.dry_run,
-                options: None,
+                options: Some(&options),
             };
-            for plugin in &self.admission {
-                warnings.extend(plugin.mutate(&attrs, &mut obj).await?);
-            }
-            for plugin in &self.admission {
-                warnings.extend(plugin.validate(&attrs, &obj).await?);
-            }
+            // kube's order: mutating admission, the kind's validation,
+            // validating admission.
+            warnings.extend(self.admit_mutate(&attrs, &mut obj).await?);
+            self.track_fields(&mut obj, None, opts, None);
+            self.validate(&obj, None)?;
+            warnings.extend(self.admit_validate(&attrs, &mut obj).await?);
         }
         if opts.dry_run {
             // kube-apiserver returns the object without a resourceVersion.
@@ -1001,6 +1132,24 @@ impl Store {
         namespace: Option<&str>,
         name: &str,
         dry_run: bool,
+        change: F,
+    ) -> Result<WriteResult, ApiError>
+    where
+        F: FnMut(Value) -> Result<Option<Value>, ApiError> + Send,
+    {
+        self.guaranteed_update_admitted(namespace, name, dry_run, None, change)
+            .await
+    }
+
+    /// [`Store::guaranteed_update`] with admission (`admit`) run on each
+    /// attempt's new object, after `change` produced it; the result carries
+    /// the plugins' warnings.
+    async fn guaranteed_update_admitted<F>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        dry_run: bool,
+        admit: Option<&AdmitCtx<'_>>,
         mut change: F,
     ) -> Result<WriteResult, ApiError>
     where
@@ -1026,6 +1175,13 @@ impl Store {
                     created: false,
                 });
             };
+            let warnings = match admit {
+                Some(ctx) => {
+                    self.admit_update(ctx, namespace, name, &cur_obj, &mut new_obj)
+                        .await?
+                }
+                None => Vec::new(),
+            };
             // Drop the resourceVersion before comparing and storing.
             meta_mut(&mut new_obj).remove("resourceVersion");
             let mut cur_cmp = cur_obj.clone();
@@ -1033,7 +1189,7 @@ impl Store {
             if new_obj == cur_cmp && !stale {
                 return Ok(WriteResult {
                     object: cur_obj,
-                    warnings: Vec::new(),
+                    warnings,
                     created: false,
                 });
             }
@@ -1043,7 +1199,7 @@ impl Store {
                 set_resource_version(&mut new_obj, current.mod_revision);
                 return Ok(WriteResult {
                     object: new_obj,
-                    warnings: Vec::new(),
+                    warnings,
                     created: false,
                 });
             }
@@ -1056,7 +1212,7 @@ impl Store {
                         tracing::debug!(resource = %info.resource, %name, "deleted after its last finalizer was removed");
                         return Ok(WriteResult {
                             object: new_obj,
-                            warnings: Vec::new(),
+                            warnings,
                             created: false,
                         });
                     }
@@ -1076,7 +1232,7 @@ impl Store {
                     set_resource_version(&mut new_obj, kv.mod_revision);
                     return Ok(WriteResult {
                         object: new_obj,
-                        warnings: Vec::new(),
+                        warnings,
                         created: false,
                     });
                 }
@@ -1230,14 +1386,21 @@ impl Store {
         opts: &WriteOptions,
     ) -> Result<WriteResult, ApiError> {
         let mut warnings = Vec::new();
+        let ctx = AdmitCtx {
+            subresource,
+            user: opts.user.as_ref(),
+            dry_run: opts.dry_run,
+            options: write_options_json("UpdateOptions", opts),
+        };
         let mut result = self
-            .guaranteed_update(namespace, name, opts.dry_run, |current| {
+            .guaranteed_update_admitted(namespace, name, opts.dry_run, Some(&ctx), |current| {
                 let (new_obj, w) =
                     self.apply_update(&current, obj.clone(), namespace, subresource, opts)?;
                 warnings = w;
                 Ok(Some(new_obj))
             })
             .await?;
+        warnings.append(&mut result.warnings);
         result.warnings = warnings;
         Ok(result)
     }
@@ -1256,8 +1419,14 @@ impl Store {
         P: Fn(&Value) -> Result<Value, ApiError> + Send + Sync,
     {
         let mut warnings = Vec::new();
+        let ctx = AdmitCtx {
+            subresource,
+            user: opts.user.as_ref(),
+            dry_run: opts.dry_run,
+            options: write_options_json("PatchOptions", opts),
+        };
         let mut result = self
-            .guaranteed_update(namespace, name, opts.dry_run, |current| {
+            .guaranteed_update_admitted(namespace, name, opts.dry_run, Some(&ctx), |current| {
                 let patched = patch_fn(&current)?;
                 let (new_obj, w) = self
                     .apply_update(&current, patched.clone(), namespace, subresource, opts)
@@ -1266,6 +1435,7 @@ impl Store {
                 Ok(Some(new_obj))
             })
             .await?;
+        warnings.append(&mut result.warnings);
         result.warnings = warnings;
         Ok(result)
     }
@@ -1327,6 +1497,30 @@ impl Store {
                             "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {actual}"
                         ),
                     ));
+                }
+            }
+            // Admission: kube calls both phases on DELETE with the stored
+            // object as the old one; a mutation is meaningless and dropped.
+            {
+                let options = delete_options_json(opts);
+                let attrs = Attributes {
+                    operation: Operation::Delete,
+                    info: &info,
+                    subresource: None,
+                    namespace,
+                    name,
+                    old: Some(&obj),
+                    user: opts.user.as_ref(),
+                    dry_run: opts.dry_run,
+                    options: Some(&options),
+                };
+                let mut scratch = obj.clone();
+                let mut warnings = self.admit_mutate(&attrs, &mut scratch).await?;
+                let mut scratch = obj.clone();
+                warnings.extend(self.admit_validate(&attrs, &mut scratch).await?);
+                if !warnings.is_empty() {
+                    // DeleteResult carries no warnings (yet): log them.
+                    tracing::info!(resource = %info.resource, %name, ?warnings, "admission warnings on delete");
                 }
             }
             let mut fins = finalizers(&obj);

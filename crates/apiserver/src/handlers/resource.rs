@@ -216,6 +216,7 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             }
             let obj = negotiate::decode_body(&headers, &body, &info.kind)?;
             let mut opts = write_options(&query, &headers)?;
+            opts.user = user.clone();
             opts.duplicate_fields = duplicate_fields(&info, &headers, &body, &opts);
             if let Some(guard) = write_guard(&state, &info, ns, user.as_ref()) {
                 guard(&obj, None)?;
@@ -246,6 +247,7 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             };
             let obj = negotiate::decode_body(&headers, &body, kind)?;
             let mut opts = write_options(&query, &headers)?;
+            opts.user = user.clone();
             if sub != Some("scale") {
                 opts.duplicate_fields = duplicate_fields(&info, &headers, &body, &opts);
             }
@@ -281,8 +283,18 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
         }
         (Method::PATCH, Some(name), sub) => {
             let guard = write_guard(&state, &info, ns, user.as_ref());
-            let (obj, warnings, created) =
-                patch(&state, &target, name, sub, &query, &headers, &body, guard).await?;
+            let (obj, warnings, created) = patch(
+                &state,
+                &target,
+                name,
+                sub,
+                &query,
+                &headers,
+                &body,
+                guard,
+                user.as_ref(),
+            )
+            .await?;
             let status = if created && !query.dry_run()? {
                 StatusCode::CREATED
             } else {
@@ -291,13 +303,14 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             render_value(&info, &obj, negotiate::output(&headers)?, status, &warnings)
         }
         (Method::DELETE, Some(name), None) => {
-            let (opts, orphan_false) = delete_options(&query, &headers, &body)?;
+            let (mut opts, orphan_false) = delete_options(&query, &headers, &body)?;
+            opts.user = user.clone();
             let result = target.store.delete(ns, name, &opts).await?;
             let (out, status) = delete_response(&target.store, name, result, orphan_false);
             render_value(&info, &out, negotiate::output(&headers)?, status, &[])
         }
         (Method::DELETE, None, None) => {
-            delete_collection(&state, &target, &query, &headers, &body).await
+            delete_collection(&state, &target, &query, &headers, &body, user.as_ref()).await
         }
         (Method::POST, Some(name), Some("token")) => {
             crate::service_accounts::create_token(&state, &target, name, &headers, &body).await
@@ -376,6 +389,7 @@ pub fn write_options(query: &Query, headers: &HeaderMap) -> Result<WriteOptions,
         fields_tracked: false,
         force: query.flag("force"),
         duplicate_fields: Vec::new(),
+        user: None,
     })
 }
 
@@ -821,7 +835,7 @@ async fn update_scale(
         .map(str::to_string);
     let info = store.info().clone();
     store
-        .patch(ns, name, None, opts, |current| {
+        .patch(ns, name, Some("scale"), opts, |current| {
             if let Some(rv) = &want_rv
                 && current
                     .pointer("/metadata/resourceVersion")
@@ -873,6 +887,7 @@ async fn patch(
     headers: &HeaderMap,
     body: &[u8],
     guard: Option<WriteGuard>,
+    user: Option<&UserInfo>,
 ) -> Result<(Value, Vec<String>, bool), ApiError> {
     let ct = headers
         .get(http::header::CONTENT_TYPE)
@@ -883,7 +898,8 @@ async fn patch(
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase();
-    let opts = write_options(query, headers)?;
+    let mut opts = write_options(query, headers)?;
+    opts.user = user.cloned();
     let info = target.store.info().clone();
     let ns = target.namespace.as_deref();
     let unsupported = || {
@@ -958,7 +974,7 @@ async fn patch(
         let store = target.store.clone();
         let s2 = store.clone();
         store
-            .patch(ns, name, None, &opts, move |current| {
+            .patch(ns, name, Some("scale"), &opts, move |current| {
                 let scale = to_scale(&s2, current)?;
                 let patched = apply(&scale)?;
                 let replicas = replicas_from_scale(&patched)?;
@@ -1037,9 +1053,11 @@ async fn delete_collection(
     query: &Query,
     headers: &HeaderMap,
     body: &[u8],
+    user: Option<&UserInfo>,
 ) -> HandlerResult {
     let _ = state;
-    let (opts, _) = delete_options(query, headers, body)?;
+    let (mut opts, _) = delete_options(query, headers, body)?;
+    opts.user = user.cloned();
     let filter = selector_filter(&target.store, query)?;
     let ns = target.namespace.as_deref();
     let list = target
