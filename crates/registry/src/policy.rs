@@ -487,7 +487,10 @@ pub fn resources_match(criteria: &Value, m: &MatchInput<'_>) -> Result<bool, Str
     if rules("excludeResourceRules").iter().any(|r| rule_matches(r, m)) {
         return Ok(false);
     }
-    Ok(rules("resourceRules").iter().any(|r| rule_matches(r, m)))
+    // No resourceRules (a binding narrowing by selectors only): every
+    // resource matches.
+    let include = rules("resourceRules");
+    Ok(include.is_empty() || include.iter().any(|r| rule_matches(r, m)))
 }
 
 // ------------------------------------------------------------------- plugin
@@ -1109,6 +1112,11 @@ mod tests {
                 &m
             )
             .unwrap()
+        );
+        assert!(
+            resources_match(&json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}}), &m)
+                .unwrap(),
+            "a binding's matchResources without resourceRules matches every resource"
         );
         let cluster = json!({"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["*"], "resources": ["deployments"], "scope": "Cluster"});
         assert!(!resources_match(&json!({"resourceRules": [cluster]}), &m).unwrap());
