@@ -28,7 +28,10 @@ fn post(server: &Server, path: &str, body: &Value) -> Result<(u16, Value)> {
             .uri(path)
             .header(http::header::CONTENT_TYPE, "application/json")
             .body(kube::client::Body::from(serde_json::to_vec(body)?))?;
-        let res = client.send(req).await.with_context(|| format!("POST {path}"))?;
+        let res = client
+            .send(req)
+            .await
+            .with_context(|| format!("POST {path}"))?;
         let code = res.status().as_u16();
         let bytes = res.into_body().collect_bytes().await?;
         Ok((code, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
@@ -149,10 +152,8 @@ fn validating_admission_policy_denies_with_kube_message_and_warn_admits() -> Res
     // Policies reach admission through the watch cache: wait for the Deny
     // to take effect (kube's policy informers take a moment too).
     let denied = eventually(SETTLE, || {
-        let out = server.kubectl_stdin(
-            &["create", "-f", "-"],
-            &deployment("vap-enforce", "web", 5),
-        )?;
+        let out =
+            server.kubectl_stdin(&["create", "-f", "-"], &deployment("vap-enforce", "web", 5))?;
         if out.status.success() {
             server.kubectl_ok(&["delete", "deployment", "web", "-n", "vap-enforce"])?;
             return Ok(None);
@@ -177,7 +178,7 @@ fn validating_admission_policy_denies_with_kube_message_and_warn_admits() -> Res
         code == 422
             && status["reason"] == "Invalid"
             && status["message"] == message.as_str()
-            && status["details"]["causes"][0]["message"] == reason
+            && status["details"]["causes"] == serde_json::json!([{"message": reason}])
             && status["details"]["kind"] == "deployments"
             && status["details"]["group"] == "apps",
         "kube's Status expected, got {code}: {status}"
@@ -336,7 +337,10 @@ fn limit_range_defaults_appear_on_a_pod_and_max_is_enforced() -> Result<()> {
     );
 
     // Over the max: kube's 403.
-    let err = server.kubectl_stdin(&["create", "-f", "-"], &pod("big", "{limits: {cpu: \"2\"}}"))?;
+    let err = server.kubectl_stdin(
+        &["create", "-f", "-"],
+        &pod("big", "{limits: {cpu: \"2\"}}"),
+    )?;
     let stderr = String::from_utf8_lossy(&err.stderr);
     ensure!(!err.status.success(), "over-max pod admitted");
     ensure!(
@@ -441,7 +445,10 @@ spec:
         code == 403 && status["reason"] == "Forbidden" && status["message"] == message.as_str(),
         "kube's 403 Status expected, got {code}: {status}"
     );
-    ensure!(configmap_count(&server, "rq")? == hard, "refused ConfigMap stored");
+    ensure!(
+        configmap_count(&server, "rq")? == hard,
+        "refused ConfigMap stored"
+    );
 
     // One slot free again, many concurrent creates: exactly one gets it
     // (the charge is a compare-and-swap of the quota's status).

@@ -223,8 +223,12 @@ pub async fn build_state_on(
     // default plugins: LimitRanger, ValidatingAdmissionPolicy, then
     // ResourceQuota last (it charges only what every other plugin admitted).
     registry.add_admission(ubernetes_registry::limitranger::LimitRanger::new(&registry));
-    registry.add_admission(ubernetes_registry::policy::ValidatingAdmissionPolicy::new(&registry));
-    registry.add_admission(ubernetes_registry::quota::ResourceQuotaAdmission::new(&registry));
+    registry.add_admission(ubernetes_registry::policy::ValidatingAdmissionPolicy::new(
+        &registry,
+    ));
+    registry.add_admission(ubernetes_registry::quota::ResourceQuotaAdmission::new(
+        &registry,
+    ));
     let rbac = RbacCache::start(&registry)
         .await
         .map_err(|e| anyhow::anyhow!("reading roles and bindings: {e}"))?;

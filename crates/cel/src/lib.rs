@@ -457,7 +457,9 @@ pub fn to_json(v: &Value) -> Option<Json> {
         }
         Value::Duration(d) => Json::String(format!(
             "{}s",
-            d.num_nanoseconds().map(|n| n as f64 / 1e9).unwrap_or_default()
+            d.num_nanoseconds()
+                .map(|n| n as f64 / 1e9)
+                .unwrap_or_default()
         )),
         Value::Timestamp(t) => Json::String(t.to_rfc3339()),
         _ => return None,

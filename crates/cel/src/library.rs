@@ -453,7 +453,14 @@ impl Quantity {
             && self.exp >= 0
             && let Some(v) = self.scaled(0)
         {
-            for (shift, suffix) in [(60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki")] {
+            for (shift, suffix) in [
+                (60, "Ei"),
+                (50, "Pi"),
+                (40, "Ti"),
+                (30, "Gi"),
+                (20, "Mi"),
+                (10, "Ki"),
+            ] {
                 let unit = 1i128 << shift;
                 if v % unit == 0 {
                     return format!("{}{suffix}", v / unit);

@@ -113,7 +113,10 @@ pub fn default_pod(limit_range: &Value, pod: &mut Value) {
         limits.extend(item.default.clone());
     }
     let mut notes = Vec::new();
-    for (field, prefix) in [("containers", "container"), ("initContainers", "init container")] {
+    for (field, prefix) in [
+        ("containers", "container"),
+        ("initContainers", "init container"),
+    ] {
         let Some(containers) = pod
             .pointer_mut(&format!("/spec/{field}"))
             .and_then(Value::as_array_mut)
@@ -165,7 +168,10 @@ pub fn default_pod(limit_range: &Value, pod: &mut Value) {
                 ));
             }
             if !set_limits.is_empty() {
-                notes.push(format!("{} limit for {prefix} {name}", set_limits.join(", ")));
+                notes.push(format!(
+                    "{} limit for {prefix} {name}",
+                    set_limits.join(", ")
+                ));
             }
         }
     }
@@ -475,7 +481,10 @@ impl LimitRanger {
         else {
             return Vec::new();
         };
-        match store.list(Some(namespace), None, 0, None, ReadAt::Any).await {
+        match store
+            .list(Some(namespace), None, 0, None, ReadAt::Any)
+            .await
+        {
             Ok(l) => l
                 .items
                 .iter()
@@ -504,7 +513,11 @@ impl LimitRanger {
 
 #[async_trait::async_trait]
 impl Admission for LimitRanger {
-    async fn mutate(&self, attrs: &Attributes<'_>, obj: &mut Value) -> Result<Vec<String>, ApiError> {
+    async fn mutate(
+        &self,
+        attrs: &Attributes<'_>,
+        obj: &mut Value,
+    ) -> Result<Vec<String>, ApiError> {
         if !Self::applies(attrs) || attrs.info.resource != "pods" {
             return Ok(Vec::new());
         }
@@ -589,7 +602,9 @@ mod tests {
         let ratio = json!({"spec": {"limits": [{"type": "Container", "maxLimitRequestRatio": {"cpu": "4"}}]}});
         assert_eq!(
             validate_pod(&ratio, &pod),
-            vec!["cpu max limit to request ratio per Container is 4, but provided ratio is 20.000000"]
+            vec![
+                "cpu max limit to request ratio per Container is 4, but provided ratio is 20.000000"
+            ]
         );
         let podmax = json!({"spec": {"limits": [{"type": "Pod", "max": {"memory": "1Gi"}}]}});
         let two = json!({"spec": {"containers": [

@@ -93,7 +93,9 @@ impl Expr {
                     )
                 })
             }
-            Err(ubernetes_cel::EvalError::CostLimit { .. }) if limit < ubernetes_cel::PER_CALL_LIMIT => {
+            Err(ubernetes_cel::EvalError::CostLimit { .. })
+                if limit < ubernetes_cel::PER_CALL_LIMIT =>
+            {
                 Err(OUT_OF_BUDGET.into())
             }
             Err(e) => Err(format!(
@@ -140,9 +142,9 @@ impl Compiled {
             name: s(&policy["metadata"], "name").unwrap_or_default(),
             fail_open: spec.get("failurePolicy").and_then(Value::as_str) == Some("Ignore"),
             match_constraints: spec.get("matchConstraints").cloned(),
-            param_kind: spec.get("paramKind").and_then(|p| {
-                Some((s(p, "apiVersion")?, s(p, "kind")?))
-            }),
+            param_kind: spec
+                .get("paramKind")
+                .and_then(|p| Some((s(p, "apiVersion")?, s(p, "kind")?))),
             match_conditions: list("matchConditions")
                 .iter()
                 .map(|c| {
@@ -268,7 +270,11 @@ fn evaluate(p: &Compiled, inputs: &Inputs<'_>) -> Evaluation {
                     .filter(|m| m.len() <= 5 * 1024 && !m.contains('\n'))
                     .unwrap_or_default();
                 if message.is_empty()
-                    && let Some(m) = v.message.as_deref().map(str::trim).filter(|m| !m.is_empty())
+                    && let Some(m) = v
+                        .message
+                        .as_deref()
+                        .map(str::trim)
+                        .filter(|m| !m.is_empty())
                 {
                     message = m.to_string();
                 }
@@ -349,13 +355,19 @@ fn aggregate(errs: &[String]) -> String {
 
 fn bindings<'a>(inputs: &Inputs<'a>, variables: &'a Value) -> Vec<(&'static str, Binding<'a>)> {
     vec![
-        ("object", Binding::Untyped(inputs.object.unwrap_or(&Value::Null))),
+        (
+            "object",
+            Binding::Untyped(inputs.object.unwrap_or(&Value::Null)),
+        ),
         (
             "oldObject",
             Binding::Untyped(inputs.old_object.unwrap_or(&Value::Null)),
         ),
         ("request", Binding::Untyped(inputs.request)),
-        ("params", Binding::Untyped(inputs.params.unwrap_or(&Value::Null))),
+        (
+            "params",
+            Binding::Untyped(inputs.params.unwrap_or(&Value::Null)),
+        ),
         (
             "namespaceObject",
             Binding::Untyped(inputs.namespace_object.unwrap_or(&Value::Null)),
@@ -484,7 +496,10 @@ pub fn resources_match(criteria: &Value, m: &MatchInput<'_>) -> Result<bool, Str
             .cloned()
             .unwrap_or_default()
     };
-    if rules("excludeResourceRules").iter().any(|r| rule_matches(r, m)) {
+    if rules("excludeResourceRules")
+        .iter()
+        .any(|r| rule_matches(r, m))
+    {
         return Ok(false);
     }
     // No resourceRules (a binding narrowing by selectors only): every
@@ -652,15 +667,21 @@ async fn collect_params(
         return Params::List(vec![Value::Null]);
     };
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let Some(store) = registry.stores().into_iter().find(|s| {
-        s.info().group == group && s.info().version == version && s.info().kind == *kind
-    }) else {
+    let Some(store) = registry
+        .stores()
+        .into_iter()
+        .find(|s| s.info().group == group && s.info().version == version && s.info().kind == *kind)
+    else {
         return Params::Error(format!(
             "paramKind kind `{}` not known",
             param_kind_text(api_version, kind)
         ));
     };
-    let s = |f: &str| pref.get(f).and_then(Value::as_str).filter(|x| !x.is_empty());
+    let s = |f: &str| {
+        pref.get(f)
+            .and_then(Value::as_str)
+            .filter(|x| !x.is_empty())
+    };
     let ns = if store.info().namespaced {
         match s("namespace").or(namespace) {
             Some(ns) => Some(ns.to_string()),
@@ -812,7 +833,10 @@ impl Admission for ValidatingAdmissionPolicy {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_string();
-                if let Some(mr) = binding.pointer("/spec/matchResources").filter(|v| !v.is_null()) {
+                if let Some(mr) = binding
+                    .pointer("/spec/matchResources")
+                    .filter(|v| !v.is_null())
+                {
                     match resources_match(mr, &m) {
                         Ok(true) => {}
                         Ok(false) => continue,
@@ -1021,8 +1045,13 @@ mod tests {
 
     #[test]
     fn message_falls_back_and_errors_follow_failure_policy() {
-        let p = policy(json!({"validations": [{"expression": "object.spec.replicas < 2", "message": "  too many  "}]}));
-        assert_eq!(run(&p, &deployment(3), None).decisions[0].message, "too many");
+        let p = policy(
+            json!({"validations": [{"expression": "object.spec.replicas < 2", "message": "  too many  "}]}),
+        );
+        assert_eq!(
+            run(&p, &deployment(3), None).decisions[0].message,
+            "too many"
+        );
         let p = policy(json!({"validations": [{"expression": "object.spec.nope == 1"}]}));
         let d = &run(&p, &deployment(3), None).decisions[0];
         assert!(d.deny);
@@ -1030,12 +1059,16 @@ mod tests {
             d.message,
             "expression 'object.spec.nope == 1' resulted in error: no such key: nope"
         );
-        let p = policy(json!({"failurePolicy": "Ignore", "validations": [{"expression": "object.spec.nope == 1"}]}));
+        let p = policy(
+            json!({"failurePolicy": "Ignore", "validations": [{"expression": "object.spec.nope == 1"}]}),
+        );
         assert!(!run(&p, &deployment(3), None).decisions[0].deny);
         let p = policy(json!({"validations": [{"expression": "object.spec.replicas <"}]}));
-        assert!(run(&p, &deployment(3), None).decisions[0]
-            .message
-            .starts_with("compilation error: ERROR: <input>:1:"));
+        assert!(
+            run(&p, &deployment(3), None).decisions[0]
+                .message
+                .starts_with("compilation error: ERROR: <input>:1:")
+        );
     }
 
     #[test]
@@ -1047,7 +1080,10 @@ mod tests {
         }));
         let r = run(&p, &deployment(2), None);
         assert_eq!(r.decisions.len(), 1);
-        assert_eq!(r.annotations, vec![("replicas".to_string(), "2".to_string())]);
+        assert_eq!(
+            r.annotations,
+            vec![("replicas".to_string(), "2".to_string())]
+        );
         let mut other = deployment(2);
         other["metadata"]["name"] = json!("api");
         assert_eq!(run(&p, &other, None), Evaluation::default());
@@ -1114,8 +1150,11 @@ mod tests {
             .unwrap()
         );
         assert!(
-            resources_match(&json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}}), &m)
-                .unwrap(),
+            resources_match(
+                &json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}}),
+                &m
+            )
+            .unwrap(),
             "a binding's matchResources without resourceRules matches every resource"
         );
         let cluster = json!({"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["*"], "resources": ["deployments"], "scope": "Cluster"});

@@ -130,7 +130,10 @@ pub fn usage(info: &ResourceInfo, obj: &Value) -> Usage {
         if matches!(t, Some("NodePort" | "LoadBalancer")) {
             u.insert(
                 "services.nodeports".into(),
-                (Quantity::parse(&ports.to_string()).unwrap_or_else(|_| Quantity::zero()), false),
+                (
+                    Quantity::parse(&ports.to_string()).unwrap_or_else(|_| Quantity::zero()),
+                    false,
+                ),
             );
         }
         if t == Some("LoadBalancer") {
@@ -155,7 +158,9 @@ fn scopes_match(quota: &Value, info: &ResourceInfo, obj: &Value) -> bool {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let has_selector = quota.pointer("/spec/scopeSelector/matchExpressions").is_some();
+    let has_selector = quota
+        .pointer("/spec/scopeSelector/matchExpressions")
+        .is_some();
     if scopes.is_empty() && !has_selector {
         return true;
     }
@@ -268,6 +273,66 @@ pub fn charge(quota: &Value, requested_all: &Usage) -> Result<Option<Value>, Str
     Ok(Some(out))
 }
 
+/// kube's pod evaluator `Constraints`: when a quota limits cpu or memory,
+/// every container must state it (`must specify requests.cpu for: a,b;
+/// requests.memory for: a`).
+pub fn pod_constraints(hard: &[&str], pod: &Value) -> Option<String> {
+    const VALIDATION: [&str; 6] = [
+        "cpu",
+        "memory",
+        "limits.cpu",
+        "limits.memory",
+        "requests.cpu",
+        "requests.memory",
+    ];
+    let required: Vec<&str> = VALIDATION
+        .iter()
+        .copied()
+        .filter(|r| hard.contains(r))
+        .collect();
+    if required.is_empty() {
+        return None;
+    }
+    let mut missing: BTreeMap<&str, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for field in ["containers", "initContainers"] {
+        for c in pod
+            .pointer(&format!("/spec/{field}"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let has =
+                |which: &str, r: &str| c.pointer(&format!("/resources/{which}/{r}")).is_some();
+            let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
+            for r in &required {
+                let stated = match *r {
+                    "cpu" | "requests.cpu" => has("requests", "cpu"),
+                    "memory" | "requests.memory" => has("requests", "memory"),
+                    "limits.cpu" => has("limits", "cpu"),
+                    _ => has("limits", "memory"),
+                };
+                if !stated {
+                    missing.entry(r).or_default().insert(name.to_string());
+                }
+            }
+        }
+    }
+    if missing.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "must specify {}",
+        missing
+            .iter()
+            .map(|(r, names)| format!(
+                "{r} for: {}",
+                names.iter().cloned().collect::<Vec<_>>().join(",")
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    ))
+}
+
 /// The admission plugin.
 pub struct ResourceQuotaAdmission {
     registry: Weak<Registry>,
@@ -320,14 +385,27 @@ impl Admission for ResourceQuotaAdmission {
         let info = attrs.info;
         let requested = usage(info, obj);
         let name = crate::policy::forbidden_name(attrs, obj);
-        let forbid =
-            |why: &str| ApiError::forbidden(&info.group, &info.resource, &name, why);
+        let forbid = |why: &str| ApiError::forbidden(&info.group, &info.resource, &name, why);
         // Check every quota first (no charge when one refuses), then charge
         // each with a compare-and-swap of its status.
         let mut charged = Vec::new();
         for quota in &quotas {
             if !scopes_match(quota, info, obj) {
                 continue;
+            }
+            if info.group.is_empty() && info.resource == "pods" {
+                let hard: Vec<&str> = quota
+                    .pointer("/status/hard")
+                    .and_then(Value::as_object)
+                    .map(|m| m.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
+                if let Some(why) = pod_constraints(&hard, obj) {
+                    let qname = quota
+                        .pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    return Err(forbid(&format!("failed quota: {qname}: {why}")));
+                }
             }
             match charge(quota, &requested) {
                 Ok(Some(_)) => {
@@ -345,11 +423,13 @@ impl Admission for ResourceQuotaAdmission {
         for qname in charged {
             let mut refused = None;
             let res = store
-                .system_update(Some(namespace), &qname, |cur| match charge(&cur, &requested) {
-                    Ok(next) => Ok(next),
-                    Err(why) => {
-                        refused = Some(why);
-                        Err(ApiError::internal("quota refused"))
+                .system_update(Some(namespace), &qname, |cur| {
+                    match charge(&cur, &requested) {
+                        Ok(next) => Ok(next),
+                        Err(why) => {
+                            refused = Some(why);
+                            Err(ApiError::internal("quota refused"))
+                        }
                     }
                 })
                 .await;
@@ -385,7 +465,11 @@ fn counted_store(registry: &Registry, resource: &str) -> Option<Arc<Store>> {
         r if CORE_COUNTS.contains(&r) => r,
         "services.nodeports" | "services.loadbalancers" => "services",
         "requests.storage" => "persistentvolumeclaims",
-        r if r.starts_with("requests.") || r.starts_with("limits.") || r == "cpu" || r == "memory" => {
+        r if r.starts_with("requests.")
+            || r.starts_with("limits.")
+            || r == "cpu"
+            || r == "memory" =>
+        {
             "pods"
         }
         _ => return None,
@@ -542,8 +626,10 @@ impl QuotaController {
         };
         let used = calculate_used(&self.registry, &quota).await?;
         let hard = quota.pointer("/spec/hard").cloned().unwrap_or(json!({}));
-        let used_json: serde_json::Map<String, Value> =
-            used.iter().map(|(k, v)| (k.clone(), json!(text(v)))).collect();
+        let used_json: serde_json::Map<String, Value> = used
+            .iter()
+            .map(|(k, v)| (k.clone(), json!(text(v))))
+            .collect();
         let res = store
             .system_update(Some(ns), name, |mut cur| {
                 let status = json!({"hard": hard, "used": used_json});
@@ -589,7 +675,10 @@ mod tests {
     #[test]
     fn usage_of_objects() {
         let cm = usage(&info("", "configmaps"), &json!({}));
-        assert_eq!(cm.keys().collect::<Vec<_>>(), ["configmaps", "count/configmaps"]);
+        assert_eq!(
+            cm.keys().collect::<Vec<_>>(),
+            ["configmaps", "count/configmaps"]
+        );
         let d = usage(&info("apps", "deployments"), &json!({}));
         assert_eq!(d.keys().collect::<Vec<_>>(), ["count/deployments.apps"]);
         let pod = json!({"spec": {"containers": [
@@ -616,7 +705,10 @@ mod tests {
         let quota = json!({"metadata": {"name": "q"}, "spec": {"hard": {"configmaps": "2", "count/configmaps": "5"}},
             "status": {"hard": {"configmaps": "2", "count/configmaps": "5"}, "used": {"configmaps": "1", "count/configmaps": "1"}}});
         let next = charge(&quota, &requested).unwrap().unwrap();
-        assert_eq!(next["status"]["used"], json!({"configmaps": "2", "count/configmaps": "2"}));
+        assert_eq!(
+            next["status"]["used"],
+            json!({"configmaps": "2", "count/configmaps": "2"})
+        );
         assert_eq!(
             charge(&next, &requested).unwrap_err(),
             "exceeded quota: q, requested: configmaps=1, used: configmaps=2, limited: configmaps=2"
@@ -626,11 +718,24 @@ mod tests {
     }
 
     #[test]
+    fn pods_must_state_what_a_quota_limits() {
+        let pod = json!({"spec": {"containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "1"}}},
+            {"name": "b"}]}});
+        assert_eq!(
+            pod_constraints(&["requests.cpu", "requests.memory", "pods"], &pod).unwrap(),
+            "must specify requests.cpu for: b; requests.memory for: a,b"
+        );
+        assert_eq!(pod_constraints(&["pods", "count/pods"], &pod), None);
+    }
+
+    #[test]
     fn scopes_only_match_pods() {
         let q = json!({"spec": {"scopes": ["BestEffort"]}});
         assert!(!scopes_match(&q, &info("", "configmaps"), &json!({})));
         let be = json!({"spec": {"containers": [{"name": "a"}]}});
-        let not_be = json!({"spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": "1"}}}]}});
+        let not_be =
+            json!({"spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": "1"}}}]}});
         assert!(scopes_match(&q, &info("", "pods"), &be));
         assert!(!scopes_match(&q, &info("", "pods"), &not_be));
     }
