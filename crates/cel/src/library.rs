@@ -341,6 +341,19 @@ pub struct Quantity {
     exp: i32,
 }
 
+// Normalised, so equal values are equal structs: the order agrees with `Eq`.
+impl Ord for Quantity {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.compare(o)
+    }
+}
+
+impl PartialOrd for Quantity {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
 impl Opaque for Quantity {
     fn runtime_type_name(&self) -> &str {
         QUANTITY
@@ -503,7 +516,7 @@ impl Quantity {
     }
 
     /// Orders two quantities by value (`resource.Quantity.Cmp`).
-    pub fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+    fn compare(&self, o: &Self) -> std::cmp::Ordering {
         let e = self.exp.min(o.exp);
         match (self.scaled(e), o.scaled(e)) {
             (Some(a), Some(b)) => a.cmp(&b),

@@ -155,10 +155,10 @@ pub fn default_pod(limit_range: &Value, pod: &mut Value) {
             let set_limits = set("limits", &limits);
             let set_requests = set("requests", &requests);
             for which in ["limits", "requests"] {
-                if resources[which].as_object().is_some_and(|m| m.is_empty()) {
-                    if let Some(m) = resources.as_object_mut() {
-                        m.remove(which);
-                    }
+                if resources[which].as_object().is_some_and(|m| m.is_empty())
+                    && let Some(m) = resources.as_object_mut()
+                {
+                    m.remove(which);
                 }
             }
             if !set_requests.is_empty() {
