@@ -340,7 +340,9 @@ fn untyped_bindings_cost_what_their_fields_cost_and_results_convert_to_json() {
         &[("obj", Type::Dyn)],
     )
     .unwrap();
-    let (v, cost) = p.eval(&[("obj", Binding::Untyped(&obj))], PER_CALL_LIMIT).unwrap();
+    let (v, cost) = p
+        .eval(&[("obj", Binding::Untyped(&obj))], PER_CALL_LIMIT)
+        .unwrap();
     assert_eq!(to_json(&v), Some(json!("replicas 9 of web")));
     assert!(cost < 100, "a short concatenation is cheap: {cost}");
     let p = compile("{'n': [1, 2.5, true, null]}", &[]).unwrap();

@@ -151,6 +151,21 @@ pub fn usage(info: &ResourceInfo, obj: &Value) -> Usage {
     u
 }
 
+/// What `after` uses more than `before` (kube's
+/// `SubtractWithNonNegativeResult`, without the zeros).
+pub fn growth(after: &Usage, before: &Usage) -> Usage {
+    after
+        .iter()
+        .filter_map(|(k, v)| {
+            let d = match before.get(k) {
+                Some(b) => v.0.add(&b.0.neg())?,
+                None => v.0,
+            };
+            (d > Quantity::zero()).then(|| (k.clone(), (d, v.1)))
+        })
+        .collect()
+}
+
 /// Whether a quota's `scopes` admit `obj` (only pods can match a scope).
 fn scopes_match(quota: &Value, info: &ResourceInfo, obj: &Value) -> bool {
     let scopes: Vec<&str> = quota
@@ -364,9 +379,17 @@ async fn cached(store: &Store, namespace: Option<&str>) -> Vec<Value> {
 #[async_trait::async_trait]
 impl Admission for ResourceQuotaAdmission {
     async fn validate(&self, attrs: &Attributes<'_>, obj: &Value) -> Result<Vec<String>, ApiError> {
-        // Counts change on create; kube also re-evaluates updates of pods,
-        // services and claims (not done here: see docs/api-compatibility.md).
-        if attrs.operation != Operation::Create || attrs.subresource.is_some() {
+        // Counts change on create; the pod, service and claim evaluators
+        // also handle updates (a resize, a Service turned NodePort): only
+        // what grew is charged.
+        let info = attrs.info;
+        let usage_updates = info.group.is_empty()
+            && matches!(
+                info.resource.as_str(),
+                "pods" | "services" | "persistentvolumeclaims"
+            );
+        let update = attrs.operation == Operation::Update && usage_updates;
+        if !(attrs.operation == Operation::Create || update) || attrs.subresource.is_some() {
             return Ok(Vec::new());
         }
         let Some(namespace) = attrs.namespace else {
@@ -382,8 +405,14 @@ impl Admission for ResourceQuotaAdmission {
         if quotas.is_empty() {
             return Ok(Vec::new());
         }
-        let info = attrs.info;
-        let requested = usage(info, obj);
+        let mut requested = usage(info, obj);
+        if update {
+            let before = attrs.old.map(|o| usage(info, o)).unwrap_or_default();
+            requested = growth(&requested, &before);
+            if requested.is_empty() {
+                return Ok(Vec::new());
+            }
+        }
         let name = crate::policy::forbidden_name(attrs, obj);
         let forbid = |why: &str| ApiError::forbidden(&info.group, &info.resource, &name, why);
         // Check every quota first (no charge when one refuses), then charge
@@ -727,6 +756,23 @@ mod tests {
             "must specify requests.cpu for: b; requests.memory for: a,b"
         );
         assert_eq!(pod_constraints(&["pods", "count/pods"], &pod), None);
+    }
+
+    #[test]
+    fn an_update_is_charged_only_what_grew() {
+        let svc = info("", "services");
+        let before = usage(
+            &svc,
+            &json!({"spec": {"type": "ClusterIP", "ports": [{"port": 80}]}}),
+        );
+        let after = usage(
+            &svc,
+            &json!({"spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]}}),
+        );
+        let g = growth(&after, &before);
+        assert_eq!(g.keys().collect::<Vec<_>>(), ["services.nodeports"]);
+        assert_eq!(text(&g["services.nodeports"]), "1");
+        assert!(growth(&before, &after).is_empty());
     }
 
     #[test]
