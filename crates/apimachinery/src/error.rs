@@ -306,7 +306,11 @@ impl ApiError {
                     .iter()
                     .map(|c| {
                         let mut m = serde_json::Map::new();
-                        m.insert("reason".into(), json!(c.reason));
+                        // `metav1.StatusCause` omits an empty reason
+                        // (ValidatingAdmissionPolicy's cause has only a message).
+                        if !c.reason.is_empty() {
+                            m.insert("reason".into(), json!(c.reason));
+                        }
                         m.insert("message".into(), json!(c.message));
                         if !c.field.is_empty() {
                             m.insert("field".into(), json!(c.field));

@@ -222,6 +222,16 @@ pub async fn build_state_on(
     bootstrap_rbac(&registry)
         .await
         .map_err(|e| anyhow::anyhow!("bootstrapping the RBAC policy: {e}"))?;
+    // Admission plugins that read the registry, in kube's order of its
+    // default plugins: LimitRanger, ValidatingAdmissionPolicy, then
+    // ResourceQuota last (it charges only what every other plugin admitted).
+    registry.add_admission(ubernetes_registry::limitranger::LimitRanger::new(&registry));
+    registry.add_admission(ubernetes_registry::policy::ValidatingAdmissionPolicy::new(
+        &registry,
+    ));
+    registry.add_admission(ubernetes_registry::quota::ResourceQuotaAdmission::new(
+        &registry,
+    ));
     let rbac = RbacCache::start(&registry)
         .await
         .map_err(|e| anyhow::anyhow!("reading roles and bindings: {e}"))?;
@@ -277,6 +287,7 @@ pub async fn build_state_on(
                 crds.set_garbage_collector(Some(gc));
             }
             NamespaceController::start_until(registry.clone(), term.clone());
+            ubernetes_registry::quota::QuotaController::start_until(registry.clone(), term.clone());
             if let Some(ca) = &root_ca_pem {
                 controllers::RootCaPublisher::start_until(
                     registry.clone(),

@@ -469,7 +469,13 @@ fn member_result(name: &str, first: &Type, member: bool, args: &[Type]) -> Optio
         "uint" => (Type::Uint, 1),
         "double" => (Type::Double, 1),
         "bool" => (Type::Bool, 1),
-        "string" => (Type::String(MAX_REQUEST_SIZE_BYTES), 1 + traverse(n)),
+        // A number or bool prints in at most 32 characters (a double's
+        // shortest round-trip form); a string converts to itself.
+        "string" => match first {
+            Type::Int | Type::Uint | Type::Double | Type::Bool => (Type::String(32), 1),
+            Type::String(m) => (Type::String(*m), 1),
+            _ => (Type::String(MAX_REQUEST_SIZE_BYTES), 1 + traverse(n)),
+        },
         "bytes" => (Type::Bytes(n), 1 + traverse(n)),
         "dyn" => (args.first().cloned().unwrap_or(Type::Dyn), 1),
         "type" => (Type::TypeValue, 1),

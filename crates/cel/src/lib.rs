@@ -179,6 +179,11 @@ pub enum Binding<'a> {
     Json(Option<&'a Json>),
     /// An optional of a JSON value (`optional.of(v)` / `optional.none()`).
     Optional(Option<&'a Json>),
+    /// A JSON value of a variable declared `Dyn` whose runtime cost is
+    /// measured from the value's own structure (each object an object type
+    /// with its fields' exact types), as ValidatingAdmissionPolicy's
+    /// `object`, `request`, `params` without a schema.
+    Untyped(&'a Json),
 }
 
 /// How an evaluation failed.
@@ -255,6 +260,7 @@ impl Program {
             .map(|(name, ty)| {
                 let t = match vars.iter().find(|(n, _)| n == name).map(|(_, b)| *b) {
                     Some(Binding::Json(v)) => ty.measured(v),
+                    Some(Binding::Untyped(v)) => Type::structural(v),
                     Some(Binding::Optional(v)) => match ty {
                         Type::Optional(inner) => Type::Optional(Box::new(inner.measured(v))),
                         other => other.measured(v),
@@ -291,6 +297,7 @@ impl Program {
             let value = match binding {
                 Binding::Json(None) => continue,
                 Binding::Json(Some(v)) => to_value(v, &ty),
+                Binding::Untyped(v) => untyped(v),
                 Binding::Optional(v) => {
                     let inner = match &ty {
                         Type::Optional(t) => (**t).clone(),
@@ -416,6 +423,47 @@ pub fn to_value(v: &Json, ty: &Type) -> Value {
         }
         (_, v) => untyped(v),
     }
+}
+
+/// A CEL value as JSON (cel-go's `ConvertToNative` to a JSON value):
+/// bytes as base64, durations as Go durations in seconds (`1.5s`),
+/// timestamps as RFC 3339; `None` for values JSON cannot hold (types,
+/// functions, opaque values other than optionals).
+pub fn to_json(v: &Value) -> Option<Json> {
+    Some(match v {
+        Value::Null => Json::Null,
+        Value::Bool(b) => Json::Bool(*b),
+        Value::Int(i) => Json::from(*i),
+        Value::UInt(u) => Json::from(*u),
+        Value::Float(f) => serde_json::Number::from_f64(*f).map(Json::Number)?,
+        Value::String(s) => Json::String(s.to_string()),
+        Value::Bytes(b) => {
+            use base64::Engine as _;
+            Json::String(base64::engine::general_purpose::STANDARD.encode(b.as_slice()))
+        }
+        Value::List(l) => Json::Array(l.iter().map(to_json).collect::<Option<Vec<_>>>()?),
+        Value::Map(m) => {
+            let mut out = serde_json::Map::new();
+            for (k, x) in m.map.iter() {
+                let key = match k {
+                    Key::String(s) => s.to_string(),
+                    Key::Int(i) => i.to_string(),
+                    Key::Uint(u) => u.to_string(),
+                    Key::Bool(b) => b.to_string(),
+                };
+                out.insert(key, to_json(x)?);
+            }
+            Json::Object(out)
+        }
+        Value::Duration(d) => Json::String(format!(
+            "{}s",
+            d.num_nanoseconds()
+                .map(|n| n as f64 / 1e9)
+                .unwrap_or_default()
+        )),
+        Value::Timestamp(t) => Json::String(t.to_rfc3339()),
+        _ => return None,
+    })
 }
 
 fn untyped(v: &Json) -> Value {

@@ -341,6 +341,19 @@ pub struct Quantity {
     exp: i32,
 }
 
+// Normalised, so equal values are equal structs: the order agrees with `Eq`.
+impl Ord for Quantity {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.compare(o)
+    }
+}
+
+impl PartialOrd for Quantity {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
 impl Opaque for Quantity {
     fn runtime_type_name(&self) -> &str {
         QUANTITY
@@ -427,6 +440,69 @@ impl Quantity {
         Ok(Self::normalized(num, exp))
     }
 
+    /// Zero.
+    pub fn zero() -> Self {
+        Self { num: 0, exp: 0 }
+    }
+
+    /// The negated value.
+    pub fn neg(&self) -> Self {
+        Self {
+            num: -self.num,
+            exp: self.exp,
+        }
+    }
+
+    /// kube's canonical text (`resource.Quantity.String()`): in binary SI
+    /// (`binary`: the quantity was written with `Ki`, `Mi`, …) an integer
+    /// gets the largest binary suffix that divides it exactly (`1Gi`,
+    /// `1536Mi`); otherwise the decimal exponent is the largest multiple of
+    /// three that keeps the mantissa an integer (`1500m`, `2k`, `1500`).
+    pub fn canonical(&self, binary: bool) -> String {
+        if self.num == 0 {
+            return "0".into();
+        }
+        if binary
+            && self.exp >= 0
+            && let Some(v) = self.scaled(0)
+        {
+            for (shift, suffix) in [
+                (60, "Ei"),
+                (50, "Pi"),
+                (40, "Ti"),
+                (30, "Gi"),
+                (20, "Mi"),
+                (10, "Ki"),
+            ] {
+                let unit = 1i128 << shift;
+                if v % unit == 0 {
+                    return format!("{}{suffix}", v / unit);
+                }
+            }
+            return v.to_string();
+        }
+        let e3 = self.exp.div_euclid(3) * 3;
+        let e3 = e3.clamp(-9, 18);
+        let mantissa = match self.scaled(e3) {
+            Some(m) => m,
+            // Below nano (or an overflow): kube rounds up to the nano unit.
+            None => return format!("{}", self.as_f64()),
+        };
+        let suffix = match e3 {
+            -9 => "n",
+            -6 => "u",
+            -3 => "m",
+            3 => "k",
+            6 => "M",
+            9 => "G",
+            12 => "T",
+            15 => "P",
+            18 => "E",
+            _ => "",
+        };
+        format!("{mantissa}{suffix}")
+    }
+
     fn from_int(i: i64) -> Self {
         Self::normalized(i128::from(i), 0)
     }
@@ -439,7 +515,8 @@ impl Quantity {
             .and_then(|p| self.num.checked_mul(p))
     }
 
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+    /// Orders two quantities by value (`resource.Quantity.Cmp`).
+    fn compare(&self, o: &Self) -> std::cmp::Ordering {
         let e = self.exp.min(o.exp);
         match (self.scaled(e), o.scaled(e)) {
             (Some(a), Some(b)) => a.cmp(&b),
@@ -450,7 +527,8 @@ impl Quantity {
         }
     }
 
-    fn add(&self, o: &Self) -> Option<Self> {
+    /// The exact sum (`None` on overflow).
+    pub fn add(&self, o: &Self) -> Option<Self> {
         let e = self.exp.min(o.exp);
         Some(Self::normalized(
             self.scaled(e)?.checked_add(o.scaled(e)?)?,
@@ -458,7 +536,8 @@ impl Quantity {
         ))
     }
 
-    fn as_f64(&self) -> f64 {
+    /// The value as a float (`AsApproximateFloat64`).
+    pub fn as_f64(&self) -> f64 {
         self.num as f64 * 10f64.powi(self.exp)
     }
 

@@ -312,3 +312,40 @@ fn quantities_parse_as_kube_parses_them() {
     assert!(Quantity::parse("1.2.3").is_err());
     assert!(Quantity::parse("12x").is_err());
 }
+
+#[test]
+fn quantities_print_in_kubes_canonical_form() {
+    use crate::library::Quantity;
+    let c = |s: &str| Quantity::parse(s).unwrap().canonical(s.contains('i'));
+    assert_eq!(c("1000m"), "1");
+    assert_eq!(c("0.5"), "500m");
+    assert_eq!(c("1500"), "1500");
+    assert_eq!(c("2000"), "2k");
+    assert_eq!(c("1024Mi"), "1Gi");
+    assert_eq!(c("1536Mi"), "1536Mi");
+    assert_eq!(c("0"), "0");
+    let sum = Quantity::parse("768Mi")
+        .unwrap()
+        .add(&Quantity::parse("512Mi").unwrap())
+        .unwrap();
+    assert_eq!(sum.canonical(true), "1280Mi");
+    assert!(Quantity::parse("1").unwrap() < Quantity::parse("1001m").unwrap());
+}
+
+#[test]
+fn untyped_bindings_cost_what_their_fields_cost_and_results_convert_to_json() {
+    let obj = json!({"spec": {"replicas": 9}, "metadata": {"name": "web", "labels": {"a": "b"}}});
+    let p = compile(
+        "'replicas ' + string(obj.spec.replicas) + ' of ' + obj.metadata.name",
+        &[("obj", Type::Dyn)],
+    )
+    .unwrap();
+    let (v, cost) = p
+        .eval(&[("obj", Binding::Untyped(&obj))], PER_CALL_LIMIT)
+        .unwrap();
+    assert_eq!(to_json(&v), Some(json!("replicas 9 of web")));
+    assert!(cost < 100, "a short concatenation is cheap: {cost}");
+    let p = compile("{'n': [1, 2.5, true, null]}", &[]).unwrap();
+    let (v, _) = p.eval(&[], PER_CALL_LIMIT).unwrap();
+    assert_eq!(to_json(&v), Some(json!({"n": [1, 2.5, true, null]})));
+}

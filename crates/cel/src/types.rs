@@ -315,6 +315,37 @@ impl Type {
         }
     }
 
+    /// The exact type of a JSON value: objects are object types with each
+    /// field's own type (rather than [`Type::of_json`]'s map of the merged
+    /// value type), so that selecting a field costs what that field costs.
+    pub fn structural(v: &Json) -> Type {
+        match v {
+            Json::Object(m) => Type::Object(Arc::new(Object {
+                fields: m
+                    .iter()
+                    .map(|(k, x)| {
+                        (
+                            escape(k).unwrap_or_else(|| k.clone()),
+                            Field {
+                                name: k.clone(),
+                                ty: Type::structural(x),
+                            },
+                        )
+                    })
+                    .collect(),
+            })),
+            Json::Array(a) => {
+                let elem = a
+                    .iter()
+                    .map(Type::structural)
+                    .reduce(|a, b| if a == b { a } else { a.merged(&b) })
+                    .unwrap_or(Type::Dyn);
+                Type::List(Box::new(elem), a.len() as u64)
+            }
+            other => Type::of_json(other),
+        }
+    }
+
     /// The type (with sizes) of an untyped JSON value.
     pub fn of_json(v: &Json) -> Type {
         match v {
