@@ -15,6 +15,7 @@
 pub mod admission;
 pub mod apiservices;
 pub mod controllers;
+pub mod conversion;
 pub mod ipalloc;
 pub mod jwt;
 pub mod kinds;

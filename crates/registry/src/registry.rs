@@ -52,9 +52,10 @@ pub struct Registry {
 
 impl Registry {
     /// Build a store (and its watch cache) for every strategy. The first
-    /// strategy of a group/resource owns its storage prefix; further versions
-    /// of the same resource get their own prefix (no conversion yet; see
-    /// docs/api-compatibility.md).
+    /// strategy of a group/resource owns its storage prefix; a version that
+    /// [`crate::conversion::served_from`] another version's storage reads and
+    /// writes that one through its converter; any other further version of the
+    /// same resource gets its own prefix.
     pub async fn new(
         storage: Arc<dyn Storage>,
         strategies: Vec<Arc<dyn Strategy>>,
@@ -83,23 +84,55 @@ impl Registry {
                 self,
             )?));
         }
-        let shared = self
-            .stores
-            .read()
-            .iter()
-            .any(|s| s.info().group == info.group && s.info().resource == info.resource);
-        let store = Arc::new(
-            Store::new_with_prefix(
-                strategy,
+        let store = if let Some(conversion) = crate::conversion::served_from(&info) {
+            // Served from the storage version's objects, converted both ways;
+            // first move what an older release stored apart for this version.
+            let moved = crate::conversion::migrate(&self.storage, &conversion)
+                .await
+                .map_err(|e| {
+                    ApiError::internal(format!(
+                        "moving {} stored apart by an older release: {e}",
+                        conversion.legacy_prefix
+                    ))
+                })?;
+            if moved > 0 {
+                tracing::info!(resource = %info.resource, group = %info.group, version = %info.version, moved, "objects of an older release moved into the shared storage");
+            }
+            let storage: Arc<dyn Storage> = Arc::new(crate::conversion::Converted::new(
                 self.storage.clone(),
-                admission,
-                shared.then(|| info.version.clone()),
-                self.options.unknown_fields.clone(),
-                self.options.cache.clone(),
-                self.options.field_manager.clone(),
+                conversion.converter,
+            ));
+            Arc::new(
+                Store::new_at(
+                    strategy,
+                    storage,
+                    admission,
+                    conversion.prefix,
+                    self.options.unknown_fields.clone(),
+                    self.options.cache.clone(),
+                    self.options.field_manager.clone(),
+                )
+                .await?,
             )
-            .await?,
-        );
+        } else {
+            let shared = self
+                .stores
+                .read()
+                .iter()
+                .any(|s| s.info().group == info.group && s.info().resource == info.resource);
+            Arc::new(
+                Store::new_with_prefix(
+                    strategy,
+                    self.storage.clone(),
+                    admission,
+                    shared.then(|| info.version.clone()),
+                    self.options.unknown_fields.clone(),
+                    self.options.cache.clone(),
+                    self.options.field_manager.clone(),
+                )
+                .await?,
+            )
+        };
         self.stores.write().push(store.clone());
         self.by_gvr.write().insert(
             (

@@ -327,6 +327,29 @@ impl Store {
         if let Some(v) = version_prefix {
             prefix = format!("{}.{v}/", prefix.trim_end_matches('/'));
         }
+        Self::new_at(
+            strategy,
+            storage,
+            admission,
+            prefix,
+            unknown_fields,
+            cache_config,
+            field_manager,
+        )
+        .await
+    }
+
+    /// As [`Store::new_with_prefix`], at an explicit storage prefix (a
+    /// version converted from another version's storage, `conversion.rs`).
+    pub async fn new_at(
+        strategy: Arc<dyn Strategy>,
+        storage: Arc<dyn Storage>,
+        admission: Vec<Arc<dyn crate::admission::Admission>>,
+        prefix: String,
+        unknown_fields: Option<crate::validation::UnknownFieldsFn>,
+        cache_config: ubernetes_storage::cache::CacheConfig,
+        field_manager: Option<Arc<dyn crate::managed_fields::FieldManager>>,
+    ) -> Result<Self, ApiError> {
         let attrs_strategy = strategy.clone();
         let attrs: ubernetes_storage::cache::AttrsFn =
             Arc::new(move |v: &Value| attrs_strategy.attrs(v));
