@@ -48,6 +48,9 @@ pub struct Registry {
     options: RegistryOptions,
     /// Cancelled when the server stops: the in-server controllers end.
     stop: tokio_util::sync::CancellationToken,
+    /// Per storage prefix shared by several versions' stores (conversion):
+    /// the last revision any of them wrote.
+    shared_writes: parking_lot::Mutex<HashMap<String, Arc<std::sync::atomic::AtomicU64>>>,
 }
 
 impl Registry {
@@ -67,6 +70,7 @@ impl Registry {
             by_gvr: RwLock::new(HashMap::new()),
             options,
             stop: tokio_util::sync::CancellationToken::new(),
+            shared_writes: Default::default(),
         });
         for strategy in strategies {
             registry.add(strategy).await?;
@@ -84,6 +88,22 @@ impl Registry {
                 self,
             )?));
         }
+        // Every version's store of a converted kind reads the others' writes.
+        let storage: Arc<dyn Storage> = match crate::conversion::shared_prefix(&info) {
+            Some(prefix) => {
+                let mark = self
+                    .shared_writes
+                    .lock()
+                    .entry(prefix.to_string())
+                    .or_default()
+                    .clone();
+                Arc::new(crate::conversion::WriteMarked::new(
+                    self.storage.clone(),
+                    mark,
+                ))
+            }
+            None => self.storage.clone(),
+        };
         let store = if let Some(conversion) = crate::conversion::served_from(&info) {
             // Served from the storage version's objects, converted both ways;
             // first move what an older release stored apart for this version.
@@ -99,7 +119,7 @@ impl Registry {
                 tracing::info!(resource = %info.resource, group = %info.group, version = %info.version, moved, "objects of an older release moved into the shared storage");
             }
             let storage: Arc<dyn Storage> = Arc::new(crate::conversion::Converted::new(
-                self.storage.clone(),
+                storage,
                 conversion.converter,
             ));
             Arc::new(
@@ -123,7 +143,7 @@ impl Registry {
             Arc::new(
                 Store::new_with_prefix(
                     strategy,
-                    self.storage.clone(),
+                    storage,
                     admission,
                     shared.then(|| info.version.clone()),
                     self.options.unknown_fields.clone(),
