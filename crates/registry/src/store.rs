@@ -1155,6 +1155,27 @@ impl Store {
             self.field_validation(&new_obj, opts.field_validation, &opts.duplicate_fields)?;
         let mut new_obj = self.strategy.normalize(new_obj)?;
         match subresource {
+            Some("approval") => {
+                // kube's CSR approval strategy: only status.conditions
+                // change, and new conditions get their timestamps.
+                let mut merged = current.clone();
+                if !merged.get("status").is_some_and(Value::is_object) {
+                    merged["status"] = json!({});
+                }
+                let mut conditions = new_obj
+                    .pointer("/status/conditions")
+                    .cloned()
+                    .unwrap_or(json!([]));
+                for c in conditions.as_array_mut().into_iter().flatten() {
+                    for t in ["lastUpdateTime", "lastTransitionTime"] {
+                        if c.get(t).is_none_or(Value::is_null) {
+                            c[t] = json!(now_rfc3339());
+                        }
+                    }
+                }
+                merged["status"]["conditions"] = conditions;
+                new_obj = merged;
+            }
             Some("status") => {
                 // Status writes change only status (kube resets the rest).
                 let mut merged = current.clone();
