@@ -308,9 +308,8 @@ pub fn sign_certificate_request(
                 .map(|(_, c)| c.validity().not_after.timestamp())
         })
         .ok_or_else(|| Error::Parse("the CA certificate does not parse".into()))?;
-    let not_after = not_after.min(
-        jiff::Timestamp::from_second(ca_not_after).map_err(|e| Error::Parse(e.to_string()))?,
-    );
+    let not_after = not_after
+        .min(jiff::Timestamp::from_second(ca_not_after).map_err(|e| Error::Parse(e.to_string()))?);
 
     let params = &mut request.params;
     params.key_usages.clear();
@@ -328,7 +327,9 @@ pub fn sign_certificate_request(
             "crl sign" => params.key_usages.push(KeyUsagePurpose::CrlSign),
             "encipher only" => params.key_usages.push(KeyUsagePurpose::EncipherOnly),
             "decipher only" => params.key_usages.push(KeyUsagePurpose::DecipherOnly),
-            "any" => params.extended_key_usages.push(ExtendedKeyUsagePurpose::Any),
+            "any" => params
+                .extended_key_usages
+                .push(ExtendedKeyUsagePurpose::Any),
             "server auth" => params
                 .extended_key_usages
                 .push(ExtendedKeyUsagePurpose::ServerAuth),
@@ -362,10 +363,12 @@ pub fn sign_certificate_request(
     };
     params.not_before = to_time(not_before)?;
     params.not_after = to_time(not_after)?;
-    let cert = request.signed_by(&issuer).map_err(|source| Error::Generate {
-        what: "certificate for the request",
-        source,
-    })?;
+    let cert = request
+        .signed_by(&issuer)
+        .map_err(|source| Error::Generate {
+            what: "certificate for the request",
+            source,
+        })?;
     let der = with_subject(cert.der(), &subject, issuer.key())?;
     Ok(pem_encode("CERTIFICATE", &der))
 }
@@ -989,7 +992,9 @@ mod tests {
         let key = KeyPair::generate().expect("key");
         let mut params = CertificateParams::default();
         params.distinguished_name = DistinguishedName::new();
-        params.distinguished_name.push(DnType::OrganizationName, org);
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, org);
         params.distinguished_name.push(DnType::CommonName, cn);
         params
             .serialize_request(&key)
@@ -1045,8 +1050,7 @@ mod tests {
         der[n - 2] ^= 0x01;
         let broken = pem_encode("CERTIFICATE REQUEST", &der);
         assert!(
-            sign_certificate_request(&pki.ca, &broken, &["client auth".into()], now, now)
-                .is_err()
+            sign_certificate_request(&pki.ca, &broken, &["client auth".into()], now, now).is_err()
         );
         assert!(sign_certificate_request(&pki.ca, "not pem", &[], now, now).is_err());
     }

@@ -27,7 +27,9 @@ fn key_and_request(cn: &str, org: &str) -> Result<(String, String)> {
     params
         .distinguished_name
         .push(rcgen::DnType::OrganizationName, org);
-    params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, cn);
     let csr = params.serialize_request(&key)?.pem()?;
     Ok((key.serialize_pem(), csr))
 }
@@ -81,7 +83,12 @@ fn an_approved_client_csr_is_signed_by_the_server_ca_and_authenticates_as_its_cn
     let (_, other) = key_and_request("csr-mallory", "csr-devs")?;
     server.kubectl_stdin_ok(
         &["create", "-f", "-"],
-        &csr_manifest("server-usage", &other, &["client auth", "server auth"], 3600),
+        &csr_manifest(
+            "server-usage",
+            &other,
+            &["client auth", "server auth"],
+            3600,
+        ),
     )?;
     server.kubectl_stdin_ok(
         &["create", "-f", "-"],
@@ -127,7 +134,10 @@ fn an_approved_client_csr_is_signed_by_the_server_ca_and_authenticates_as_its_cn
     // expirationSeconds 3600, backdated 5 minutes (kube's PermissiveSigningPolicy).
     assert_eq!(lifetime, 3600 + 300, "validity {:?}", cert.validity());
     assert_eq!(
-        cert.subject().iter_common_name().next().and_then(|c| c.as_str().ok()),
+        cert.subject()
+            .iter_common_name()
+            .next()
+            .and_then(|c| c.as_str().ok()),
         Some("csr-alice")
     );
 
@@ -158,7 +168,10 @@ fn an_approved_client_csr_is_signed_by_the_server_ca_and_authenticates_as_its_cn
         String::from_utf8_lossy(&out.stderr)
     );
     let review: Value = serde_json::from_slice(&out.stdout)?;
-    assert_eq!(review["status"]["userInfo"]["username"], "csr-alice", "{review}");
+    assert_eq!(
+        review["status"]["userInfo"]["username"], "csr-alice",
+        "{review}"
+    );
     let groups: Vec<&str> = review["status"]["userInfo"]["groups"]
         .as_array()
         .map(|g| g.iter().filter_map(Value::as_str).collect())

@@ -33,7 +33,10 @@ spec:
 "#;
 
 fn metrics(hpa: &Value) -> Vec<Value> {
-    hpa["spec"]["metrics"].as_array().cloned().unwrap_or_default()
+    hpa["spec"]["metrics"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 fn cpu_target(hpa: &Value) -> Option<i64> {
@@ -128,7 +131,9 @@ fn an_hpa_created_as_v1_is_read_watched_and_patched_as_v2_and_back() -> Result<(
         "-p",
         r#"{"spec":{"targetCPUUtilizationPercentage":70,"maxReplicas":7}}"#,
     ])?;
-    watch_v2.wait_for(SETTLE, |l| l == "autoscaling/v2 web 70" || l == "autoscaling/v2 web ")?;
+    watch_v2.wait_for(SETTLE, |l| {
+        l == "autoscaling/v2 web 70" || l == "autoscaling/v2 web "
+    })?;
     let got = json(&server, &["get", v2, "web", ns[0], ns[1]])?;
     assert_eq!(cpu_target(&got), Some(70), "{got}");
     assert_eq!(got["spec"]["maxReplicas"], 7);
@@ -136,7 +141,11 @@ fn an_hpa_created_as_v1_is_read_watched_and_patched_as_v2_and_back() -> Result<(
         .iter()
         .filter_map(|m| m["resource"]["name"].as_str().map(str::to_string))
         .collect();
-    assert_eq!(names, ["memory", "cpu"], "kube's order: annotation metrics, then CPU: {got}");
+    assert_eq!(
+        names,
+        ["memory", "cpu"],
+        "kube's order: annotation metrics, then CPU: {got}"
+    );
     assert!(
         got["metadata"]["annotations"].is_null(),
         "the round-trip annotation is not stored: {got}"
@@ -204,7 +213,9 @@ fn an_event_created_in_one_group_is_listed_watched_and_selected_in_the_other() -
         ],
     )?;
     server.kubectl_stdin_ok(&["create", "-f", "-"], CORE_EVENT)?;
-    watch_new.wait_for(SETTLE, |l| l == "events.k8s.io/v1 core-ev written as core v1")?;
+    watch_new.wait_for(SETTLE, |l| {
+        l == "events.k8s.io/v1 core-ev written as core v1"
+    })?;
 
     let mut watch_core = Streaming::start(
         &server,
@@ -219,7 +230,9 @@ fn an_event_created_in_one_group_is_listed_watched_and_selected_in_the_other() -
         ],
     )?;
     server.kubectl_stdin_ok(&["create", "-f", "-"], EVENTS_V1_EVENT)?;
-    watch_core.wait_for(SETTLE, |l| l.trim_end() == "v1 new-ev written as events.k8s.io/v1")?;
+    watch_core.wait_for(SETTLE, |l| {
+        l.trim_end() == "v1 new-ev written as events.k8s.io/v1"
+    })?;
 
     // Both lists hold both events, each in its own version's fields.
     let listed = json(&server, &["get", new, "-n", "conv-ev"])?;
@@ -236,7 +249,11 @@ fn an_event_created_in_one_group_is_listed_watched_and_selected_in_the_other() -
     let listed = json(&server, &["get", core, "-n", "conv-ev"])?;
     let new_ev = listed["items"]
         .as_array()
-        .and_then(|i| i.iter().find(|e| e["metadata"]["name"] == "new-ev").cloned())
+        .and_then(|i| {
+            i.iter()
+                .find(|e| e["metadata"]["name"] == "new-ev")
+                .cloned()
+        })
         .context("new-ev listed as core v1")?;
     assert_eq!(new_ev["involvedObject"]["name"], "cm-b");
     assert_eq!(new_ev["reportingComponent"], "example.com/e2e");

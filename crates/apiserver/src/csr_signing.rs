@@ -73,7 +73,9 @@ pub fn signer_config(
                 dir.join(ubernetes_certs::CA_KEY_FILE),
             );
             if !c.is_file() || !k.is_file() {
-                tracing::info!("no cluster signing CA (no dev PKI): certificate signing requests are not signed");
+                tracing::info!(
+                    "no cluster signing CA (no dev PKI): certificate signing requests are not signed"
+                );
                 return Ok(None);
             }
             (c, k)

@@ -102,7 +102,9 @@ pub fn valid_api_server_client_usages(usages: &[String]) -> Result<(), String> {
 pub fn signing_duration(max: Duration, expiration_seconds: Option<i64>) -> Duration {
     match expiration_seconds {
         None => max,
-        Some(s) => Duration::from_secs(s.max(0).unsigned_abs()).clamp(MIN_DURATION, max.max(MIN_DURATION)),
+        Some(s) => {
+            Duration::from_secs(s.max(0).unsigned_abs()).clamp(MIN_DURATION, max.max(MIN_DURATION))
+        }
     }
 }
 
@@ -143,9 +145,9 @@ impl CsrSigner {
     }
 
     async fn sync(&self, name: &str) -> Result<(), ApiError> {
-        let Some(csrs) = self
-            .registry
-            .get("certificates.k8s.io", "v1", "certificatesigningrequests")
+        let Some(csrs) =
+            self.registry
+                .get("certificates.k8s.io", "v1", "certificatesigningrequests")
         else {
             return Ok(());
         };
@@ -191,12 +193,18 @@ impl CsrSigner {
             .and_then(Value::as_str)
             .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
             .and_then(|b| String::from_utf8(b).ok())
-            .ok_or_else(|| ApiError::bad_request(format!("unable to parse csr {name:?}: spec.request is not a PEM block")))?;
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "unable to parse csr {name:?}: spec.request is not a PEM block"
+                ))
+            })?;
         let ttl = signing_duration(
             self.config.duration,
-            csr.pointer("/spec/expirationSeconds").and_then(Value::as_i64),
+            csr.pointer("/spec/expirationSeconds")
+                .and_then(Value::as_i64),
         );
-        let span = |d: Duration| jiff::SignedDuration::try_from(d).unwrap_or(jiff::SignedDuration::ZERO);
+        let span =
+            |d: Duration| jiff::SignedDuration::try_from(d).unwrap_or(jiff::SignedDuration::ZERO);
         let not_before = now - span(BACKDATE);
         let not_after = if ttl < SHORT {
             now + span(ttl)
@@ -230,7 +238,10 @@ fn push_condition(csr: &mut Value, condition: Value) {
     if !csr.get("status").is_some_and(Value::is_object) {
         csr["status"] = json!({});
     }
-    match csr["status"].get_mut("conditions").and_then(Value::as_array_mut) {
+    match csr["status"]
+        .get_mut("conditions")
+        .and_then(Value::as_array_mut)
+    {
         Some(list) => list.push(condition),
         None => csr["status"]["conditions"] = json!([condition]),
     }
@@ -249,15 +260,19 @@ mod tests {
         other["spec"]["signerName"] = json!("example.com/other");
         assert!(!wants_signing(&other));
         let mut denied = base.clone();
-        denied["status"]["conditions"] = json!([{"type": "Approved", "status": "True"}, {"type": "Denied", "status": "True"}]);
+        denied["status"]["conditions"] =
+            json!([{"type": "Approved", "status": "True"}, {"type": "Denied", "status": "True"}]);
         assert!(!wants_signing(&denied));
         let mut failed = base.clone();
-        failed["status"]["conditions"] = json!([{"type": "Approved", "status": "True"}, {"type": "Failed", "status": "True"}]);
+        failed["status"]["conditions"] =
+            json!([{"type": "Approved", "status": "True"}, {"type": "Failed", "status": "True"}]);
         assert!(!wants_signing(&failed));
         let mut issued = base.clone();
         issued["status"]["certificate"] = json!("LS0t");
         assert!(!wants_signing(&issued));
-        assert!(!wants_signing(&json!({"spec": {"signerName": KUBE_APISERVER_CLIENT_SIGNER}})));
+        assert!(!wants_signing(
+            &json!({"spec": {"signerName": KUBE_APISERVER_CLIENT_SIGNER}})
+        ));
     }
 
     #[test]
@@ -265,8 +280,12 @@ mod tests {
         let u = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert!(valid_api_server_client_usages(&u(&["client auth"])).is_ok());
         assert!(
-            valid_api_server_client_usages(&u(&["digital signature", "key encipherment", "client auth"]))
-                .is_ok()
+            valid_api_server_client_usages(&u(&[
+                "digital signature",
+                "key encipherment",
+                "client auth"
+            ]))
+            .is_ok()
         );
         assert_eq!(
             valid_api_server_client_usages(&u(&["client auth", "server auth"])),
@@ -282,8 +301,14 @@ mod tests {
     fn requested_lifetimes_are_kept_within_ten_minutes_and_the_maximum() {
         let year = Duration::from_secs(365 * 24 * 3600);
         assert_eq!(signing_duration(year, None), year);
-        assert_eq!(signing_duration(year, Some(3600)), Duration::from_secs(3600));
+        assert_eq!(
+            signing_duration(year, Some(3600)),
+            Duration::from_secs(3600)
+        );
         assert_eq!(signing_duration(year, Some(60)), MIN_DURATION);
-        assert_eq!(signing_duration(Duration::from_secs(7200), Some(86400)), Duration::from_secs(7200));
+        assert_eq!(
+            signing_duration(Duration::from_secs(7200), Some(86400)),
+            Duration::from_secs(7200)
+        );
     }
 }

@@ -31,7 +31,9 @@ async fn v1_writes_are_stored_in_the_storage_version() {
     let dir = tempfile::tempdir().expect("tempdir");
     let storage: Arc<dyn Storage> = Arc::new(SledStorage::open(dir.path()).expect("sled"));
     let reg = registry(storage.clone()).await;
-    let hpa_v1 = reg.get("autoscaling", "v1", "horizontalpodautoscalers").expect("v1");
+    let hpa_v1 = reg
+        .get("autoscaling", "v1", "horizontalpodautoscalers")
+        .expect("v1");
     hpa_v1
         .create(
             None,
@@ -45,18 +47,24 @@ async fn v1_writes_are_stored_in_the_storage_version() {
         .await
         .map_err(|e| e.message)
         .expect("create v1");
-    let stored = raw(&storage, "/registry/autoscaling/horizontalpodautoscalers/default/web")
-        .await
-        .expect("stored under the v2 prefix");
+    let stored = raw(
+        &storage,
+        "/registry/autoscaling/horizontalpodautoscalers/default/web",
+    )
+    .await
+    .expect("stored under the v2 prefix");
     assert_eq!(stored["apiVersion"], "autoscaling/v2");
     assert_eq!(
         stored["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],
         42
     );
     assert!(
-        raw(&storage, "/registry/autoscaling/horizontalpodautoscalers.v1/default/web")
-            .await
-            .is_none()
+        raw(
+            &storage,
+            "/registry/autoscaling/horizontalpodautoscalers.v1/default/web"
+        )
+        .await
+        .is_none()
     );
     // The v2 store reads the same object.
     let v2 = reg
@@ -68,7 +76,9 @@ async fn v1_writes_are_stored_in_the_storage_version() {
         .expect("get v2");
     assert_eq!(v2["spec"]["metrics"][0]["resource"]["name"], "cpu");
 
-    let events = reg.get("events.k8s.io", "v1", "events").expect("events.k8s.io");
+    let events = reg
+        .get("events.k8s.io", "v1", "events")
+        .expect("events.k8s.io");
     events
         .create(
             None,
@@ -82,7 +92,9 @@ async fn v1_writes_are_stored_in_the_storage_version() {
         .await
         .map_err(|e| e.message)
         .expect("create events.k8s.io");
-    let stored = raw(&storage, "/registry/core/events/default/e1").await.expect("core prefix");
+    let stored = raw(&storage, "/registry/core/events/default/e1")
+        .await
+        .expect("core prefix");
     assert_eq!(stored["apiVersion"], "v1");
     assert_eq!(stored["message"], "hello");
     assert_eq!(stored["involvedObject"]["name"], "p");
@@ -105,7 +117,10 @@ async fn objects_stored_apart_by_an_older_release_are_moved_at_start() {
     let core_clash = json!({"apiVersion": "v1", "kind": "Event",
         "metadata": {"name": "clash", "namespace": "ns1"}, "message": "first"});
     for (key, v) in [
-        ("/registry/autoscaling/horizontalpodautoscalers.v1/ns1/old", &old_hpa),
+        (
+            "/registry/autoscaling/horizontalpodautoscalers.v1/ns1/old",
+            &old_hpa,
+        ),
         ("/registry/events.k8s.io/events/ns1/oldev", &old_ev),
         ("/registry/events.k8s.io/events/ns1/clash", &clash),
         ("/registry/core/events/ns1/clash", &core_clash),
@@ -137,14 +152,27 @@ async fn objects_stored_apart_by_an_older_release_are_moved_at_start() {
         .expect("old event readable as core v1");
     assert_eq!(ev["message"], "kept");
     assert!(
-        raw(&storage, "/registry/autoscaling/horizontalpodautoscalers.v1/ns1/old")
+        raw(
+            &storage,
+            "/registry/autoscaling/horizontalpodautoscalers.v1/ns1/old"
+        )
+        .await
+        .is_none()
+    );
+    assert!(
+        raw(&storage, "/registry/events.k8s.io/events/ns1/oldev")
             .await
             .is_none()
     );
-    assert!(raw(&storage, "/registry/events.k8s.io/events/ns1/oldev").await.is_none());
     assert_eq!(
-        raw(&storage, "/registry/core/events/ns1/clash").await.expect("core")["message"],
+        raw(&storage, "/registry/core/events/ns1/clash")
+            .await
+            .expect("core")["message"],
         "first"
     );
-    assert!(raw(&storage, "/registry/events.k8s.io/events/ns1/clash").await.is_some());
+    assert!(
+        raw(&storage, "/registry/events.k8s.io/events/ns1/clash")
+            .await
+            .is_some()
+    );
 }

@@ -103,7 +103,13 @@ mod tests {
         assert_eq!(ev["reportingInstance"], "n1");
         assert_eq!(ev["series"]["count"], 2);
         assert_eq!(ev["related"]["kind"], "Node");
-        for gone in ["involvedObject", "message", "source", "count", "reportingComponent"] {
+        for gone in [
+            "involvedObject",
+            "message",
+            "source",
+            "count",
+            "reportingComponent",
+        ] {
             assert!(ev.get(gone).is_none(), "{gone} left in {ev}");
         }
     }

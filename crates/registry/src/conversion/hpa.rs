@@ -111,7 +111,11 @@ fn v2_to_v1(v2: Value) -> Result<Value, String> {
     }
 
     let mut spec = Map::new();
-    put(&mut spec, "scaleTargetRef", get(&v2, "/spec/scaleTargetRef"));
+    put(
+        &mut spec,
+        "scaleTargetRef",
+        get(&v2, "/spec/scaleTargetRef"),
+    );
     put(&mut spec, "minReplicas", get(&v2, "/spec/minReplicas"));
     put(&mut spec, "maxReplicas", get(&v2, "/spec/maxReplicas"));
     let metrics = get(&v2, "/spec/metrics")
@@ -125,7 +129,9 @@ fn v2_to_v1(v2: Value) -> Result<Value, String> {
     }
     let other: Vec<Value> = metrics
         .iter()
-        .filter(|m| !(is_cpu_resource(m) && get(m, "/resource/target/averageUtilization").is_some()))
+        .filter(|m| {
+            !(is_cpu_resource(m) && get(m, "/resource/target/averageUtilization").is_some())
+        })
         .map(metric_spec_to_v1)
         .collect();
     out.insert("metadata".into(), Value::Null);
@@ -137,7 +143,11 @@ fn v2_to_v1(v2: Value) -> Result<Value, String> {
     }
     if let Some(status) = v2.get("status").filter(|s| s.is_object()) {
         let mut st = Map::new();
-        put(&mut st, "observedGeneration", get(status, "/observedGeneration"));
+        put(
+            &mut st,
+            "observedGeneration",
+            get(status, "/observedGeneration"),
+        );
         put(&mut st, "lastScaleTime", get(status, "/lastScaleTime"));
         st.insert(
             "currentReplicas".into(),
@@ -178,7 +188,10 @@ fn v2_to_v1(v2: Value) -> Result<Value, String> {
             a.insert(k.into(), Value::String(v));
         }
     }
-    if meta.get("annotations").is_some_and(|a| a.as_object().is_some_and(Map::is_empty)) {
+    if meta
+        .get("annotations")
+        .is_some_and(|a| a.as_object().is_some_and(Map::is_empty))
+    {
         meta.remove("annotations");
     }
     out.insert("metadata".into(), Value::Object(meta));
@@ -192,7 +205,11 @@ fn metric_spec_to_v1(m: &Value) -> Value {
     if let Some(r) = get(m, "/resource") {
         let mut o = Map::new();
         put(&mut o, "name", get(r, "/name"));
-        put(&mut o, "targetAverageUtilization", get(r, "/target/averageUtilization"));
+        put(
+            &mut o,
+            "targetAverageUtilization",
+            get(r, "/target/averageUtilization"),
+        );
         put(&mut o, "targetAverageValue", get(r, "/target/averageValue"));
         out.insert("resource".into(), Value::Object(o));
     }
@@ -200,7 +217,11 @@ fn metric_spec_to_v1(m: &Value) -> Value {
         let mut o = Map::new();
         put(&mut o, "name", get(r, "/name"));
         put(&mut o, "container", get(r, "/container"));
-        put(&mut o, "targetAverageUtilization", get(r, "/target/averageUtilization"));
+        put(
+            &mut o,
+            "targetAverageUtilization",
+            get(r, "/target/averageUtilization"),
+        );
         put(&mut o, "targetAverageValue", get(r, "/target/averageValue"));
         out.insert("containerResource".into(), Value::Object(o));
     }
@@ -248,7 +269,11 @@ fn metric_status_to_v1(m: &Value) -> Value {
             if container {
                 put(&mut o, "container", get(r, "/container"));
             }
-            put(&mut o, "currentAverageUtilization", get(r, "/current/averageUtilization"));
+            put(
+                &mut o,
+                "currentAverageUtilization",
+                get(r, "/current/averageUtilization"),
+            );
             o.insert(
                 "currentAverageValue".into(),
                 quantity_or_zero(get(r, "/current/averageValue")),
@@ -286,7 +311,11 @@ fn metric_status_to_v1(m: &Value) -> Value {
             "currentValue".into(),
             quantity_or_zero(get(e, "/current/value")),
         );
-        put(&mut o, "currentAverageValue", get(e, "/current/averageValue"));
+        put(
+            &mut o,
+            "currentAverageValue",
+            get(e, "/current/averageValue"),
+        );
         out.insert("external".into(), Value::Object(o));
     }
     Value::Object(out)
@@ -374,12 +403,15 @@ fn v1_to_v2(v1: Value) -> Result<Value, String> {
             meta.remove("annotations");
         }
     }
-    let annotation = |k: &str| -> Option<Value> {
-        serde_json::from_str(taken.get(k)?.as_str()?).ok()
-    };
+    let annotation =
+        |k: &str| -> Option<Value> { serde_json::from_str(taken.get(k)?.as_str()?).ok() };
 
     let mut spec = Map::new();
-    put(&mut spec, "scaleTargetRef", get(&v1, "/spec/scaleTargetRef"));
+    put(
+        &mut spec,
+        "scaleTargetRef",
+        get(&v1, "/spec/scaleTargetRef"),
+    );
     put(&mut spec, "minReplicas", get(&v1, "/spec/minReplicas"));
     put(&mut spec, "maxReplicas", get(&v1, "/spec/maxReplicas"));
     let mut metrics: Vec<Value> = annotation(METRIC_SPECS_ANNOTATION)
@@ -407,7 +439,11 @@ fn v1_to_v2(v1: Value) -> Result<Value, String> {
 
     if let Some(status) = v1.get("status").filter(|s| s.is_object()) {
         let mut st = Map::new();
-        put(&mut st, "observedGeneration", get(status, "/observedGeneration"));
+        put(
+            &mut st,
+            "observedGeneration",
+            get(status, "/observedGeneration"),
+        );
         put(&mut st, "lastScaleTime", get(status, "/lastScaleTime"));
         put(&mut st, "currentReplicas", get(status, "/currentReplicas"));
         st.insert(
@@ -445,7 +481,11 @@ fn utilization_target(r: &Value) -> Value {
     let util = get(r, "/targetAverageUtilization");
     t.insert(
         "type".into(),
-        json!(if util.is_some() { "Utilization" } else { "AverageValue" }),
+        json!(if util.is_some() {
+            "Utilization"
+        } else {
+            "AverageValue"
+        }),
     );
     put(&mut t, "averageUtilization", util);
     put(&mut t, "averageValue", get(r, "/targetAverageValue"));
@@ -490,7 +530,11 @@ fn metric_spec_to_v2(m: &Value) -> Value {
         let avg = get(ob, "/averageValue");
         t.insert(
             "type".into(),
-            json!(if avg.is_none() { "Value" } else { "AverageValue" }),
+            json!(if avg.is_none() {
+                "Value"
+            } else {
+                "AverageValue"
+            }),
         );
         t.insert("value".into(), quantity_or_zero(get(ob, "/targetValue")));
         put(&mut t, "averageValue", avg);
@@ -508,7 +552,11 @@ fn metric_spec_to_v2(m: &Value) -> Value {
         let value = get(e, "/targetValue");
         t.insert(
             "type".into(),
-            json!(if value.is_none() { "AverageValue" } else { "Value" }),
+            json!(if value.is_none() {
+                "AverageValue"
+            } else {
+                "Value"
+            }),
         );
         put(&mut t, "value", value);
         put(&mut t, "averageValue", get(e, "/targetAverageValue"));
@@ -539,7 +587,11 @@ fn metric_status_to_v2(m: &Value) -> Value {
                 "averageValue".into(),
                 quantity_or_zero(get(r, "/currentAverageValue")),
             );
-            put(&mut cur, "averageUtilization", get(r, "/currentAverageUtilization"));
+            put(
+                &mut cur,
+                "averageUtilization",
+                get(r, "/currentAverageUtilization"),
+            );
             o.insert("current".into(), Value::Object(cur));
             out.insert(key.into(), Value::Object(o));
         }
@@ -618,8 +670,8 @@ mod tests {
         assert!(v1["spec"].get("metrics").is_none());
         let a = &v1["metadata"]["annotations"];
         assert_eq!(a["keep"], "me");
-        let other: Value =
-            serde_json::from_str(a[METRIC_SPECS_ANNOTATION].as_str().unwrap_or("")).unwrap_or_default();
+        let other: Value = serde_json::from_str(a[METRIC_SPECS_ANNOTATION].as_str().unwrap_or(""))
+            .unwrap_or_default();
         assert_eq!(other.as_array().map(Vec::len), Some(4), "{other}");
         assert_eq!(other[0]["pods"]["metricName"], "qps");
         assert_eq!(other[0]["pods"]["targetAverageValue"], "100");
@@ -627,7 +679,8 @@ mod tests {
         assert_eq!(other[2]["external"]["targetValue"], "30");
         assert_eq!(other[3]["object"]["target"]["kind"], "Service");
         let behavior: Value =
-            serde_json::from_str(a[BEHAVIOR_SPECS_ANNOTATION].as_str().unwrap_or("")).unwrap_or_default();
+            serde_json::from_str(a[BEHAVIOR_SPECS_ANNOTATION].as_str().unwrap_or(""))
+                .unwrap_or_default();
         assert_eq!(behavior["ScaleDown"]["StabilizationWindowSeconds"], 120);
         assert_eq!(behavior["ScaleDown"]["Policies"][0]["PeriodSeconds"], 60);
         assert!(behavior["ScaleUp"].is_null());
@@ -645,7 +698,10 @@ mod tests {
         assert_eq!(back["spec"]["behavior"], orig["spec"]["behavior"]);
         assert_eq!(back["status"], orig["status"]);
         // kube puts the CPU target after the annotation's metrics.
-        let mut want = orig["spec"]["metrics"].as_array().cloned().unwrap_or_default();
+        let mut want = orig["spec"]["metrics"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let cpu = want.remove(1);
         want.push(cpu);
         assert_eq!(back["spec"]["metrics"], Value::Array(want));
@@ -657,7 +713,10 @@ mod tests {
             "metadata": {"name": "h"},
             "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 3}});
         let v2 = V1.to_stored(v1).unwrap_or_default();
-        assert_eq!(v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"], 80);
+        assert_eq!(
+            v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],
+            80
+        );
         assert!(v2["metadata"].get("annotations").is_none());
     }
 
@@ -667,7 +726,9 @@ mod tests {
             "metadata": {"name": "h", "namespace": "ns"},
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
                      "minReplicas": 1, "maxReplicas": 3, "targetCPUUtilizationPercentage": 50}});
-        let back = V1.to_served(V1.to_stored(v1.clone()).unwrap_or_default()).unwrap_or_default();
+        let back = V1
+            .to_served(V1.to_stored(v1.clone()).unwrap_or_default())
+            .unwrap_or_default();
         assert_eq!(back, v1);
     }
 

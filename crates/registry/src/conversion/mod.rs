@@ -79,7 +79,10 @@ pub fn served_from(info: &ResourceInfo) -> Option<Conversion> {
 /// one of that name) is left where it was and logged, not overwritten.
 /// Safe to run by several replicas at once: creates and deletes are
 /// conditional. Returns how many objects moved.
-pub async fn migrate(storage: &Arc<dyn Storage>, conversion: &Conversion) -> Result<usize, StorageError> {
+pub async fn migrate(
+    storage: &Arc<dyn Storage>,
+    conversion: &Conversion,
+) -> Result<usize, StorageError> {
     let mut moved = 0;
     let mut start_after = None;
     loop {
@@ -287,9 +290,9 @@ fn read(converter: &dyn Converter, key: &str, value: &Bytes) -> Bytes {
 fn write(converter: &dyn Converter, key: &str, value: Bytes) -> Result<Bytes, StorageError> {
     let v: Value = serde_json::from_slice(&value)
         .map_err(|e| StorageError::Engine(format!("converting {key}: {e}")))?;
-    let stored = converter
-        .to_stored(v)
-        .map_err(|e| StorageError::Engine(format!("converting {key} to its storage version: {e}")))?;
+    let stored = converter.to_stored(v).map_err(|e| {
+        StorageError::Engine(format!("converting {key} to its storage version: {e}"))
+    })?;
     serde_json::to_vec(&stored)
         .map(Bytes::from)
         .map_err(|e| StorageError::Engine(format!("converting {key}: {e}")))
