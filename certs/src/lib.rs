@@ -258,6 +258,121 @@ pub fn issue_client_cert(
     )
 }
 
+/// Sign a PKCS#10 certificate signing request (PEM `CERTIFICATE REQUEST`)
+/// with the CA, as kube-controller-manager's CSR signer does
+/// (`pkg/controller/certificates/authority`, `PermissiveSigningPolicy`): the
+/// request's signature is checked, its subject (every RDN, byte for byte)
+/// and subject alternative names are kept, the key usages are the CSR
+/// object's `spec.usages` (kube's names: `digital signature`, `client
+/// auth`…; those of the PKCS#10 request are ignored), the serial is 128
+/// random bits, the certificate is no CA, and it is valid from `not_before`
+/// to `not_after`, cut at the CA's own expiry. Returns the PEM certificate.
+pub fn sign_certificate_request(
+    ca: &CertPair,
+    csr_pem: &str,
+    usages: &[String],
+    not_before: jiff::Timestamp,
+    not_after: jiff::Timestamp,
+) -> Result<String> {
+    let mut reader = csr_pem.as_bytes();
+    let der = loop {
+        match rustls_pemfile::read_one(&mut reader) {
+            Ok(Some(rustls_pemfile::Item::Csr(der))) => break der,
+            Ok(Some(_)) => continue,
+            Ok(None) => {
+                return Err(Error::Parse(
+                    "PEM block type must be CERTIFICATE REQUEST".into(),
+                ));
+            }
+            Err(e) => return Err(Error::Parse(format!("reading the request's PEM: {e:?}"))),
+        }
+    };
+    let mut request = rcgen::CertificateSigningRequestParams::from_der(&der).map_err(|source| {
+        Error::Generate {
+            what: "certificate request (parsing and checking its signature)",
+            source,
+        }
+    })?;
+    let subject = {
+        use x509_parser::prelude::FromDer;
+        let (_, parsed) =
+            x509_parser::certification_request::X509CertificationRequest::from_der(&der)
+                .map_err(|e| Error::Parse(e.to_string()))?;
+        parsed.certification_request_info.subject.as_raw().to_vec()
+    };
+    let issuer = ca_issuer(&ca.cert_pem, &ca.key_pem)?;
+    let ca_not_after = first_cert_der(&ca.cert_pem)
+        .and_then(|d| {
+            x509_parser::parse_x509_certificate(&d)
+                .ok()
+                .map(|(_, c)| c.validity().not_after.timestamp())
+        })
+        .ok_or_else(|| Error::Parse("the CA certificate does not parse".into()))?;
+    let not_after = not_after
+        .min(jiff::Timestamp::from_second(ca_not_after).map_err(|e| Error::Parse(e.to_string()))?);
+
+    let params = &mut request.params;
+    params.key_usages.clear();
+    params.extended_key_usages.clear();
+    for usage in usages {
+        match usage.as_str() {
+            "signing" | "digital signature" => {
+                params.key_usages.push(KeyUsagePurpose::DigitalSignature)
+            }
+            "content commitment" => params.key_usages.push(KeyUsagePurpose::ContentCommitment),
+            "key encipherment" => params.key_usages.push(KeyUsagePurpose::KeyEncipherment),
+            "key agreement" => params.key_usages.push(KeyUsagePurpose::KeyAgreement),
+            "data encipherment" => params.key_usages.push(KeyUsagePurpose::DataEncipherment),
+            "cert sign" => params.key_usages.push(KeyUsagePurpose::KeyCertSign),
+            "crl sign" => params.key_usages.push(KeyUsagePurpose::CrlSign),
+            "encipher only" => params.key_usages.push(KeyUsagePurpose::EncipherOnly),
+            "decipher only" => params.key_usages.push(KeyUsagePurpose::DecipherOnly),
+            "any" => params
+                .extended_key_usages
+                .push(ExtendedKeyUsagePurpose::Any),
+            "server auth" => params
+                .extended_key_usages
+                .push(ExtendedKeyUsagePurpose::ServerAuth),
+            "client auth" => params
+                .extended_key_usages
+                .push(ExtendedKeyUsagePurpose::ClientAuth),
+            "code signing" => params
+                .extended_key_usages
+                .push(ExtendedKeyUsagePurpose::CodeSigning),
+            "email protection" | "s/mime" => params
+                .extended_key_usages
+                .push(ExtendedKeyUsagePurpose::EmailProtection),
+            "timestamping" => params
+                .extended_key_usages
+                .push(ExtendedKeyUsagePurpose::TimeStamping),
+            "ocsp signing" => params
+                .extended_key_usages
+                .push(ExtendedKeyUsagePurpose::OcspSigning),
+            other => return Err(Error::Parse(format!("unsupported key usage: {other}"))),
+        }
+    }
+    params.is_ca = IsCa::ExplicitNoCa;
+    params.use_authority_key_identifier_extension = true;
+    let mut serial = [0u8; 16];
+    rand::fill(&mut serial);
+    serial[0] &= 0x7f; // a positive INTEGER
+    params.serial_number = Some(rcgen::SerialNumber::from_slice(&serial));
+    let to_time = |t: jiff::Timestamp| {
+        time::OffsetDateTime::from_unix_timestamp(t.as_second())
+            .map_err(|e| Error::Parse(e.to_string()))
+    };
+    params.not_before = to_time(not_before)?;
+    params.not_after = to_time(not_after)?;
+    let cert = request
+        .signed_by(&issuer)
+        .map_err(|source| Error::Generate {
+            what: "certificate for the request",
+            source,
+        })?;
+    let der = with_subject(cert.der(), &subject, issuer.key())?;
+    Ok(pem_encode("CERTIFICATE", &der))
+}
+
 /// The user (CN) and groups (every O) of a DER certificate, as
 /// kube-apiserver's `CommonNameUserConversion` reads them.
 pub fn certificate_identity(der: &[u8]) -> Result<(String, Vec<String>)> {
@@ -871,6 +986,81 @@ mod tests {
 
     fn sans_of(pem: &str) -> Vec<String> {
         cert_sans(pem)
+    }
+
+    fn csr_pem(cn: &str, org: &str) -> String {
+        let key = KeyPair::generate().expect("key");
+        let mut params = CertificateParams::default();
+        params.distinguished_name = DistinguishedName::new();
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, org);
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params
+            .serialize_request(&key)
+            .expect("csr")
+            .pem()
+            .expect("pem")
+    }
+
+    #[test]
+    fn a_signed_request_keeps_its_subject_and_gets_the_asked_usages_and_validity() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pki = ensure_dev_pki(dir.path(), &[]).expect("pki");
+        let now = jiff::Timestamp::now();
+        let start = now - jiff::SignedDuration::from_secs(300);
+        let end = now + jiff::SignedDuration::from_secs(3600);
+        let pem = sign_certificate_request(
+            &pki.ca,
+            &csr_pem("alice", "devs"),
+            &["digital signature".into(), "client auth".into()],
+            start,
+            end,
+        )
+        .expect("signed");
+        assert_eq!(identity(&pem), ("alice".into(), vec!["devs".into()]));
+        let der = first_cert_der(&pem).expect("cert");
+        let (_, cert) = x509_parser::parse_x509_certificate(&der).expect("parses");
+        assert_eq!(cert.validity().not_before.timestamp(), start.as_second());
+        assert_eq!(cert.validity().not_after.timestamp(), end.as_second());
+        let eku = cert
+            .extended_key_usage()
+            .expect("eku parses")
+            .expect("eku present");
+        assert!(eku.value.client_auth && !eku.value.server_auth);
+        assert!(!cert.is_ca());
+        let ca_der = first_cert_der(&pki.ca.cert_pem).expect("ca");
+        let (_, ca) = x509_parser::parse_x509_certificate(&ca_der).expect("ca parses");
+        cert.verify_signature(Some(ca.public_key()))
+            .expect("signed by the CA");
+    }
+
+    #[test]
+    fn a_request_with_a_broken_signature_or_an_unknown_usage_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pki = ensure_dev_pki(dir.path(), &[]).expect("pki");
+        let now = jiff::Timestamp::now();
+        let good = csr_pem("bob", "devs");
+        let err = sign_certificate_request(&pki.ca, &good, &["bogus".into()], now, now)
+            .expect_err("unknown usage");
+        assert!(err.to_string().contains("bogus"), "{err}");
+        // Flip one byte of the signature (the end of the DER).
+        let mut der = pem_certs_der_of(&good);
+        let n = der.len();
+        der[n - 2] ^= 0x01;
+        let broken = pem_encode("CERTIFICATE REQUEST", &der);
+        assert!(
+            sign_certificate_request(&pki.ca, &broken, &["client auth".into()], now, now).is_err()
+        );
+        assert!(sign_certificate_request(&pki.ca, "not pem", &[], now, now).is_err());
+    }
+
+    fn pem_certs_der_of(pem: &str) -> Vec<u8> {
+        let mut reader = pem.as_bytes();
+        match rustls_pemfile::read_one(&mut reader) {
+            Ok(Some(rustls_pemfile::Item::Csr(der))) => der.to_vec(),
+            _ => Vec::new(),
+        }
     }
 
     #[test]

@@ -221,6 +221,10 @@ pub struct ServerOptions {
     /// `--leader-elect*`: which replica runs the controllers.
     #[command(flatten)]
     pub leader_election: crate::leader_election::LeaderElectionOptions,
+
+    /// `--cluster-signing-*`: the CSR signer's CA and maximum lifetime.
+    #[command(flatten)]
+    pub cluster_signing: crate::csr_signing::ClusterSigningOptions,
 }
 
 pub use ubernetes_apimachinery::duration::parse_duration;
@@ -269,6 +273,7 @@ impl Default for ServerOptions {
                 shutdown_grace: Duration::from_secs(10),
                 audit: crate::audit::AuditOptions::default(),
                 leader_election: Default::default(),
+                cluster_signing: Default::default(),
             },
         }
     }

@@ -1387,6 +1387,7 @@ const SCHEMA_TEXT: &str = r#"
 =rbac.authorization.k8s.io/v1 RoleBinding rbac.v1.RoleBinding
 =rbac.authorization.k8s.io/v1 ClusterRole rbac.v1.ClusterRole
 =rbac.authorization.k8s.io/v1 ClusterRoleBinding rbac.v1.ClusterRoleBinding
+=certificates.k8s.io/v1 CertificateSigningRequest certificates.v1.CertificateSigningRequest
 =coordination.k8s.io/v1 Lease coordination.v1.Lease
 =events.k8s.io/v1 Event events.v1.Event
 =discovery.k8s.io/v1 EndpointSlice discovery.v1.EndpointSlice
@@ -1431,6 +1432,7 @@ const SCHEMA_TEXT: &str = r#"
 =rbac.authorization.k8s.io/v1 RoleBindingList rbac.v1.RoleBindingList
 =rbac.authorization.k8s.io/v1 ClusterRoleList rbac.v1.ClusterRoleList
 =rbac.authorization.k8s.io/v1 ClusterRoleBindingList rbac.v1.ClusterRoleBindingList
+=certificates.k8s.io/v1 CertificateSigningRequestList certificates.v1.CertificateSigningRequestList
 =coordination.k8s.io/v1 LeaseList coordination.v1.LeaseList
 =events.k8s.io/v1 EventList events.v1.EventList
 =discovery.k8s.io/v1 EndpointSliceList discovery.v1.EndpointSliceList
@@ -1576,6 +1578,12 @@ batch.v1.PodFailurePolicyRule action=1:s onExitCodes=2:@batch.v1.PodFailurePolic
 batch.v1.SuccessPolicy rules=1:*@batch.v1.SuccessPolicyRule
 batch.v1.SuccessPolicyRule succeededIndexes=1:s succeededCount=2:i32
 batch.v1.UncountedTerminatedPods succeeded=1:*s failed=2:*s
+certificates.v1.CertificateSigningRequest metadata=1:@meta.v1.ObjectMeta spec=2:@certificates.v1.CertificateSigningRequestSpec status=3:@certificates.v1.CertificateSigningRequestStatus
+certificates.v1.CertificateSigningRequestCondition type=1:s reason=2:s message=3:s lastUpdateTime=4:@meta.v1.Time lastTransitionTime=5:@meta.v1.Time status=6:s
+certificates.v1.CertificateSigningRequestList metadata=1:@meta.v1.ListMeta items=2:*@certificates.v1.CertificateSigningRequest
+certificates.v1.CertificateSigningRequestSpec request=1:y username=2:s uid=3:s groups=4:*s usages=5:*s extra=6:{s,@certificates.v1.ExtraValue} signerName=7:s expirationSeconds=8:i32
+certificates.v1.CertificateSigningRequestStatus conditions=1:*@certificates.v1.CertificateSigningRequestCondition certificate=2:y
+certificates.v1.ExtraValue !list items=1:*s
 coordination.v1.Lease metadata=1:@meta.v1.ObjectMeta spec=2:@coordination.v1.LeaseSpec
 coordination.v1.LeaseList metadata=1:@meta.v1.ListMeta items=2:*@coordination.v1.Lease
 coordination.v1.LeaseSpec holderIdentity=1:s leaseDurationSeconds=2:i32 acquireTime=3:@meta.v1.MicroTime renewTime=4:@meta.v1.MicroTime leaseTransitions=5:i32 strategy=6:s preferredHolder=7:s
@@ -2462,6 +2470,42 @@ mod tests {
             assert_eq!(v["preconditions"], json!({"uid": "u-1"}));
             assert_eq!(v["gracePeriodSeconds"], 0);
         }
+    }
+
+    /// `kubectl certificate approve` PUTs the CSR as protobuf.
+    #[test]
+    fn csr_approval_decodes_with_bytes_as_base64() {
+        use k8s_pb::api::certificates::v1 as cert;
+        let csr = cert::CertificateSigningRequest {
+            metadata: meta("alice"),
+            spec: Some(cert::CertificateSigningRequestSpec {
+                request: Some(b"-----BEGIN".to_vec()),
+                signer_name: Some("kubernetes.io/kube-apiserver-client".into()),
+                expiration_seconds: Some(3600),
+                usages: vec!["client auth".into()],
+                ..Default::default()
+            }),
+            status: Some(cert::CertificateSigningRequestStatus {
+                conditions: vec![cert::CertificateSigningRequestCondition {
+                    r#type: Some("Approved".into()),
+                    status: Some("True".into()),
+                    reason: Some("KubectlApprove".into()),
+                    ..Default::default()
+                }],
+                certificate: None,
+            }),
+        };
+        let v = decode(&body(
+            "certificates.k8s.io/v1",
+            "CertificateSigningRequest",
+            &csr,
+        ))
+        .unwrap();
+        assert_eq!(v["spec"]["request"], "LS0tLS1CRUdJTg==");
+        assert_eq!(v["spec"]["expirationSeconds"], 3600);
+        assert_eq!(v["spec"]["usages"], json!(["client auth"]));
+        assert_eq!(v["status"]["conditions"][0]["type"], "Approved");
+        assert_eq!(v["status"]["conditions"][0]["status"], "True");
     }
 
     #[test]

@@ -264,6 +264,7 @@ pub async fn build_state_on(
     )
     .await;
     let service_accounts = crate::service_accounts::load_issuer(options)?;
+    let csr_signer = crate::csr_signing::signer_config(options)?;
     {
         let term_registry = registry.clone();
         let rbac = rbac.clone();
@@ -301,6 +302,13 @@ pub async fn build_state_on(
                 jwt.clone(),
                 term.clone(),
             );
+            if let Some(signer) = &csr_signer {
+                ubernetes_registry::csr_signer::CsrSigner::start_until(
+                    registry.clone(),
+                    signer.clone(),
+                    term.clone(),
+                );
+            }
             spawn_compactor(storage.clone(), term);
         };
         let registry = registry.clone();

@@ -15,6 +15,8 @@
 pub mod admission;
 pub mod apiservices;
 pub mod controllers;
+pub mod conversion;
+pub mod csr_signer;
 pub mod ipalloc;
 pub mod jwt;
 pub mod kinds;

@@ -55,13 +55,17 @@ pub struct Registry {
     admission: crate::admission::Chain,
     /// Cancelled when the server stops: the in-server controllers end.
     stop: tokio_util::sync::CancellationToken,
+    /// Per storage prefix shared by several versions' stores (conversion):
+    /// the last revision any of them wrote.
+    shared_writes: parking_lot::Mutex<HashMap<String, Arc<std::sync::atomic::AtomicU64>>>,
 }
 
 impl Registry {
     /// Build a store (and its watch cache) for every strategy. The first
-    /// strategy of a group/resource owns its storage prefix; further versions
-    /// of the same resource get their own prefix (no conversion yet; see
-    /// docs/api-compatibility.md).
+    /// strategy of a group/resource owns its storage prefix; a version that
+    /// [`crate::conversion::served_from`] another version's storage reads and
+    /// writes that one through its converter; any other further version of the
+    /// same resource gets its own prefix.
     pub async fn new(
         storage: Arc<dyn Storage>,
         strategies: Vec<Arc<dyn Strategy>>,
@@ -74,6 +78,7 @@ impl Registry {
             admission: crate::admission::Chain::new(options.admission.clone()),
             options,
             stop: tokio_util::sync::CancellationToken::new(),
+            shared_writes: Default::default(),
         });
         for strategy in strategies {
             registry.add(strategy).await?;
@@ -91,21 +96,67 @@ impl Registry {
                 self,
             )?));
         }
-        let shared = self
-            .stores
-            .read()
-            .iter()
-            .any(|s| s.info().group == info.group && s.info().resource == info.resource);
-        let mut store = Store::new_with_prefix(
-            strategy,
-            self.storage.clone(),
-            admission,
-            shared.then(|| info.version.clone()),
-            self.options.unknown_fields.clone(),
-            self.options.cache.clone(),
-            self.options.field_manager.clone(),
-        )
-        .await?;
+        // Every version's store of a converted kind reads the others' writes.
+        let storage: Arc<dyn Storage> = match crate::conversion::shared_prefix(&info) {
+            Some(prefix) => {
+                let mark = self
+                    .shared_writes
+                    .lock()
+                    .entry(prefix.to_string())
+                    .or_default()
+                    .clone();
+                Arc::new(crate::conversion::WriteMarked::new(
+                    self.storage.clone(),
+                    mark,
+                ))
+            }
+            None => self.storage.clone(),
+        };
+        let mut store = if let Some(conversion) = crate::conversion::served_from(&info) {
+            // Served from the storage version's objects, converted both ways;
+            // first move what an older release stored apart for this version.
+            let moved = crate::conversion::migrate(&self.storage, &conversion)
+                .await
+                .map_err(|e| {
+                    ApiError::internal(format!(
+                        "moving {} stored apart by an older release: {e}",
+                        conversion.legacy_prefix
+                    ))
+                })?;
+            if moved > 0 {
+                tracing::info!(resource = %info.resource, group = %info.group, version = %info.version, moved, "objects of an older release moved into the shared storage");
+            }
+            let storage: Arc<dyn Storage> = Arc::new(crate::conversion::Converted::new(
+                storage,
+                conversion.converter,
+            ));
+            Store::new_at(
+                strategy,
+                storage,
+                admission,
+                conversion.prefix,
+                self.options.unknown_fields.clone(),
+                self.options.cache.clone(),
+                self.options.field_manager.clone(),
+            )
+            .await?
+        } else {
+            let shared = self
+                .stores
+                .read()
+                .iter()
+                .any(|s| s.info().group == info.group && s.info().resource == info.resource);
+            Store::new_with_prefix(
+                strategy,
+                storage,
+                admission,
+                shared.then(|| info.version.clone()),
+                self.options.unknown_fields.clone(),
+                self.options.cache.clone(),
+                self.options.field_manager.clone(),
+            )
+            .await?
+        };
         store.set_registry_admission(self.admission.clone());
         let store = Arc::new(store);
         self.stores.write().push(store.clone());

@@ -381,6 +381,29 @@ impl Store {
         if let Some(v) = version_prefix {
             prefix = format!("{}.{v}/", prefix.trim_end_matches('/'));
         }
+        Self::new_at(
+            strategy,
+            storage,
+            admission,
+            prefix,
+            unknown_fields,
+            cache_config,
+            field_manager,
+        )
+        .await
+    }
+
+    /// As [`Store::new_with_prefix`], at an explicit storage prefix (a
+    /// version converted from another version's storage, `conversion.rs`).
+    pub async fn new_at(
+        strategy: Arc<dyn Strategy>,
+        storage: Arc<dyn Storage>,
+        admission: Vec<Arc<dyn crate::admission::Admission>>,
+        prefix: String,
+        unknown_fields: Option<crate::validation::UnknownFieldsFn>,
+        cache_config: ubernetes_storage::cache::CacheConfig,
+        field_manager: Option<Arc<dyn crate::managed_fields::FieldManager>>,
+    ) -> Result<Self, ApiError> {
         let attrs_strategy = strategy.clone();
         let attrs: ubernetes_storage::cache::AttrsFn =
             Arc::new(move |v: &Value| attrs_strategy.attrs(v));
@@ -1288,6 +1311,27 @@ impl Store {
             self.field_validation(&new_obj, opts.field_validation, &opts.duplicate_fields)?;
         let mut new_obj = self.strategy.normalize(new_obj)?;
         match subresource {
+            Some("approval") => {
+                // kube's CSR approval strategy: only status.conditions
+                // change, and new conditions get their timestamps.
+                let mut merged = current.clone();
+                if !merged.get("status").is_some_and(Value::is_object) {
+                    merged["status"] = json!({});
+                }
+                let mut conditions = new_obj
+                    .pointer("/status/conditions")
+                    .cloned()
+                    .unwrap_or(json!([]));
+                for c in conditions.as_array_mut().into_iter().flatten() {
+                    for t in ["lastUpdateTime", "lastTransitionTime"] {
+                        if c.get(t).is_none_or(Value::is_null) {
+                            c[t] = json!(now_rfc3339());
+                        }
+                    }
+                }
+                merged["status"]["conditions"] = conditions;
+                new_obj = merged;
+            }
             Some("status") => {
                 // Status writes change only status (kube resets the rest).
                 let mut merged = current.clone();

@@ -194,7 +194,7 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
                 list(&state, &target, &query, &headers).await
             }
         }
-        (Method::GET, Some(name), None | Some("status") | Some("finalize")) => {
+        (Method::GET, Some(name), None | Some("status") | Some("finalize") | Some("approval")) => {
             let output = negotiate::output(&headers)?;
             let bytes = target.store.get(ns, name).await?;
             render_object_bytes(&info, bytes, output, StatusCode::OK, &[])

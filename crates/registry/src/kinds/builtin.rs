@@ -115,6 +115,8 @@ pub struct Builtin<T> {
     validate: fn(&T) -> Vec<Cause>,
     validate_raw: Option<fn(&T, &Value) -> Vec<Cause>>,
     validate_update: Option<fn(&T, &T) -> Vec<Cause>>,
+    /// On update only `validate_update` runs (see [`Builtin::update_validation_only`]).
+    update_validation_only: bool,
     tracks_generation: bool,
     selectable: &'static [&'static str],
     attrs: Option<fn(&Value) -> Attrs>,
@@ -147,6 +149,7 @@ where
             validate: no_validation::<T>,
             validate_raw: None,
             validate_update: None,
+            update_validation_only: false,
             tracks_generation: false,
             selectable: &[],
             attrs: None,
@@ -191,6 +194,15 @@ where
     /// Extra validation on update (immutable fields), new then old.
     pub fn validate_update(mut self, f: fn(&T, &T) -> Vec<Cause>) -> Self {
         self.validate_update = Some(f);
+        self
+    }
+
+    /// Updates are checked by [`Builtin::validate_update`] alone, not by the
+    /// create validation too (kube's events.k8s.io Events: an update is
+    /// held to immutability, not to what a create must carry, so an old core
+    /// Event can be updated through events.k8s.io).
+    pub fn update_validation_only(mut self) -> Self {
+        self.update_validation_only = true;
         self
     }
 
@@ -345,7 +357,11 @@ where
             Ok(t) => t,
             Err(e) => return vec![Cause::new("FieldValueInvalid", e.message, "")],
         };
-        let mut causes = self.run_validate(&new_t, new);
+        let mut causes = if self.update_validation_only {
+            Vec::new()
+        } else {
+            self.run_validate(&new_t, new)
+        };
         if let Some(f) = self.validate_update
             && let Ok(old_t) = self.decode(old.clone())
         {

@@ -178,6 +178,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         Arc::new(
             Builtin::<Event>::new(info::<Event>("event", &["ev"], &[], &[]))
                 .validate(validate_event_v1)
+                .validate_update(validate_event_v1_update)
+                .update_validation_only()
                 .fields(&[
                     "regarding.kind",
                     "regarding.namespace",
@@ -828,6 +830,88 @@ fn validate_event_v1(e: &Event) -> Vec<Cause> {
     {
         out.push(field::too_long("note", 1024));
     }
+    out
+}
+
+/// kube's `ValidateEventUpdate` for an events.k8s.io request: the new event
+/// passes the legacy checks (an event with an `eventTime` names its
+/// reporting controller, instance, action and reason), a changed series is
+/// valid, and everything but the series and metadata is immutable. Paths are
+/// kube's internal (core) names, as kube reports them.
+fn validate_event_v1_update(new: &Event, old: &Event) -> Vec<Cause> {
+    let mut out = Vec::new();
+    if new.event_time.is_some() {
+        let required = [
+            ("reportingController", &new.reporting_controller),
+            ("reportingInstance", &new.reporting_instance),
+            ("action", &new.action),
+            ("reason", &new.reason),
+        ];
+        for (path, v) in required {
+            if v.as_deref().unwrap_or("").is_empty() {
+                out.push(field::required(path, ""));
+            }
+        }
+    }
+    if new.series != old.series
+        && let Some(s) = &new.series
+        && s.count < 2
+    {
+        out.push(invalid_str("series.count", "", "should be at least 2"));
+    }
+    fn shown<T: serde::Serialize>(v: &T) -> String {
+        serde_json::to_string(v).unwrap_or_default()
+    }
+    let mut immutable = |path: &str, changed: bool, value: String| {
+        if changed {
+            out.push(invalid_shown(path, &value, "field is immutable"));
+        }
+    };
+    immutable(
+        "involvedObject",
+        new.regarding != old.regarding,
+        shown(&new.regarding),
+    );
+    immutable("message", new.note != old.note, shown(&new.note));
+    immutable(
+        "source",
+        new.deprecated_source != old.deprecated_source,
+        shown(&new.deprecated_source),
+    );
+    immutable(
+        "firstTimestamp",
+        new.deprecated_first_timestamp != old.deprecated_first_timestamp,
+        shown(&new.deprecated_first_timestamp),
+    );
+    immutable(
+        "lastTimestamp",
+        new.deprecated_last_timestamp != old.deprecated_last_timestamp,
+        shown(&new.deprecated_last_timestamp),
+    );
+    immutable(
+        "count",
+        new.deprecated_count != old.deprecated_count,
+        shown(&new.deprecated_count.unwrap_or(0)),
+    );
+    immutable("reason", new.reason != old.reason, shown(&new.reason));
+    immutable("type", new.type_ != old.type_, shown(&new.type_));
+    immutable(
+        "eventTime",
+        new.event_time != old.event_time,
+        shown(&new.event_time),
+    );
+    immutable("action", new.action != old.action, shown(&new.action));
+    immutable("related", new.related != old.related, shown(&new.related));
+    immutable(
+        "reportingController",
+        new.reporting_controller != old.reporting_controller,
+        shown(&new.reporting_controller),
+    );
+    immutable(
+        "reportingInstance",
+        new.reporting_instance != old.reporting_instance,
+        shown(&new.reporting_instance),
+    );
     out
 }
 

@@ -106,6 +106,16 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 if csr.spec.signer_name.is_empty() {
                     out.push(field::required("spec.signerName", ""));
                 }
+                // kube's ValidateCertificateSigningRequest: at least 10 minutes.
+                if let Some(s) = csr.spec.expiration_seconds
+                    && s < 600
+                {
+                    out.push(field::invalid(
+                        "spec.expirationSeconds",
+                        &serde_json::json!(s),
+                        "may not specify a duration less than 600 seconds (10 minutes)",
+                    ));
+                }
                 out
             }),
         ),

@@ -1,0 +1,435 @@
+//! One stored form per kind, served in several versions (kube-apiserver's
+//! storage versions and conversion): HorizontalPodAutoscalers are stored as
+//! `autoscaling/v2` and served as `v2` and `v1`; Events are stored as core
+//! `v1` and served as core `v1` and `events.k8s.io/v1`.
+//!
+//! A version that is not the stored one gets a [`Converted`] [`Storage`]
+//! layer over the engine: every value read (get, list, watch events and
+//! their previous values, the value a write returns) goes through
+//! [`Converter::to_served`], every value written through
+//! [`Converter::to_stored`]. The version's [`Store`](crate::Store) and watch
+//! cache sit above this layer and therefore see only the served form: field
+//! selectors, patches (applied to the served form, as kube applies a patch in
+//! the request's version), guaranteed updates and admission work unchanged,
+//! and a write in one version is a watch event in every other.
+//!
+//! [`served_from`] says which versions are converted and where their stored
+//! form lives; [`migrate`] moves objects that an older release stored under
+//! a separate per-version prefix into the shared one.
+
+pub mod events;
+pub mod hpa;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::Value;
+use ubernetes_apimachinery::ResourceInfo;
+use ubernetes_storage::{
+    Event, KeyValue, ListOptions, ListResult, ProgressWatchStream, Revision, Storage, StorageError,
+    WatchItem, WatchStream,
+};
+
+/// The two directions of one served version's conversion.
+pub trait Converter: Send + Sync {
+    /// The stored form (JSON of the storage version) as the served version.
+    fn to_served(&self, stored: Value) -> Result<Value, String>;
+    /// A served object as the stored form.
+    fn to_stored(&self, served: Value) -> Result<Value, String>;
+}
+
+/// Where a converted version's objects live.
+pub struct Conversion {
+    /// The storage prefix of the stored form (`/registry/core/events/`).
+    pub prefix: String,
+    /// The prefix an older release kept this version's objects under (its
+    /// own copy, no conversion), migrated by [`migrate`].
+    pub legacy_prefix: String,
+    pub converter: Arc<dyn Converter>,
+}
+
+/// The conversion of a served resource, if it is served from another
+/// version's storage (kube's `--storage-versions` defaults:
+/// `autoscaling/v2` for HPAs, core `v1` for Events).
+pub fn served_from(info: &ResourceInfo) -> Option<Conversion> {
+    match (
+        info.group.as_str(),
+        info.version.as_str(),
+        info.resource.as_str(),
+    ) {
+        ("autoscaling", "v1", "horizontalpodautoscalers") => Some(Conversion {
+            prefix: "/registry/autoscaling/horizontalpodautoscalers/".into(),
+            legacy_prefix: "/registry/autoscaling/horizontalpodautoscalers.v1/".into(),
+            converter: Arc::new(hpa::V1),
+        }),
+        ("events.k8s.io", "v1", "events") => Some(Conversion {
+            prefix: "/registry/core/events/".into(),
+            legacy_prefix: "/registry/events.k8s.io/events/".into(),
+            converter: Arc::new(events::EventsV1),
+        }),
+        _ => None,
+    }
+}
+
+/// Move what an older release stored under `conversion.legacy_prefix` (a
+/// second copy per version, before conversion existed) into the stored
+/// form's prefix, converted; each moved key is deleted from the old prefix.
+/// An object whose name is taken in the shared prefix (both versions had
+/// one of that name) is left where it was and logged, not overwritten.
+/// Safe to run by several replicas at once: creates and deletes are
+/// conditional. Returns how many objects moved.
+pub async fn migrate(
+    storage: &Arc<dyn Storage>,
+    conversion: &Conversion,
+) -> Result<usize, StorageError> {
+    let mut moved = 0;
+    let mut start_after = None;
+    loop {
+        let page = storage
+            .list(
+                &conversion.legacy_prefix,
+                ListOptions {
+                    start_after: start_after.clone(),
+                    limit: Some(500),
+                    revision: None,
+                },
+            )
+            .await?;
+        let Some(last) = page.items.last() else {
+            break;
+        };
+        start_after = Some(last.key.clone());
+        let more = page.remaining > 0;
+        for kv in page.items {
+            let suffix = kv.key.trim_start_matches(&conversion.legacy_prefix);
+            let key = format!("{}{suffix}", conversion.prefix);
+            let stored = match serde_json::from_slice::<Value>(&kv.value)
+                .map_err(|e| e.to_string())
+                .and_then(|mut v| {
+                    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                        m.remove("resourceVersion");
+                    }
+                    conversion.converter.to_stored(v)
+                })
+                .and_then(|v| serde_json::to_vec(&v).map_err(|e| e.to_string()))
+            {
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::error!(key = %kv.key, error = %e, "cannot convert an object stored by an older release; left where it is");
+                    continue;
+                }
+            };
+            match storage.create(&key, Bytes::from(stored)).await {
+                Ok(_) => {}
+                Err(StorageError::AlreadyExists { .. }) => {
+                    tracing::warn!(old = %kv.key, new = %key, "an object of that name is already stored in the shared prefix; the older release's copy is left where it is");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+            match storage.delete(&kv.key, Some(kv.mod_revision)).await {
+                Ok(_) | Err(StorageError::NotFound { .. }) => {}
+                // Changed meanwhile (an older replica still serving): the
+                // next start moves it again only if the new key is free.
+                Err(StorageError::Conflict { .. }) => {}
+                Err(e) => return Err(e),
+            }
+            moved += 1;
+            tracing::info!(old = %kv.key, new = %key, "moved an object stored by an older release into the shared storage of its kind");
+        }
+        if !more {
+            break;
+        }
+    }
+    Ok(moved)
+}
+
+/// The storage prefix shared by every served version of a converted kind
+/// (the storage version's own store included), for [`WriteMarked`].
+pub fn shared_prefix(info: &ResourceInfo) -> Option<&'static str> {
+    match (info.group.as_str(), info.resource.as_str()) {
+        ("autoscaling", "horizontalpodautoscalers") => {
+            Some("/registry/autoscaling/horizontalpodautoscalers/")
+        }
+        ("" | "events.k8s.io", "events") => Some("/registry/core/events/"),
+        _ => None,
+    }
+}
+
+/// The highest revision written through any of the stores that share one
+/// prefix, so that each of them reads its own version's writes and the
+/// others' (a store waits for the writes it made itself; on one process
+/// without etcd, nothing else tells it about a write made through another
+/// version's store). Reported as [`Storage::consistent_read_revision`].
+pub struct WriteMarked {
+    inner: Arc<dyn Storage>,
+    last_write: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl WriteMarked {
+    pub fn new(inner: Arc<dyn Storage>, last_write: Arc<std::sync::atomic::AtomicU64>) -> Self {
+        Self { inner, last_write }
+    }
+
+    fn mark(&self, kv: KeyValue) -> KeyValue {
+        self.last_write
+            .fetch_max(kv.mod_revision, std::sync::atomic::Ordering::AcqRel);
+        kv
+    }
+}
+
+#[async_trait::async_trait]
+impl Storage for WriteMarked {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
+        self.inner.get(key).await
+    }
+
+    async fn get_with_staleness(
+        &self,
+        key: &str,
+    ) -> Result<Option<(KeyValue, bool)>, StorageError> {
+        self.inner.get_with_staleness(key).await
+    }
+
+    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError> {
+        self.inner.list(prefix, opts).await
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue, StorageError> {
+        Ok(self.mark(self.inner.create(key, value).await?))
+    }
+
+    async fn update(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+    ) -> Result<KeyValue, StorageError> {
+        Ok(self.mark(self.inner.update(key, value, expected).await?))
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> Result<KeyValue, StorageError> {
+        Ok(self.mark(self.inner.delete(key, expected).await?))
+    }
+
+    async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream, StorageError> {
+        self.inner.watch(prefix, from).await
+    }
+
+    async fn watch_progress(
+        &self,
+        prefix: &str,
+        from: Revision,
+    ) -> Result<ProgressWatchStream, StorageError> {
+        self.inner.watch_progress(prefix, from).await
+    }
+
+    async fn current_revision(&self) -> Result<Revision, StorageError> {
+        self.inner.current_revision().await
+    }
+
+    async fn consistent_read_revision(&self) -> Result<Option<Revision>, StorageError> {
+        let mine = self.last_write.load(std::sync::atomic::Ordering::Acquire);
+        Ok(match self.inner.consistent_read_revision().await? {
+            Some(r) => Some(r.max(mine)),
+            None if mine > 0 => Some(mine),
+            None => None,
+        })
+    }
+
+    fn request_progress(&self) {
+        self.inner.request_progress();
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
+        self.inner.compact(revision).await
+    }
+
+    async fn compacted_revision(&self) -> Result<Revision, StorageError> {
+        self.inner.compacted_revision().await
+    }
+}
+
+/// A [`Storage`] that serves one version of objects stored in another.
+pub struct Converted {
+    inner: Arc<dyn Storage>,
+    converter: Arc<dyn Converter>,
+}
+
+impl Converted {
+    pub fn new(inner: Arc<dyn Storage>, converter: Arc<dyn Converter>) -> Self {
+        Self { inner, converter }
+    }
+}
+
+/// Stored bytes as the served version. A value that does not parse, or does
+/// not convert, is logged and passed on as it is (the reader then reports
+/// it, as for any corrupt value); reads never fail a whole list or watch.
+fn read(converter: &dyn Converter, key: &str, value: &Bytes) -> Bytes {
+    let Ok(v) = serde_json::from_slice::<Value>(value) else {
+        return value.clone();
+    };
+    match converter
+        .to_served(v)
+        .and_then(|v| serde_json::to_vec(&v).map_err(|e| e.to_string()))
+    {
+        Ok(out) => Bytes::from(out),
+        Err(e) => {
+            tracing::error!(%key, error = %e, "cannot convert a stored object to the served version");
+            value.clone()
+        }
+    }
+}
+
+/// Served bytes as the stored version; a failure fails the write.
+fn write(converter: &dyn Converter, key: &str, value: Bytes) -> Result<Bytes, StorageError> {
+    let v: Value = serde_json::from_slice(&value)
+        .map_err(|e| StorageError::Engine(format!("converting {key}: {e}")))?;
+    let stored = converter.to_stored(v).map_err(|e| {
+        StorageError::Engine(format!("converting {key} to its storage version: {e}"))
+    })?;
+    serde_json::to_vec(&stored)
+        .map(Bytes::from)
+        .map_err(|e| StorageError::Engine(format!("converting {key}: {e}")))
+}
+
+fn read_kv(converter: &dyn Converter, mut kv: KeyValue) -> KeyValue {
+    kv.value = read(converter, &kv.key, &kv.value);
+    kv
+}
+
+fn read_event(converter: &dyn Converter, mut ev: Event) -> Event {
+    ev.kv = read_kv(converter, ev.kv);
+    ev.prev = ev.prev.map(|p| read_kv(converter, p));
+    ev
+}
+
+#[async_trait::async_trait]
+impl Storage for Converted {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
+        Ok(self
+            .inner
+            .get(key)
+            .await?
+            .map(|kv| read_kv(&*self.converter, kv)))
+    }
+
+    async fn get_with_staleness(
+        &self,
+        key: &str,
+    ) -> Result<Option<(KeyValue, bool)>, StorageError> {
+        Ok(self
+            .inner
+            .get_with_staleness(key)
+            .await?
+            .map(|(kv, stale)| (read_kv(&*self.converter, kv), stale)))
+    }
+
+    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError> {
+        let mut res = self.inner.list(prefix, opts).await?;
+        res.items = res
+            .items
+            .into_iter()
+            .map(|kv| read_kv(&*self.converter, kv))
+            .collect();
+        Ok(res)
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue, StorageError> {
+        let stored = write(&*self.converter, key, value)?;
+        let kv = self.inner.create(key, stored).await?;
+        Ok(read_kv(&*self.converter, kv))
+    }
+
+    async fn update(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+    ) -> Result<KeyValue, StorageError> {
+        let stored = write(&*self.converter, key, value)?;
+        let kv = self.inner.update(key, stored, expected).await?;
+        Ok(read_kv(&*self.converter, kv))
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> Result<KeyValue, StorageError> {
+        Ok(read_kv(
+            &*self.converter,
+            self.inner.delete(key, expected).await?,
+        ))
+    }
+
+    async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream, StorageError> {
+        let c = self.converter.clone();
+        let events = self.inner.watch(prefix, from).await?;
+        Ok(Box::pin(
+            events.map(move |item| item.map(|ev| read_event(&*c, ev))),
+        ))
+    }
+
+    async fn watch_progress(
+        &self,
+        prefix: &str,
+        from: Revision,
+    ) -> Result<ProgressWatchStream, StorageError> {
+        let c = self.converter.clone();
+        let items = self.inner.watch_progress(prefix, from).await?;
+        Ok(Box::pin(items.map(move |item| {
+            item.map(|it| match it {
+                WatchItem::Event(ev) => WatchItem::Event(read_event(&*c, ev)),
+                other => other,
+            })
+        })))
+    }
+
+    async fn current_revision(&self) -> Result<Revision, StorageError> {
+        self.inner.current_revision().await
+    }
+
+    // Forwarded, or consistent reads across replicas fall back to this
+    // process's own writes (as in `stamp.rs`).
+    async fn consistent_read_revision(&self) -> Result<Option<Revision>, StorageError> {
+        self.inner.consistent_read_revision().await
+    }
+
+    fn request_progress(&self) {
+        self.inner.request_progress();
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
+        self.inner.compact(revision).await
+    }
+
+    async fn compacted_revision(&self) -> Result<Revision, StorageError> {
+        self.inner.compacted_revision().await
+    }
+}
+
+/// Helpers shared by the converters: JSON object field moves.
+pub(crate) mod json {
+    use serde_json::{Map, Value};
+
+    /// Move `from` of `src` to `to` of `dst` when present.
+    pub fn carry(src: &mut Map<String, Value>, from: &str, dst: &mut Map<String, Value>, to: &str) {
+        if let Some(v) = src.remove(from) {
+            dst.insert(to.into(), v);
+        }
+    }
+
+    /// The object map of a value (an empty one for anything else).
+    pub fn into_map(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! CertificateSigningRequests through the real kubectl 1.37: a CSR for the
+//! `kubernetes.io/kube-apiserver-client` signer is approved with
+//! `kubectl certificate approve`, the leader's signer issues it with the
+//! server's client CA (lifetime from `spec.expirationSeconds`), and the
+//! issued certificate authenticates to this server as the CSR's CN and O
+//! (`kubectl auth whoami`). A request with a server usage fails as kube's
+//! signer fails it; an unapproved one is not signed; a lifetime under 10
+//! minutes is refused at create.
+
+mod kubectl_support;
+
+use std::process::Command;
+
+use anyhow::{Context, Result, ensure};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde_json::Value;
+use ubernetes_e2e::{Server, eventually, kubectl_bin};
+
+use kubectl_support::{SETTLE, json};
+
+/// A fresh key and its PKCS#10 request for `CN=cn, O=org`, both PEM.
+fn key_and_request(cn: &str, org: &str) -> Result<(String, String)> {
+    let key = rcgen::KeyPair::generate()?;
+    let mut params = rcgen::CertificateParams::default();
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::OrganizationName, org);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, cn);
+    let csr = params.serialize_request(&key)?.pem()?;
+    Ok((key.serialize_pem(), csr))
+}
+
+fn csr_manifest(name: &str, request_pem: &str, usages: &[&str], expiration: u32) -> String {
+    let usages: Vec<String> = usages.iter().map(|u| format!("  - {u}")).collect();
+    format!(
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  name: {name}\nspec:\n  request: {}\n  signerName: kubernetes.io/kube-apiserver-client\n  expirationSeconds: {expiration}\n  usages:\n{}\n",
+        B64.encode(request_pem),
+        usages.join("\n")
+    )
+}
+
+fn conditions(csr: &Value) -> Vec<(String, String)> {
+    csr["status"]["conditions"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    (
+                        c["type"].as_str().unwrap_or_default().to_string(),
+                        c["reason"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `kubeconfig`'s `certificate-authority-data` value.
+fn ca_data(kubeconfig: &str) -> Option<String> {
+    kubeconfig
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("certificate-authority-data:"))
+        .map(|v| v.trim().to_string())
+}
+
+#[test]
+fn an_approved_client_csr_is_signed_by_the_server_ca_and_authenticates_as_its_cn() -> Result<()> {
+    let server = Server::start()?;
+    let (key_pem, request) = key_and_request("csr-alice", "csr-devs")?;
+    server.kubectl_stdin_ok(
+        &["create", "-f", "-"],
+        &csr_manifest(
+            "alice",
+            &request,
+            &["digital signature", "key encipherment", "client auth"],
+            3600,
+        ),
+    )?;
+    let (_, other) = key_and_request("csr-mallory", "csr-devs")?;
+    server.kubectl_stdin_ok(
+        &["create", "-f", "-"],
+        &csr_manifest(
+            "server-usage",
+            &other,
+            &["client auth", "server auth"],
+            3600,
+        ),
+    )?;
+    server.kubectl_stdin_ok(
+        &["create", "-f", "-"],
+        &csr_manifest("pending", &other, &["client auth"], 3600),
+    )?;
+    // kube's validation: at least 10 minutes.
+    let err = server
+        .kubectl_stdin(
+            &["create", "-f", "-"],
+            &csr_manifest("too-short", &other, &["client auth"], 300),
+        )?
+        .stderr;
+    let err = String::from_utf8_lossy(&err);
+    ensure!(
+        err.contains("may not specify a duration less than 600 seconds (10 minutes)"),
+        "{err}"
+    );
+
+    server.kubectl_ok(&["certificate", "approve", "alice", "server-usage"])?;
+
+    let issued = eventually(SETTLE, || {
+        let csr = json(&server, &["get", "csr", "alice"])?;
+        Ok(csr["status"]["certificate"]
+            .as_str()
+            .filter(|c| !c.is_empty())
+            .map(str::to_string))
+    })?;
+    let csr = json(&server, &["get", "csr", "alice"])?;
+    assert_eq!(
+        conditions(&csr),
+        [("Approved".to_string(), "KubectlApprove".to_string())],
+        "{csr}"
+    );
+    let cert_pem = String::from_utf8(B64.decode(&issued)?)?;
+    let der = {
+        let mut reader = cert_pem.as_bytes();
+        rustls_pemfile::certs(&mut reader)
+            .next()
+            .context("a PEM certificate")??
+    };
+    let (_, cert) = x509_parser::parse_x509_certificate(&der)?;
+    let lifetime = cert.validity().not_after.timestamp() - cert.validity().not_before.timestamp();
+    // expirationSeconds 3600, backdated 5 minutes (kube's PermissiveSigningPolicy).
+    assert_eq!(lifetime, 3600 + 300, "validity {:?}", cert.validity());
+    assert_eq!(
+        cert.subject()
+            .iter_common_name()
+            .next()
+            .and_then(|c| c.as_str().ok()),
+        Some("csr-alice")
+    );
+
+    // The issued certificate (with the CSR's key) is a user of this server.
+    let kubeconfig = std::fs::read_to_string(server.kubeconfig())?;
+    let ca = ca_data(&kubeconfig).context("CA in the admin kubeconfig")?;
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("alice.kubeconfig");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\nusers:\n- name: alice\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: alice\n  context:\n    cluster: c\n    user: alice\ncurrent-context: alice\n",
+            server.url(),
+            B64.encode(&cert_pem),
+            B64.encode(&key_pem)
+        ),
+    )?;
+    let out = Command::new(kubectl_bin())
+        .arg("--kubeconfig")
+        .arg(&path)
+        .args(["auth", "whoami", "-o", "json"])
+        .env("KUBECACHEDIR", dir.path().join("cache"))
+        .env_remove("KUBECONFIG")
+        .output()?;
+    ensure!(
+        out.status.success(),
+        "kubectl auth whoami as alice failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let review: Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(
+        review["status"]["userInfo"]["username"], "csr-alice",
+        "{review}"
+    );
+    let groups: Vec<&str> = review["status"]["userInfo"]["groups"]
+        .as_array()
+        .map(|g| g.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(
+        groups.contains(&"csr-devs") && groups.contains(&"system:authenticated"),
+        "{review}"
+    );
+
+    // A server usage is not for this signer: Failed, as kube's signer says.
+    let failed = eventually(SETTLE, || {
+        let csr = json(&server, &["get", "csr", "server-usage"])?;
+        Ok(csr["status"]["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "Failed").cloned()))
+    })?;
+    assert_eq!(failed["reason"], "SignerValidationFailure");
+    assert_eq!(
+        failed["message"],
+        "invalid usage for client certificate: server auth"
+    );
+    let csr = json(&server, &["get", "csr", "server-usage"])?;
+    assert!(csr["status"].get("certificate").is_none(), "{csr}");
+
+    // Never approved: never signed (the signer has handled alice meanwhile).
+    let pending = json(&server, &["get", "csr", "pending"])?;
+    assert!(pending["status"].get("certificate").is_none(), "{pending}");
+    assert!(conditions(&pending).is_empty(), "{pending}");
+    Ok(())
+}
