@@ -163,6 +163,27 @@ async fn open_engine(options: &ServerOptions) -> anyhow::Result<Arc<dyn Storage>
     Ok(Arc::new(storage))
 }
 
+/// Give the process-wide OpenAPI definitions the schema of every kind, as
+/// each kind's declaration names it ([`Strategy::openapi_schema`]): the
+/// documents, strict field validation and server-side apply read them.
+///
+/// [`Strategy::openapi_schema`]: ubernetes_registry::Strategy::openapi_schema
+pub fn add_kind_schemas(kinds: &[Arc<dyn ubernetes_registry::Strategy>]) {
+    let schemas: Vec<ubernetes_openapi::KindSchema> = kinds
+        .iter()
+        .filter_map(|s| {
+            let info = s.info();
+            Some(ubernetes_openapi::KindSchema {
+                register: s.openapi_schema()?,
+                group: info.group.clone(),
+                version: info.version.clone(),
+                kind: info.kind.clone(),
+            })
+        })
+        .collect();
+    ubernetes_openapi::definitions().add_kinds(&schemas);
+}
+
 /// [`build_state`] over an already opened storage engine.
 pub async fn build_state_on(
     options: &ServerOptions,
@@ -182,6 +203,7 @@ pub async fn build_state_on(
         {
             let mut kinds = ubernetes_registry::kinds::builtin();
             kinds.push(ubernetes_apiextensions::crd_strategy());
+            add_kind_schemas(&kinds);
             kinds
         },
         RegistryOptions {
@@ -551,4 +573,76 @@ async fn group_resources(
     let list = crate::discovery::api_resource_list(&resources, &group, &version)
         .ok_or_else(ApiError::no_route)?;
     json_response(&list, "application/json")
+}
+
+#[cfg(test)]
+mod kind_schema_tests {
+    use serde_json::Value;
+
+    /// Every built-in kind's OpenAPI definition comes from its declaration;
+    /// once added, every kind is there with its GVK and list, every fact
+    /// lands on a property that exists, and no `$ref` dangles.
+    #[test]
+    fn every_declared_kind_gets_its_definition_and_every_fact_lands() {
+        let mut kinds = ubernetes_registry::kinds::builtin();
+        kinds.push(ubernetes_apiextensions::crd_strategy());
+        super::add_kind_schemas(&kinds);
+        let snap = ubernetes_openapi::definitions().snapshot();
+        for s in &kinds {
+            let info = s.info();
+            let gvk = ubernetes_openapi::Gvk::new(&info.group, &info.version, &info.kind);
+            assert_eq!(
+                snap.definition_for(&gvk),
+                Some(info.definition.as_str()),
+                "{gvk:?}"
+            );
+            assert!(
+                snap.get(&format!("{}List", info.definition)).is_some(),
+                "{}List",
+                info.definition
+            );
+        }
+        for fact in ubernetes_openapi::facts::FIELD_FACTS {
+            // Facts about definitions no served kind reaches are kept for
+            // completeness (ComponentStatus, ServiceCIDR); the rest must land.
+            let Some(schema) = snap.get(fact.definition) else {
+                assert!(
+                    fact.definition.ends_with("ComponentStatus")
+                        || fact.definition.ends_with("ServiceCIDRStatus"),
+                    "{} is not generated",
+                    fact.definition
+                );
+                continue;
+            };
+            assert!(
+                schema["properties"].get(fact.field).is_some(),
+                "{}.{} does not exist",
+                fact.definition,
+                fact.field
+            );
+        }
+        for name in ubernetes_openapi::facts::ATOMIC_DEFINITIONS {
+            assert!(snap.get(name).is_some(), "{name} is not generated");
+        }
+        fn refs<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+            match v {
+                Value::Object(o) => {
+                    if let Some(r) = o.get("$ref").and_then(Value::as_str) {
+                        out.push(r);
+                    }
+                    o.values().for_each(|x| refs(x, out));
+                }
+                Value::Array(a) => a.iter().for_each(|x| refs(x, out)),
+                _ => {}
+            }
+        }
+        for (name, schema) in snap.iter() {
+            let mut found = Vec::new();
+            refs(schema, &mut found);
+            for r in found {
+                let target = ubernetes_openapi::definitions::ref_target(r).unwrap_or(r);
+                assert!(snap.get(target).is_some(), "{name}: dangling {r}");
+            }
+        }
+    }
 }
