@@ -184,6 +184,31 @@ pub fn add_kind_schemas(kinds: &[Arc<dyn ubernetes_registry::Strategy>]) {
     ubernetes_openapi::definitions().add_kinds(&schemas);
 }
 
+/// The built-in kinds the federation propagates, as each kind declares
+/// ([`Strategy::federated`]): namespaces first (a member needs the
+/// namespace before what is in it), then CustomResourceDefinitions (before
+/// their custom resources), then the rest by group and resource.
+///
+/// [`Strategy::federated`]: ubernetes_registry::Strategy::federated
+pub fn federated_kinds() -> Vec<ResourceInfo> {
+    let mut kinds = ubernetes_registry::kinds::builtin();
+    kinds.push(ubernetes_apiextensions::crd_strategy());
+    let mut out: Vec<ResourceInfo> = kinds
+        .iter()
+        .filter(|s| s.federated())
+        .map(|s| s.info().clone())
+        .collect();
+    out.sort_by_key(|i| {
+        let rank = match (i.group.as_str(), i.resource.as_str()) {
+            ("", "namespaces") => 0,
+            ("apiextensions.k8s.io", "customresourcedefinitions") => 1,
+            _ => 2,
+        };
+        (rank, i.group.clone(), i.resource.clone())
+    });
+    out
+}
+
 /// [`build_state`] over an already opened storage engine.
 pub async fn build_state_on(
     options: &ServerOptions,
@@ -578,6 +603,57 @@ async fn group_resources(
 #[cfg(test)]
 mod kind_schema_tests {
     use serde_json::Value;
+
+    #[test]
+    fn namespaces_come_first_then_crds_and_every_federated_kind_of_the_spec_once() {
+        let ids: Vec<String> = super::federated_kinds()
+            .iter()
+            .map(|i| {
+                if i.group.is_empty() {
+                    i.resource.clone()
+                } else {
+                    format!("{}.{}", i.resource, i.group)
+                }
+            })
+            .collect();
+        assert_eq!(ids[0], "namespaces");
+        assert_eq!(ids[1], "customresourcedefinitions.apiextensions.k8s.io");
+        let mut sorted = ids.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), ids.len(), "{ids:?}");
+        // SPEC §3.4, and only these (one version of each).
+        let mut want = vec![
+            "namespaces",
+            "customresourcedefinitions.apiextensions.k8s.io",
+            "configmaps",
+            "secrets",
+            "services",
+            "serviceaccounts",
+            "limitranges",
+            "resourcequotas",
+            "deployments.apps",
+            "replicasets.apps",
+            "statefulsets.apps",
+            "daemonsets.apps",
+            "jobs.batch",
+            "cronjobs.batch",
+            "horizontalpodautoscalers.autoscaling",
+            "ingresses.networking.k8s.io",
+            "networkpolicies.networking.k8s.io",
+            "poddisruptionbudgets.policy",
+            "roles.rbac.authorization.k8s.io",
+            "rolebindings.rbac.authorization.k8s.io",
+            "clusterroles.rbac.authorization.k8s.io",
+            "clusterrolebindings.rbac.authorization.k8s.io",
+        ];
+        want.sort();
+        assert_eq!(sorted, want);
+        let hpa = super::federated_kinds()
+            .into_iter()
+            .find(|i| i.resource == "horizontalpodautoscalers");
+        assert_eq!(hpa.map(|i| i.version), Some("v2".to_string()));
+    }
 
     /// Every built-in kind's OpenAPI definition comes from its declaration;
     /// once added, every kind is there with its GVK and list, every fact

@@ -159,6 +159,38 @@ pub trait Strategy: Send + Sync {
     fn federated(&self) -> bool {
         false
     }
+
+    /// A check of every write against the writer's own permissions, run by
+    /// the API server (which holds the authorizer) on the final object.
+    fn write_authority(&self) -> WriteAuthority {
+        WriteAuthority::None
+    }
+
+    /// The `finalize` subresource's update (kube's namespace finalize REST):
+    /// the next object from the stored one and the request's body. `None`:
+    /// the kind has no such handler.
+    fn finalize(&self) -> Option<FinalizeFn> {
+        None
+    }
+}
+
+/// See [`Strategy::finalize`]: `(current, requested) -> next`.
+pub type FinalizeFn = fn(&Value, &Value) -> Value;
+
+/// A check of a kind's writes against the writer's own permissions (kube
+/// does these in the kind's REST storage, which holds the authorizer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WriteAuthority {
+    /// No check beyond authorization of the request.
+    #[default]
+    None,
+    /// RBAC escalation prevention for Roles and ClusterRoles: the writer
+    /// must hold every permission the role grants (or may `escalate`).
+    RoleEscalation,
+    /// RBAC escalation prevention for RoleBindings and ClusterRoleBindings:
+    /// the writer must hold the referenced role's permissions (or may
+    /// `bind` it).
+    BindingEscalation,
 }
 
 /// Generates a kind's OpenAPI schema into a generator; returns its

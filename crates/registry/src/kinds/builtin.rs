@@ -17,7 +17,7 @@ use ubernetes_storage::cache::Attrs;
 
 use super::names::NameValidation;
 use crate::printers::Printer;
-use crate::strategy::{ScalePaths, SchemaFn, Strategy, default_attrs};
+use crate::strategy::{FinalizeFn, ScalePaths, SchemaFn, Strategy, WriteAuthority, default_attrs};
 
 /// Whether a `k8s-openapi` scope marker is namespaced.
 pub trait Scope {
@@ -128,6 +128,8 @@ pub struct Builtin<T> {
     printer: Option<Printer>,
     protobuf: bool,
     federated: bool,
+    write_authority: WriteAuthority,
+    finalize: Option<FinalizeFn>,
     /// The kind's schema, for Go's `omitempty` after encoding.
     schema: std::sync::Arc<super::omitempty::SchemaTree>,
     _type: PhantomData<fn() -> T>,
@@ -163,6 +165,8 @@ where
             printer: None,
             protobuf: true,
             federated: false,
+            write_authority: WriteAuthority::None,
+            finalize: None,
             schema: std::sync::Arc::new(super::omitempty::SchemaTree::of::<T>()),
             _type: PhantomData,
         }
@@ -286,6 +290,18 @@ where
     /// The federation propagates the kind's objects to member clusters.
     pub fn federated(mut self) -> Self {
         self.federated = true;
+        self
+    }
+
+    /// Writes are checked against the writer's own permissions.
+    pub fn write_authority(mut self, w: WriteAuthority) -> Self {
+        self.write_authority = w;
+        self
+    }
+
+    /// The `finalize` subresource's update: `(current, requested) -> next`.
+    pub fn on_finalize(mut self, f: FinalizeFn) -> Self {
+        self.finalize = Some(f);
         self
     }
 
@@ -439,6 +455,14 @@ where
 
     fn federated(&self) -> bool {
         self.federated
+    }
+
+    fn write_authority(&self) -> WriteAuthority {
+        self.write_authority
+    }
+
+    fn finalize(&self) -> Option<FinalizeFn> {
+        self.finalize
     }
 }
 

@@ -77,6 +77,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .fields(&["status.phase"])
                 .on_create(prepare_namespace)
                 .on_update(prepare_namespace_update)
+                .on_finalize(finalize_namespace)
                 .returns_deleted_object()
                 // namespaceStatusStrategy resets only the spec.
                 .status_writes_metadata(),
@@ -368,6 +369,18 @@ fn default_namespace(n: &mut Namespace) {
     if st.phase.as_deref().unwrap_or("").is_empty() {
         st.phase = Some("Active".into());
     }
+}
+
+/// `PUT namespaces/{name}/finalize`: only `spec.finalizers` is taken from
+/// the request (kube's `finalizeUpdateStrategy`).
+fn finalize_namespace(current: &Value, requested: &Value) -> Value {
+    let finalizers = requested
+        .pointer("/spec/finalizers")
+        .cloned()
+        .unwrap_or_else(|| json!([]));
+    let mut next = current.clone();
+    next["spec"]["finalizers"] = finalizers;
+    next
 }
 
 fn prepare_namespace(obj: &mut Value) {

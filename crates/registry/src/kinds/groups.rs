@@ -27,6 +27,7 @@ use super::validation::{
 };
 use crate::printers::Printer;
 use crate::strategy::Strategy;
+use crate::strategy::WriteAuthority;
 
 /// The strategies of these groups (autoscaling v2 before v1: v2 is preferred).
 pub fn strategies() -> Vec<Arc<dyn Strategy>> {
@@ -147,6 +148,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .printer(Printer::RoleBinding)
             .federated()
+            .write_authority(WriteAuthority::BindingEscalation)
             .names(NameValidation::PathSegment)
             .defaults(|b| default_binding(&mut b.role_ref, b.subjects.as_mut()))
             .validate(|b| validate_binding(&b.role_ref, b.subjects.as_deref(), false))
@@ -156,6 +158,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             Builtin::<ClusterRole>::new(info::<ClusterRole>("clusterrole", &[], &[], &[]))
                 .printer(Printer::Default)
                 .federated()
+                .write_authority(WriteAuthority::RoleEscalation)
                 .names(NameValidation::PathSegment)
                 .validate(|r| {
                     if r.aggregation_rule.is_some() {
@@ -168,6 +171,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             Builtin::<RoleBinding>::new(info::<RoleBinding>("rolebinding", &[], &[], &[]))
                 .printer(Printer::RoleBinding)
                 .federated()
+                .write_authority(WriteAuthority::BindingEscalation)
                 .names(NameValidation::PathSegment)
                 .defaults(|b| default_binding(&mut b.role_ref, b.subjects.as_mut()))
                 .validate(|b| validate_binding(&b.role_ref, b.subjects.as_deref(), true))
@@ -177,6 +181,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             Builtin::<Role>::new(info::<Role>("role", &[], &[], &[]))
                 .printer(Printer::Default)
                 .federated()
+                .write_authority(WriteAuthority::RoleEscalation)
                 .names(NameValidation::PathSegment)
                 .validate(|r| validate_rules(r.rules.as_deref(), true)),
         ),
