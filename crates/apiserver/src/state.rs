@@ -1,14 +1,10 @@
-//! The shared server state and the API router: opens the store, builds the
-//! registry with every built-in kind, starts the server's own controllers,
-//! and routes `/api`, `/apis` and `/openapi`.
+//! The shared server state: opens the store, builds the registry with every
+//! built-in kind, starts the server's own controllers. Below the handlers
+//! (which read it); the routes are in `routes.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::routing::{any, get};
 use ubernetes_apimachinery::{ApiError, ResourceInfo};
 use ubernetes_registry::controllers::{
     self, BootstrapOptions, GarbageCollector, NamespaceController,
@@ -24,7 +20,6 @@ use ubernetes_storage::sled_engine::{SledOptions, SledStorage};
 
 use crate::authn::Authenticator;
 use crate::authz::Authorization;
-use crate::handlers::{self, ErrorResponse, HandlerResult, bytes_response};
 use crate::options::ServerOptions;
 
 /// Everything a handler needs.
@@ -38,7 +33,7 @@ pub struct AppState {
     /// Signs and checks service-account tokens.
     pub service_accounts: Arc<ServiceAccountJwt>,
     /// The member clients the cluster proxy forwards with.
-    pub cluster_proxy: Arc<crate::proxy::ClusterProxy>,
+    pub cluster_proxy: Arc<crate::cluster_proxy::ClusterProxy>,
     /// Whether this replica leads (runs the controllers); see
     /// [`crate::leader_election`].
     pub leadership: ubernetes_registry::leader_election::Leadership,
@@ -48,7 +43,7 @@ impl AppState {
     /// Every served resource, with the create-only reviews, for discovery.
     pub fn resources(&self) -> Vec<ResourceInfo> {
         let mut all = self.registry.resources();
-        all.extend(crate::reviews::review_resources());
+        all.extend(crate::discovery::review_resources());
         all
     }
 
@@ -285,7 +280,7 @@ pub async fn build_state_on(
     let builtin: Vec<ResourceInfo> = registry
         .resources()
         .into_iter()
-        .chain(crate::reviews::review_resources())
+        .chain(crate::discovery::review_resources())
         .collect();
     // Every replica serves the Established CRDs; the leader writes.
     let crd_controller = ubernetes_apiextensions::controller::CrdController::start_with(
@@ -294,7 +289,7 @@ pub async fn build_state_on(
         Some(leadership.clone()),
     )
     .await;
-    let service_accounts = crate::service_accounts::load_issuer(options)?;
+    let service_accounts = crate::issuer::load_issuer(options)?;
     {
         let term_registry = registry.clone();
         let rbac = rbac.clone();
@@ -499,105 +494,6 @@ async fn compact_forever(storage: Arc<dyn Storage>) {
         }
         previous = Some(now);
     }
-}
-
-/// Every API route (`/api`, `/apis`, `/openapi`, resources). Health and
-/// version routes are added by `serve`; authentication wraps it all.
-pub fn api_router(state: Arc<AppState>) -> Router {
-    Router::new()
-        .merge(crate::reviews::router())
-        .merge(crate::service_accounts::router())
-        .merge(crate::proxy::router())
-        .route("/api", get(api_root))
-        .route("/api/v1", get(core_resources))
-        .route("/api/v1/", get(core_resources))
-        .route("/api/v1/{*rest}", any(handlers::resource::core))
-        .route("/apis", get(apis_root))
-        .route("/apis/", get(apis_root))
-        .route("/apis/{group}", get(group_root))
-        .route("/apis/{group}/", get(group_root))
-        .route("/apis/{group}/{version}", get(group_resources))
-        .route("/apis/{group}/{version}/", get(group_resources))
-        .route(
-            "/apis/{group}/{version}/{*rest}",
-            any(handlers::resource::grouped),
-        )
-        .route("/openapi/v2", get(crate::openapi_routes::v2))
-        .route("/openapi/v3", get(crate::openapi_routes::v3_root))
-        .route("/openapi/v3/{*path}", get(crate::openapi_routes::v3_doc))
-        .fallback(not_found)
-        .with_state(state)
-}
-
-async fn not_found() -> ErrorResponse {
-    ErrorResponse(ApiError::no_route())
-}
-
-fn accept(headers: &HeaderMap) -> &str {
-    headers
-        .get(http::header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-}
-
-fn json_response(v: &serde_json::Value, content_type: &str) -> HandlerResult {
-    let body = serde_json::to_vec(v).map_err(|e| ApiError::internal(e.to_string()))?;
-    Ok(bytes_response(StatusCode::OK, content_type, body, &[]))
-}
-
-async fn api_root(State(state): State<Arc<AppState>>, headers: HeaderMap) -> HandlerResult {
-    let resources = state.resources();
-    if crate::discovery::wants_aggregated(accept(&headers)) {
-        return json_response(
-            &crate::discovery::aggregated(&resources, true),
-            crate::discovery::AGGREGATED_CONTENT_TYPE,
-        );
-    }
-    let addr = format!(
-        "{}:{}",
-        state.options.bind_address, state.options.secure_port
-    );
-    json_response(&crate::discovery::api_versions(&addr), "application/json")
-}
-
-async fn apis_root(State(state): State<Arc<AppState>>, headers: HeaderMap) -> HandlerResult {
-    let resources = state.resources();
-    if crate::discovery::wants_aggregated(accept(&headers)) {
-        return json_response(
-            &crate::discovery::aggregated(&resources, false),
-            crate::discovery::AGGREGATED_CONTENT_TYPE,
-        );
-    }
-    json_response(
-        &crate::discovery::api_group_list(&resources),
-        "application/json",
-    )
-}
-
-async fn core_resources(State(state): State<Arc<AppState>>) -> HandlerResult {
-    let resources = state.resources();
-    let list =
-        crate::discovery::api_resource_list(&resources, "", "v1").ok_or_else(ApiError::no_route)?;
-    json_response(&list, "application/json")
-}
-
-async fn group_root(
-    State(state): State<Arc<AppState>>,
-    Path(group): Path<String>,
-) -> HandlerResult {
-    let resources = state.resources();
-    let g = crate::discovery::api_group(&resources, &group).ok_or_else(ApiError::no_route)?;
-    json_response(&g, "application/json")
-}
-
-async fn group_resources(
-    State(state): State<Arc<AppState>>,
-    Path((group, version)): Path<(String, String)>,
-) -> HandlerResult {
-    let resources = state.resources();
-    let list = crate::discovery::api_resource_list(&resources, &group, &version)
-        .ok_or_else(ApiError::no_route)?;
-    json_response(&list, "application/json")
 }
 
 #[cfg(test)]

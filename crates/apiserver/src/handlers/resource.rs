@@ -312,7 +312,7 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             delete_collection(&state, &target, &query, &headers, &body).await
         }
         (Method::POST, Some(name), Some("token")) => {
-            crate::service_accounts::create_token(&state, &target, name, &headers, &body).await
+            super::token::create_token(&state, &target, name, &headers, &body).await
         }
         (m, _, _) => {
             let verb = match m {
