@@ -19,6 +19,7 @@ use ubernetes_apimachinery::{ApiError, Cause, ResourceInfo};
 use ubernetes_registry::Strategy;
 use ubernetes_registry::kinds::builtin::{Builtin, info};
 use ubernetes_registry::kinds::names::{dns1035_label, dns1123_subdomain};
+use ubernetes_registry::printers::Printer;
 
 use crate::printer::is_simple_json_path;
 use crate::schema::{child, index, validate_schema};
@@ -38,6 +39,8 @@ pub fn crd_info() -> ResourceInfo {
 pub fn crd_strategy() -> Arc<dyn Strategy> {
     Arc::new(CrdStrategy {
         inner: Builtin::<CustomResourceDefinition>::new(crd_info())
+            .printer(Printer::Default)
+            .federated()
             .defaults(set_defaults)
             .validate_json(validate)
             .validate_update(validate_update)
@@ -106,6 +109,22 @@ impl Strategy for CrdStrategy {
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         Strategy::prepare_for_update(&self.inner, new, old);
+    }
+
+    fn printer(&self) -> Option<Printer> {
+        Strategy::printer(&self.inner)
+    }
+
+    fn openapi_schema(&self) -> Option<ubernetes_registry::strategy::SchemaFn> {
+        Strategy::openapi_schema(&self.inner)
+    }
+
+    fn protobuf(&self) -> bool {
+        Strategy::protobuf(&self.inner)
+    }
+
+    fn federated(&self) -> bool {
+        Strategy::federated(&self.inner)
     }
 }
 

@@ -315,7 +315,7 @@ fn is_long_running(info: &RequestInfo, path: &str) -> bool {
             info.subresource.as_str(),
             "attach" | "exec" | "proxy" | "log" | "portforward"
         )
-        || crate::proxy::is_proxy_path(path)
+        || crate::cluster_proxy::is_proxy_path(path)
 }
 
 /// `utilnet.SourceIPs`: `X-Forwarded-For`, then `X-Real-Ip`, then the
@@ -426,7 +426,7 @@ pub async fn audit(
     let method = request.method().as_str().to_string();
     let path = request.uri().path().to_string();
     let info = RequestInfo::parse_lenient(&method, &path, request.uri().query().unwrap_or(""));
-    let rbac_user = crate::authz::to_rbac_user(&user);
+    let rbac_user = crate::authn::to_rbac_user(&user);
     let attrs = Attributes::from_request(&rbac_user, &info);
     let RequestAuditConfig {
         level,

@@ -371,6 +371,16 @@ pub fn load_token_file(path: &Path) -> Result<HashMap<String, UserInfo>, TokenFi
     Ok(tokens)
 }
 
+/// The authenticated user as the authorizer sees it.
+pub fn to_rbac_user(user: &UserInfo) -> ubernetes_rbac::UserInfo {
+    ubernetes_rbac::UserInfo {
+        name: user.name.clone(),
+        uid: user.uid.clone(),
+        groups: user.groups.clone(),
+        extra: user.extra.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,10 +119,7 @@ pub fn parse_modes(modes: &[String]) -> Result<Mode, String> {
     })
 }
 
-/// The authenticated user as the authorizer sees it.
-pub fn to_rbac_user(user: &authn::UserInfo) -> ubernetes_rbac::UserInfo {
-    user.clone()
-}
+pub use crate::authn::to_rbac_user;
 
 /// Back to the HTTP layer's user (after impersonation).
 pub fn from_rbac_user(user: ubernetes_rbac::UserInfo) -> authn::UserInfo {
@@ -163,7 +160,7 @@ pub fn refusal_response(refused: &RequestRefused, request_uri: &str) -> Response
             plain_500(e.plain_text_body(request_uri))
         }
         RequestRefused::Impersonation(ImpersonationError::Forbidden(e))
-        | RequestRefused::Forbidden(e, _) => crate::handlers::status_response(e),
+        | RequestRefused::Forbidden(e, _) => crate::response::status_response(e),
     }
 }
 
@@ -178,7 +175,7 @@ pub async fn authorize(
     let (mut parts, body) = request.into_parts();
     let Some(user) = parts.extensions.get::<authn::UserInfo>() else {
         // Authentication always sets a user; without one nothing is allowed.
-        return crate::handlers::status_response(&ubernetes_apimachinery::ApiError::unauthorized());
+        return crate::response::status_response(&ubernetes_apimachinery::ApiError::unauthorized());
     };
     let user = to_rbac_user(user);
     // The audit filter's record of this request, if it is audited.

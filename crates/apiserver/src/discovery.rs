@@ -398,6 +398,64 @@ pub fn aggregated(resources: &[ResourceInfo], legacy: bool) -> Value {
     })
 }
 
+/// The review APIs (authentication.k8s.io, authorization.k8s.io): not
+/// stored, served by `reviews.rs`; listed in discovery here.
+const REVIEW_AUTHZ: &str = "authorization.k8s.io";
+const REVIEW_AUTHN: &str = "authentication.k8s.io";
+
+fn review_info(group: &str, resource: &str, kind: &str, namespaced: bool) -> ResourceInfo {
+    ResourceInfo {
+        group: group.to_string(),
+        version: "v1".to_string(),
+        resource: resource.to_string(),
+        singular: kind.to_ascii_lowercase(),
+        kind: kind.to_string(),
+        namespaced,
+        verbs: vec!["create".to_string()],
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        subresources: Vec::new(),
+        definition: format!("io.k8s.api.{}.v1.{kind}", group.trim_end_matches(".k8s.io")),
+    }
+}
+
+/// The review resources as discovery lists them (verbs `["create"]`).
+pub fn review_resources() -> Vec<ResourceInfo> {
+    vec![
+        review_info(
+            REVIEW_AUTHN,
+            "selfsubjectreviews",
+            "SelfSubjectReview",
+            false,
+        ),
+        review_info(REVIEW_AUTHN, "tokenreviews", "TokenReview", false),
+        review_info(
+            REVIEW_AUTHZ,
+            "localsubjectaccessreviews",
+            "LocalSubjectAccessReview",
+            true,
+        ),
+        review_info(
+            REVIEW_AUTHZ,
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+            false,
+        ),
+        review_info(
+            REVIEW_AUTHZ,
+            "selfsubjectrulesreviews",
+            "SelfSubjectRulesReview",
+            false,
+        ),
+        review_info(
+            REVIEW_AUTHZ,
+            "subjectaccessreviews",
+            "SubjectAccessReview",
+            false,
+        ),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@ use ubernetes_registry::leader_election::{
     LeaderElectionConfig, LeaderElector, Leadership, default_identity,
 };
 
-use crate::options::parse_duration;
+use ubernetes_apimachinery::duration::parse_duration;
 
 /// Leader election of the in-server and federation controllers.
 #[derive(Debug, Clone, clap::Args)]

@@ -343,11 +343,7 @@ fn is_long_running(info: &RequestInfo) -> bool {
             && LONG_RUNNING_SUBRESOURCES.contains(&info.subresource.as_str()))
 }
 
-/// A response of a path that names nothing served (kube's not-found
-/// handler, which is not instrumented): not counted, so that made-up paths
-/// cannot grow the label sets.
-#[derive(Clone, Copy, Debug)]
-pub struct NoRoute;
+pub use crate::response::NoRoute;
 
 fn record(labels: &RequestLabels, code: StatusCode, elapsed: Duration) {
     let m = &*REQUESTS;
@@ -611,7 +607,7 @@ async fn serve_metrics() -> Response {
     let encoder = TextEncoder::new();
     let mut text = Vec::new();
     if let Err(err) = encoder.encode(&prometheus::gather(), &mut text) {
-        return crate::handlers::status_response(&ApiError::internal(format!(
+        return crate::response::status_response(&ApiError::internal(format!(
             "encoding the metrics: {err}"
         )));
     }

@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use ubernetes_apimachinery::ApiError;
 use ubernetes_openapi::Served;
 
-use crate::handlers::{HandlerResult, bytes_response};
+use crate::response::{HandlerResult, bytes_response};
 use crate::state::AppState;
 
 fn serve(doc: &Served, headers: &HeaderMap, immutable: bool) -> HandlerResult {

@@ -2177,6 +2177,33 @@ mod tests {
         assert!(s.kinds.len() >= 40);
     }
 
+    /// The table holds a kind (and its list) exactly when the kind's
+    /// declaration says it is served as protobuf: a kind added without its
+    /// messages in the table, or a table entry for a kind that says it is
+    /// not, fails here.
+    #[test]
+    fn the_table_has_exactly_the_kinds_declared_as_protobuf() {
+        let mut kinds = ubernetes_registry::kinds::builtin();
+        kinds.push(ubernetes_apiextensions::crd_strategy());
+        let mut problems = Vec::new();
+        for s in &kinds {
+            let info = s.info();
+            for kind in [info.kind.clone(), format!("{}List", info.kind)] {
+                let in_table = SCHEMA
+                    .kinds
+                    .contains_key(&(info.api_version(), kind.clone()));
+                if in_table != s.protobuf() {
+                    problems.push(format!(
+                        "{} {kind}: declared protobuf {}, in the table {in_table}",
+                        info.api_version(),
+                        s.protobuf()
+                    ));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+
     #[test]
     fn configmap_decodes_to_the_json_the_json_api_takes() {
         let cm = core::ConfigMap {

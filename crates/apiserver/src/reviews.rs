@@ -19,60 +19,19 @@ use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use serde_json::{Map, Value, json};
-use ubernetes_apimachinery::{ApiError, ResourceInfo};
+use ubernetes_apimachinery::ApiError;
 use ubernetes_rbac::reviews as rbac_reviews;
 
 use crate::authn;
 use crate::authz::to_rbac_user;
 use crate::handlers::negotiate;
-use crate::handlers::{HandlerResult, bytes_response};
+use crate::response::{HandlerResult, bytes_response};
 use crate::state::AppState;
+
+pub use crate::discovery::review_resources;
 
 const AUTHZ: &str = "authorization.k8s.io";
 const AUTHN: &str = "authentication.k8s.io";
-
-fn info(group: &str, resource: &str, kind: &str, namespaced: bool) -> ResourceInfo {
-    ResourceInfo {
-        group: group.to_string(),
-        version: "v1".to_string(),
-        resource: resource.to_string(),
-        singular: kind.to_ascii_lowercase(),
-        kind: kind.to_string(),
-        namespaced,
-        verbs: vec!["create".to_string()],
-        short_names: Vec::new(),
-        categories: Vec::new(),
-        subresources: Vec::new(),
-        definition: format!("io.k8s.api.{}.v1.{kind}", group.trim_end_matches(".k8s.io")),
-    }
-}
-
-/// The review resources as discovery lists them (verbs `["create"]`).
-pub fn review_resources() -> Vec<ResourceInfo> {
-    vec![
-        info(AUTHN, "selfsubjectreviews", "SelfSubjectReview", false),
-        info(AUTHN, "tokenreviews", "TokenReview", false),
-        info(
-            AUTHZ,
-            "localsubjectaccessreviews",
-            "LocalSubjectAccessReview",
-            true,
-        ),
-        info(
-            AUTHZ,
-            "selfsubjectaccessreviews",
-            "SelfSubjectAccessReview",
-            false,
-        ),
-        info(
-            AUTHZ,
-            "selfsubjectrulesreviews",
-            "SelfSubjectRulesReview",
-            false,
-        ),
-        info(AUTHZ, "subjectaccessreviews", "SubjectAccessReview", false),
-    ]
-}
 
 /// The review routes (merge into the API router before the generic
 /// `/apis/{group}/{version}/{*rest}` route; static paths win in axum).

@@ -62,7 +62,8 @@ use crate::authn::{self, Authenticator, ClientCertificate};
 use crate::authz::{self, Authorization};
 use crate::health::{self, Health};
 use crate::options::ServerOptions;
-use crate::state::{api_router, build_state};
+use crate::routes::api_router;
+use crate::state::build_state;
 
 /// The name of the kubeconfig context, cluster and user written on start.
 pub const CONTEXT_NAME: &str = "federation";

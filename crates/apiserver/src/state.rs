@@ -1,14 +1,10 @@
-//! The shared server state and the API router: opens the store, builds the
-//! registry with every built-in kind, starts the server's own controllers,
-//! and routes `/api`, `/apis` and `/openapi`.
+//! The shared server state: opens the store, builds the registry with every
+//! built-in kind, starts the server's own controllers. Below the handlers
+//! (which read it); the routes are in `routes.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::routing::{any, get};
 use ubernetes_apimachinery::{ApiError, ResourceInfo};
 use ubernetes_registry::controllers::{
     self, BootstrapOptions, GarbageCollector, NamespaceController,
@@ -24,7 +20,6 @@ use ubernetes_storage::sled_engine::{SledOptions, SledStorage};
 
 use crate::authn::Authenticator;
 use crate::authz::Authorization;
-use crate::handlers::{self, ErrorResponse, HandlerResult, bytes_response};
 use crate::options::ServerOptions;
 
 /// Everything a handler needs.
@@ -38,7 +33,7 @@ pub struct AppState {
     /// Signs and checks service-account tokens.
     pub service_accounts: Arc<ServiceAccountJwt>,
     /// The member clients the cluster proxy forwards with.
-    pub cluster_proxy: Arc<crate::proxy::ClusterProxy>,
+    pub cluster_proxy: Arc<crate::cluster_proxy::ClusterProxy>,
     /// Whether this replica leads (runs the controllers); see
     /// [`crate::leader_election`].
     pub leadership: ubernetes_registry::leader_election::Leadership,
@@ -48,7 +43,7 @@ impl AppState {
     /// Every served resource, with the create-only reviews, for discovery.
     pub fn resources(&self) -> Vec<ResourceInfo> {
         let mut all = self.registry.resources();
-        all.extend(crate::reviews::review_resources());
+        all.extend(crate::discovery::review_resources());
         all
     }
 
@@ -163,6 +158,52 @@ async fn open_engine(options: &ServerOptions) -> anyhow::Result<Arc<dyn Storage>
     Ok(Arc::new(storage))
 }
 
+/// Give the process-wide OpenAPI definitions the schema of every kind, as
+/// each kind's declaration names it ([`Strategy::openapi_schema`]): the
+/// documents, strict field validation and server-side apply read them.
+///
+/// [`Strategy::openapi_schema`]: ubernetes_registry::Strategy::openapi_schema
+pub fn add_kind_schemas(kinds: &[Arc<dyn ubernetes_registry::Strategy>]) {
+    let schemas: Vec<ubernetes_openapi::KindSchema> = kinds
+        .iter()
+        .filter_map(|s| {
+            let info = s.info();
+            Some(ubernetes_openapi::KindSchema {
+                register: s.openapi_schema()?,
+                group: info.group.clone(),
+                version: info.version.clone(),
+                kind: info.kind.clone(),
+            })
+        })
+        .collect();
+    ubernetes_openapi::definitions().add_kinds(&schemas);
+}
+
+/// The built-in kinds the federation propagates, as each kind declares
+/// ([`Strategy::federated`]): namespaces first (a member needs the
+/// namespace before what is in it), then CustomResourceDefinitions (before
+/// their custom resources), then the rest by group and resource.
+///
+/// [`Strategy::federated`]: ubernetes_registry::Strategy::federated
+pub fn federated_kinds() -> Vec<ResourceInfo> {
+    let mut kinds = ubernetes_registry::kinds::builtin();
+    kinds.push(ubernetes_apiextensions::crd_strategy());
+    let mut out: Vec<ResourceInfo> = kinds
+        .iter()
+        .filter(|s| s.federated())
+        .map(|s| s.info().clone())
+        .collect();
+    out.sort_by_key(|i| {
+        let rank = match (i.group.as_str(), i.resource.as_str()) {
+            ("", "namespaces") => 0,
+            ("apiextensions.k8s.io", "customresourcedefinitions") => 1,
+            _ => 2,
+        };
+        (rank, i.group.clone(), i.resource.clone())
+    });
+    out
+}
+
 /// [`build_state`] over an already opened storage engine.
 pub async fn build_state_on(
     options: &ServerOptions,
@@ -182,6 +223,7 @@ pub async fn build_state_on(
         {
             let mut kinds = ubernetes_registry::kinds::builtin();
             kinds.push(ubernetes_apiextensions::crd_strategy());
+            add_kind_schemas(&kinds);
             kinds
         },
         RegistryOptions {
@@ -254,7 +296,7 @@ pub async fn build_state_on(
     let builtin: Vec<ResourceInfo> = registry
         .resources()
         .into_iter()
-        .chain(crate::reviews::review_resources())
+        .chain(crate::discovery::review_resources())
         .collect();
     // Every replica serves the Established CRDs; the leader writes.
     let crd_controller = ubernetes_apiextensions::controller::CrdController::start_with(
@@ -263,7 +305,7 @@ pub async fn build_state_on(
         Some(leadership.clone()),
     )
     .await;
-    let service_accounts = crate::service_accounts::load_issuer(options)?;
+    let service_accounts = crate::issuer::load_issuer(options)?;
     let csr_signer = crate::csr_signing::signer_config(options)?;
     {
         let term_registry = registry.clone();
@@ -479,101 +521,125 @@ async fn compact_forever(storage: Arc<dyn Storage>) {
     }
 }
 
-/// Every API route (`/api`, `/apis`, `/openapi`, resources). Health and
-/// version routes are added by `serve`; authentication wraps it all.
-pub fn api_router(state: Arc<AppState>) -> Router {
-    Router::new()
-        .merge(crate::reviews::router())
-        .merge(crate::service_accounts::router())
-        .merge(crate::proxy::router())
-        .route("/api", get(api_root))
-        .route("/api/v1", get(core_resources))
-        .route("/api/v1/", get(core_resources))
-        .route("/api/v1/{*rest}", any(handlers::resource::core))
-        .route("/apis", get(apis_root))
-        .route("/apis/", get(apis_root))
-        .route("/apis/{group}", get(group_root))
-        .route("/apis/{group}/", get(group_root))
-        .route("/apis/{group}/{version}", get(group_resources))
-        .route("/apis/{group}/{version}/", get(group_resources))
-        .route(
-            "/apis/{group}/{version}/{*rest}",
-            any(handlers::resource::grouped),
-        )
-        .route("/openapi/v2", get(crate::openapi_routes::v2))
-        .route("/openapi/v3", get(crate::openapi_routes::v3_root))
-        .route("/openapi/v3/{*path}", get(crate::openapi_routes::v3_doc))
-        .fallback(not_found)
-        .with_state(state)
-}
+#[cfg(test)]
+mod kind_schema_tests {
+    use serde_json::Value;
 
-async fn not_found() -> ErrorResponse {
-    ErrorResponse(ApiError::no_route())
-}
-
-fn accept(headers: &HeaderMap) -> &str {
-    headers
-        .get(http::header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-}
-
-fn json_response(v: &serde_json::Value, content_type: &str) -> HandlerResult {
-    let body = serde_json::to_vec(v).map_err(|e| ApiError::internal(e.to_string()))?;
-    Ok(bytes_response(StatusCode::OK, content_type, body, &[]))
-}
-
-async fn api_root(State(state): State<Arc<AppState>>, headers: HeaderMap) -> HandlerResult {
-    let resources = state.resources();
-    if crate::discovery::wants_aggregated(accept(&headers)) {
-        return json_response(
-            &crate::discovery::aggregated(&resources, true),
-            crate::discovery::AGGREGATED_CONTENT_TYPE,
-        );
+    #[test]
+    fn namespaces_come_first_then_crds_and_every_federated_kind_of_the_spec_once() {
+        let ids: Vec<String> = super::federated_kinds()
+            .iter()
+            .map(|i| {
+                if i.group.is_empty() {
+                    i.resource.clone()
+                } else {
+                    format!("{}.{}", i.resource, i.group)
+                }
+            })
+            .collect();
+        assert_eq!(ids[0], "namespaces");
+        assert_eq!(ids[1], "customresourcedefinitions.apiextensions.k8s.io");
+        let mut sorted = ids.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), ids.len(), "{ids:?}");
+        // SPEC §3.4, and only these (one version of each).
+        let mut want = vec![
+            "namespaces",
+            "customresourcedefinitions.apiextensions.k8s.io",
+            "configmaps",
+            "secrets",
+            "services",
+            "serviceaccounts",
+            "limitranges",
+            "resourcequotas",
+            "deployments.apps",
+            "replicasets.apps",
+            "statefulsets.apps",
+            "daemonsets.apps",
+            "jobs.batch",
+            "cronjobs.batch",
+            "horizontalpodautoscalers.autoscaling",
+            "ingresses.networking.k8s.io",
+            "networkpolicies.networking.k8s.io",
+            "poddisruptionbudgets.policy",
+            "roles.rbac.authorization.k8s.io",
+            "rolebindings.rbac.authorization.k8s.io",
+            "clusterroles.rbac.authorization.k8s.io",
+            "clusterrolebindings.rbac.authorization.k8s.io",
+        ];
+        want.sort();
+        assert_eq!(sorted, want);
+        let hpa = super::federated_kinds()
+            .into_iter()
+            .find(|i| i.resource == "horizontalpodautoscalers");
+        assert_eq!(hpa.map(|i| i.version), Some("v2".to_string()));
     }
-    let addr = format!(
-        "{}:{}",
-        state.options.bind_address, state.options.secure_port
-    );
-    json_response(&crate::discovery::api_versions(&addr), "application/json")
-}
 
-async fn apis_root(State(state): State<Arc<AppState>>, headers: HeaderMap) -> HandlerResult {
-    let resources = state.resources();
-    if crate::discovery::wants_aggregated(accept(&headers)) {
-        return json_response(
-            &crate::discovery::aggregated(&resources, false),
-            crate::discovery::AGGREGATED_CONTENT_TYPE,
-        );
+    /// Every built-in kind's OpenAPI definition comes from its declaration;
+    /// once added, every kind is there with its GVK and list, every fact
+    /// lands on a property that exists, and no `$ref` dangles.
+    #[test]
+    fn every_declared_kind_gets_its_definition_and_every_fact_lands() {
+        let mut kinds = ubernetes_registry::kinds::builtin();
+        kinds.push(ubernetes_apiextensions::crd_strategy());
+        super::add_kind_schemas(&kinds);
+        let snap = ubernetes_openapi::definitions().snapshot();
+        for s in &kinds {
+            let info = s.info();
+            let gvk = ubernetes_openapi::Gvk::new(&info.group, &info.version, &info.kind);
+            assert_eq!(
+                snap.definition_for(&gvk),
+                Some(info.definition.as_str()),
+                "{gvk:?}"
+            );
+            assert!(
+                snap.get(&format!("{}List", info.definition)).is_some(),
+                "{}List",
+                info.definition
+            );
+        }
+        for fact in ubernetes_openapi::facts::FIELD_FACTS {
+            // Facts about definitions no served kind reaches are kept for
+            // completeness (ComponentStatus, ServiceCIDR); the rest must land.
+            let Some(schema) = snap.get(fact.definition) else {
+                assert!(
+                    fact.definition.ends_with("ComponentStatus")
+                        || fact.definition.ends_with("ServiceCIDRStatus"),
+                    "{} is not generated",
+                    fact.definition
+                );
+                continue;
+            };
+            assert!(
+                schema["properties"].get(fact.field).is_some(),
+                "{}.{} does not exist",
+                fact.definition,
+                fact.field
+            );
+        }
+        for name in ubernetes_openapi::facts::ATOMIC_DEFINITIONS {
+            assert!(snap.get(name).is_some(), "{name} is not generated");
+        }
+        fn refs<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+            match v {
+                Value::Object(o) => {
+                    if let Some(r) = o.get("$ref").and_then(Value::as_str) {
+                        out.push(r);
+                    }
+                    o.values().for_each(|x| refs(x, out));
+                }
+                Value::Array(a) => a.iter().for_each(|x| refs(x, out)),
+                _ => {}
+            }
+        }
+        for (name, schema) in snap.iter() {
+            let mut found = Vec::new();
+            refs(schema, &mut found);
+            for r in found {
+                let target = ubernetes_openapi::definitions::ref_target(r).unwrap_or(r);
+                assert!(snap.get(target).is_some(), "{name}: dangling {r}");
+            }
+        }
     }
-    json_response(
-        &crate::discovery::api_group_list(&resources),
-        "application/json",
-    )
-}
-
-async fn core_resources(State(state): State<Arc<AppState>>) -> HandlerResult {
-    let resources = state.resources();
-    let list =
-        crate::discovery::api_resource_list(&resources, "", "v1").ok_or_else(ApiError::no_route)?;
-    json_response(&list, "application/json")
-}
-
-async fn group_root(
-    State(state): State<Arc<AppState>>,
-    Path(group): Path<String>,
-) -> HandlerResult {
-    let resources = state.resources();
-    let g = crate::discovery::api_group(&resources, &group).ok_or_else(ApiError::no_route)?;
-    json_response(&g, "application/json")
-}
-
-async fn group_resources(
-    State(state): State<Arc<AppState>>,
-    Path((group, version)): Path<(String, String)>,
-) -> HandlerResult {
-    let resources = state.resources();
-    let list = crate::discovery::api_resource_list(&resources, &group, &version)
-        .ok_or_else(ApiError::no_route)?;
-    json_response(&list, "application/json")
 }

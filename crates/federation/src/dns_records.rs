@@ -578,20 +578,12 @@ async fn watch_slices(
 
 /// The Service kind of the federated informers.
 fn service_kind() -> FederatedKind {
-    crate::kinds::builtin()
-        .into_iter()
-        .find(|k| k.resource.group.is_empty() && k.resource.kind == "Service")
-        .unwrap_or_else(|| FederatedKind::new("", "v1", "Service", "services", true))
+    FederatedKind::new("", "v1", "Service", "services", true)
 }
 
 /// The Ingress kind of the federated informers.
 fn ingress_kind() -> FederatedKind {
-    crate::kinds::builtin()
-        .into_iter()
-        .find(|k| k.resource.group == "networking.k8s.io" && k.resource.kind == "Ingress")
-        .unwrap_or_else(|| {
-            FederatedKind::new("networking.k8s.io", "v1", "Ingress", "ingresses", true)
-        })
+    FederatedKind::new("networking.k8s.io", "v1", "Ingress", "ingresses", true)
 }
 
 /// Keep `store` filled with the records of every federated LoadBalancer

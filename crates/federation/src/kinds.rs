@@ -1,6 +1,8 @@
-//! The federated kinds (SPEC §3.4): which built-in resources are
-//! propagated, as dynamic `ApiResource`s, namespaces first. Custom
-//! resources join at run time when their CRD carries the label
+//! The federated kinds (SPEC §3.4) as dynamic `ApiResource`s. Which
+//! built-in kinds are propagated is not listed here: each kind declares it
+//! in the registry, and the binary hands the list to
+//! [`crate::FederationOptions::builtin_kinds`]. Custom resources join at run
+//! time when their CRD carries the label
 //! `federation.kubernetes.io/federated: "true"` ([`from_crd`]).
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -101,124 +103,4 @@ pub fn from_crd(crd: &CustomResourceDefinition) -> Option<FederatedKind> {
 /// The Namespace kind (created in a member before the objects in it).
 pub fn namespaces() -> FederatedKind {
     FederatedKind::new("", "v1", "Namespace", "namespaces", false)
-}
-
-/// The built-in federated kinds, namespaces first, then the CRD kind (so
-/// a federated CRD reaches a member before its custom resources).
-pub fn builtin() -> Vec<FederatedKind> {
-    let k = FederatedKind::new;
-    vec![
-        namespaces(),
-        k(
-            "apiextensions.k8s.io",
-            "v1",
-            "CustomResourceDefinition",
-            "customresourcedefinitions",
-            false,
-        ),
-        k("", "v1", "ConfigMap", "configmaps", true),
-        k("", "v1", "Secret", "secrets", true),
-        k("", "v1", "Service", "services", true),
-        k("", "v1", "ServiceAccount", "serviceaccounts", true),
-        k("", "v1", "LimitRange", "limitranges", true),
-        k("", "v1", "ResourceQuota", "resourcequotas", true),
-        k("apps", "v1", "Deployment", "deployments", true),
-        k("apps", "v1", "ReplicaSet", "replicasets", true),
-        k("apps", "v1", "StatefulSet", "statefulsets", true),
-        k("apps", "v1", "DaemonSet", "daemonsets", true),
-        k("batch", "v1", "Job", "jobs", true),
-        k("batch", "v1", "CronJob", "cronjobs", true),
-        k(
-            "autoscaling",
-            "v2",
-            "HorizontalPodAutoscaler",
-            "horizontalpodautoscalers",
-            true,
-        ),
-        k("networking.k8s.io", "v1", "Ingress", "ingresses", true),
-        k(
-            "networking.k8s.io",
-            "v1",
-            "NetworkPolicy",
-            "networkpolicies",
-            true,
-        ),
-        k(
-            "policy",
-            "v1",
-            "PodDisruptionBudget",
-            "poddisruptionbudgets",
-            true,
-        ),
-        k("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
-        k(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "RoleBinding",
-            "rolebindings",
-            true,
-        ),
-        k(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "ClusterRole",
-            "clusterroles",
-            false,
-        ),
-        k(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "ClusterRoleBinding",
-            "clusterrolebindings",
-            false,
-        ),
-    ]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn namespaces_come_first_and_crds_before_namespaced_kinds() {
-        let kinds = builtin();
-        assert_eq!(kinds[0].resource.plural, "namespaces");
-        assert_eq!(kinds[1].resource.plural, "customresourcedefinitions");
-        assert!(kinds[2..].iter().all(|k| k.resource.plural != "namespaces"));
-    }
-
-    #[test]
-    fn every_kind_of_the_spec_is_federated_and_none_twice() {
-        let ids: Vec<String> = builtin().iter().map(FederatedKind::id).collect();
-        for want in [
-            "namespaces",
-            "configmaps",
-            "secrets",
-            "services",
-            "serviceaccounts",
-            "deployments.apps",
-            "replicasets.apps",
-            "statefulsets.apps",
-            "daemonsets.apps",
-            "jobs.batch",
-            "cronjobs.batch",
-            "horizontalpodautoscalers.autoscaling",
-            "ingresses.networking.k8s.io",
-            "networkpolicies.networking.k8s.io",
-            "poddisruptionbudgets.policy",
-            "roles.rbac.authorization.k8s.io",
-            "rolebindings.rbac.authorization.k8s.io",
-            "clusterroles.rbac.authorization.k8s.io",
-            "clusterrolebindings.rbac.authorization.k8s.io",
-            "limitranges",
-            "resourcequotas",
-        ] {
-            assert!(ids.iter().any(|i| i == want), "{want} missing");
-        }
-        let mut sorted = ids.clone();
-        sorted.sort();
-        sorted.dedup();
-        assert_eq!(sorted.len(), ids.len());
-        assert!(!ids.iter().any(|i| i == "events" || i.starts_with("leases")));
-    }
 }

@@ -60,6 +60,14 @@ pub struct FederationOptions {
     )]
     pub disabled_kinds: Vec<String>,
 
+    /// The built-in kinds to propagate, namespaces first, then the CRD kind
+    /// (so a federated CRD reaches a member before its custom resources).
+    /// Not a flag: the binary fills it from the API server's kind
+    /// declarations (`ubernetes_apiserver::state::federated_kinds`), so a
+    /// kind is federated by saying so in its one declaration.
+    #[arg(skip)]
+    pub builtin_kinds: Vec<crate::kinds::FederatedKind>,
+
     /// How long a member copy of a workload may show fewer available
     /// replicas than its `spec.replicas` before the missing ones count as
     /// unschedulable there and move to clusters with room (Federation v1's
@@ -140,6 +148,7 @@ impl Default for FederationOptions {
             cluster_probe_timeout: Duration::from_secs(5),
             member_request_timeout: Duration::from_secs(10),
             disabled_kinds: Vec::new(),
+            builtin_kinds: Vec::new(),
             unschedulable_threshold: Duration::from_secs(60),
             dns: DnsOptions::default(),
         }

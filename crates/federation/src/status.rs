@@ -60,7 +60,7 @@ const RECHECK: Duration = Duration::from_secs(3);
 /// Run a status controller for each aggregated built-in kind until `stop`.
 pub async fn run(ctx: Arc<Context>, stop: CancellationToken) -> anyhow::Result<()> {
     let mut tasks = tokio::task::JoinSet::new();
-    for kind in kinds::builtin() {
+    for kind in ctx.options.builtin_kinds.iter().cloned() {
         if !status_aggregate::aggregates(&kind.resource.kind) || ctx.options.disabled_for(&kind) {
             continue;
         }

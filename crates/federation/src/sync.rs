@@ -115,7 +115,7 @@ pub trait ReplicaScheduler: Send + Sync + 'static {
 /// `--federation-controllers-disabled-for` names.
 pub async fn run(ctx: Arc<Context>, stop: CancellationToken) -> anyhow::Result<()> {
     let mut tasks = JoinSet::new();
-    for kind in kinds::builtin() {
+    for kind in ctx.options.builtin_kinds.iter().cloned() {
         if ctx.options.disabled_for(&kind) {
             tracing::info!(kind = %kind.id(), "built-in sync disabled by flag");
             continue;

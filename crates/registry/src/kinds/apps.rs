@@ -21,6 +21,7 @@ use super::validation::{
     go_selector, invalid_num, invalid_shown, invalid_str, non_negative,
     validate_controller_selector, validate_embedded_name,
 };
+use crate::printers::Printer;
 use crate::strategy::Strategy;
 
 /// The `apps/v1` strategies.
@@ -33,6 +34,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
+            .printer(Printer::ControllerRevision)
             .validate(|r| non_negative("revision", r.revision))
             .validate_update(|n, o| {
                 if n.data != o.data {
@@ -49,6 +51,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["all"],
                 &["status"],
             ))
+            .printer(Printer::DaemonSet)
+            .federated()
             .generation()
             .defaults(default_daemonset)
             .validate_json(validate_daemonset)
@@ -62,6 +66,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["all"],
                 &["status", "scale"],
             ))
+            .printer(Printer::Deployment)
+            .federated()
             .generation()
             .defaults(default_deployment)
             .validate_json(validate_deployment)
@@ -76,6 +82,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["all"],
                 &["status", "scale"],
             ))
+            .printer(Printer::ReplicaSet)
+            .federated()
             .generation()
             .defaults(|rs| {
                 rs.spec.replicas.get_or_insert(1);
@@ -96,6 +104,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["all"],
                 &["status", "scale"],
             ))
+            .printer(Printer::StatefulSet)
+            .federated()
             .generation()
             .defaults(default_statefulset)
             .validate_json(validate_statefulset)

@@ -17,6 +17,7 @@ use super::validation::{
     go_map, invalid_shown, invalid_str, non_negative, positive, selector_matches,
     validate_pod_template, validate_selector,
 };
+use crate::printers::Printer;
 use crate::strategy::Strategy;
 
 /// The `batch/v1` strategies.
@@ -24,12 +25,16 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
     vec![
         Arc::new(
             Builtin::<CronJob>::new(info::<CronJob>("cronjob", &["cj"], &["all"], &["status"]))
+                .printer(Printer::CronJob)
+                .federated()
                 .generation()
                 .defaults(default_cronjob)
                 .validate(validate_cronjob),
         ),
         Arc::new(
             Builtin::<Job>::new(info::<Job>("job", &[], &["all"], &["status"]))
+                .printer(Printer::Job)
+                .federated()
                 .generation()
                 .defaults(default_job)
                 .validate(validate_job)

@@ -16,7 +16,8 @@ use ubernetes_apimachinery::{ApiError, Cause, ResourceInfo, SubresourceInfo};
 use ubernetes_storage::cache::Attrs;
 
 use super::names::NameValidation;
-use crate::strategy::{ScalePaths, Strategy, default_attrs};
+use crate::printers::Printer;
+use crate::strategy::{FinalizeFn, ScalePaths, SchemaFn, Strategy, WriteAuthority, default_attrs};
 
 /// Whether a `k8s-openapi` scope marker is namespaced.
 pub trait Scope {
@@ -126,6 +127,11 @@ pub struct Builtin<T> {
     prepare_update: Option<fn(&mut Value, &Value)>,
     returns_deleted_object: bool,
     status_writes_metadata: bool,
+    printer: Option<Printer>,
+    protobuf: bool,
+    federated: bool,
+    write_authority: WriteAuthority,
+    finalize: Option<FinalizeFn>,
     /// The kind's schema, for Go's `omitempty` after encoding.
     schema: std::sync::Arc<super::omitempty::SchemaTree>,
     _type: PhantomData<fn() -> T>,
@@ -159,6 +165,11 @@ where
             prepare_update: None,
             returns_deleted_object: false,
             status_writes_metadata: false,
+            printer: None,
+            protobuf: true,
+            federated: false,
+            write_authority: WriteAuthority::None,
+            finalize: None,
             schema: std::sync::Arc::new(super::omitempty::SchemaTree::of::<T>()),
             _type: PhantomData,
         }
@@ -270,6 +281,39 @@ where
     /// status strategy of the kind resets only the spec).
     pub fn status_writes_metadata(mut self) -> Self {
         self.status_writes_metadata = true;
+        self
+    }
+
+    /// The kind's Table columns (kube-apiserver's printer for its Go type;
+    /// [`Printer::Default`] for `Name, Created At`).
+    pub fn printer(mut self, p: Printer) -> Self {
+        self.printer = Some(p);
+        self
+    }
+
+    /// The kind is not served as protobuf (its message is not in the API
+    /// server's protobuf table; a protobuf body is refused as kube refuses
+    /// an unregistered kind).
+    pub fn without_protobuf(mut self) -> Self {
+        self.protobuf = false;
+        self
+    }
+
+    /// The federation propagates the kind's objects to member clusters.
+    pub fn federated(mut self) -> Self {
+        self.federated = true;
+        self
+    }
+
+    /// Writes are checked against the writer's own permissions.
+    pub fn write_authority(mut self, w: WriteAuthority) -> Self {
+        self.write_authority = w;
+        self
+    }
+
+    /// The `finalize` subresource's update: `(current, requested) -> next`.
+    pub fn on_finalize(mut self, f: FinalizeFn) -> Self {
+        self.finalize = Some(f);
         self
     }
 
@@ -412,6 +456,36 @@ where
     fn status_writes_metadata(&self) -> bool {
         self.status_writes_metadata
     }
+
+    fn printer(&self) -> Option<Printer> {
+        self.printer
+    }
+
+    fn openapi_schema(&self) -> Option<SchemaFn> {
+        Some(schema_of::<T>)
+    }
+
+    fn protobuf(&self) -> bool {
+        self.protobuf
+    }
+
+    fn federated(&self) -> bool {
+        self.federated
+    }
+
+    fn write_authority(&self) -> WriteAuthority {
+        self.write_authority
+    }
+
+    fn finalize(&self) -> Option<FinalizeFn> {
+        self.finalize
+    }
+}
+
+/// The [`SchemaFn`] of a kind's type: its schema comes from the type itself.
+fn schema_of<T: JsonSchema>(generator: &mut schemars::generate::SchemaGenerator) -> String {
+    generator.subschema_for::<T>();
+    T::schema_name().into_owned()
 }
 
 /// Go's `encoding/json` treats `null` as "leave the zero value": drop null

@@ -27,6 +27,7 @@ use super::validation::{
     validate_pod_spec, validate_pod_template,
 };
 use super::{defaults, validation};
+use crate::printers::Printer;
 use crate::strategy::{Strategy, default_attrs};
 
 /// Size limit of ConfigMap and Secret data (`MaxSecretSize`).
@@ -43,37 +44,47 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
     vec![
         Arc::new(
             Builtin::<ConfigMap>::new(info::<ConfigMap>("configmap", &["cm"], &[], &[]))
+                .printer(Printer::ConfigMap)
+                .federated()
                 .validate(validate_configmap)
                 .validate_update(validate_configmap_update),
         ),
         Arc::new(
             Builtin::<Endpoints>::new(info::<Endpoints>("endpoints", &["ep"], &[], &[]))
+                .printer(Printer::Endpoints)
                 .defaults(default_endpoints)
                 .validate(validate_endpoints),
         ),
         Arc::new(
             Builtin::<Event>::new(info::<Event>("event", &["ev"], &[], &[]))
+                .printer(Printer::Event)
                 .validate(validate_event)
                 .fields(EVENT_FIELDS)
                 .attrs(event_attrs),
         ),
         Arc::new(
             Builtin::<LimitRange>::new(info::<LimitRange>("limitrange", &["limits"], &[], &[]))
+                .printer(Printer::Default)
+                .federated()
                 .defaults(default_limitrange),
         ),
         Arc::new(
             Builtin::<Namespace>::new(ns_info)
+                .printer(Printer::Namespace)
+                .federated()
                 .names(NameValidation::Dns1123Label)
                 .defaults(default_namespace)
                 .fields(&["status.phase"])
                 .on_create(prepare_namespace)
                 .on_update(prepare_namespace_update)
+                .on_finalize(finalize_namespace)
                 .returns_deleted_object()
                 // namespaceStatusStrategy resets only the spec.
                 .status_writes_metadata(),
         ),
         Arc::new(
             Builtin::<Node>::new(info::<Node>("node", &["no"], &[], &["status"]))
+                .printer(Printer::Node)
                 .defaults(default_node)
                 .fields(&["spec.unschedulable"])
                 .attrs(node_attrs),
@@ -85,6 +96,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
+            .printer(Printer::PersistentVolumeClaim)
             .defaults(defaults::pvc)
             .validate(validate_pvc)
             .validate_update(validate_pvc_update)
@@ -98,6 +110,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
+            .printer(Printer::PersistentVolume)
             .defaults(default_pv)
             .validate(validate_pv)
             .on_create(|o| set_phase(o, "Pending"))
@@ -105,6 +118,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<Pod>::new(info::<Pod>("pod", &["po"], &["all"], &["status"]))
+                .printer(Printer::Pod)
                 .generation()
                 .defaults(default_pod)
                 .validate(validate_pod)
@@ -116,6 +130,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<PodTemplate>::new(info::<PodTemplate>("podtemplate", &[], &[], &[]))
+                .printer(Printer::PodTemplate)
                 .defaults(|t| {
                     if let Some(t) = &mut t.template {
                         defaults::pod_template(t);
@@ -133,6 +148,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["all"],
                 &["status", "scale"],
             ))
+            .printer(Printer::ReplicationController)
             .generation()
             .defaults(default_rc)
             .validate(validate_rc)
@@ -146,10 +162,14 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
+            .printer(Printer::ResourceQuota)
+            .federated()
             .validate(validate_quota),
         ),
         Arc::new(
             Builtin::<Secret>::new(info::<Secret>("secret", &[], &[], &[]))
+                .printer(Printer::Secret)
+                .federated()
                 .defaults(default_secret)
                 .validate(validate_secret)
                 .validate_update(validate_secret_update)
@@ -162,10 +182,14 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["token"],
             ))
+            .printer(Printer::ServiceAccount)
+            .federated()
             .returns_deleted_object(),
         ),
         Arc::new(
             Builtin::<Service>::new(info::<Service>("service", &["svc"], &["all"], &["status"]))
+                .printer(Printer::Service)
+                .federated()
                 .names(NameValidation::Dns1035Label)
                 .defaults(default_service)
                 .validate(validate_service)
@@ -345,6 +369,18 @@ fn default_namespace(n: &mut Namespace) {
     if st.phase.as_deref().unwrap_or("").is_empty() {
         st.phase = Some("Active".into());
     }
+}
+
+/// `PUT namespaces/{name}/finalize`: only `spec.finalizers` is taken from
+/// the request (kube's `finalizeUpdateStrategy`).
+fn finalize_namespace(current: &Value, requested: &Value) -> Value {
+    let finalizers = requested
+        .pointer("/spec/finalizers")
+        .cloned()
+        .unwrap_or_else(|| json!([]));
+    let mut next = current.clone();
+    next["spec"]["finalizers"] = finalizers;
+    next
 }
 
 fn prepare_namespace(obj: &mut Value) {

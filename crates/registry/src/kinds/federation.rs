@@ -12,6 +12,7 @@ use ubernetes_apimachinery::error::field;
 use super::builtin::{Builtin, info};
 use super::names;
 use super::validation::invalid_str;
+use crate::printers::Printer;
 use crate::strategy::Strategy;
 
 /// The `federation/v1beta1` strategies.
@@ -25,6 +26,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 // `proxy`: served by the API server's cluster proxy.
                 &["status", "proxy"],
             ))
+            .printer(Printer::Cluster)
             .generation()
             .validate(validate_cluster),
         ),
@@ -35,6 +37,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
+            .printer(Printer::PropagationRecord)
+            .without_protobuf()
             .validate(validate_record),
         ),
     ]

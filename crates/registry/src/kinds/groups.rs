@@ -25,7 +25,9 @@ use super::names::{self, NameValidation};
 use super::validation::{
     invalid_num, invalid_shown, invalid_str, non_negative, port_range, positive, validate_selector,
 };
+use crate::printers::Printer;
 use crate::strategy::Strategy;
+use crate::strategy::WriteAuthority;
 
 /// The strategies of these groups (autoscaling v2 before v1: v2 is preferred).
 pub fn strategies() -> Vec<Arc<dyn Strategy>> {
@@ -37,6 +39,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["all"],
                 &["status"],
             ))
+            .printer(Printer::HorizontalPodAutoscaler)
+            .federated()
             .defaults(default_hpa_v2)
             .validate(|h| {
                 validate_hpa_common(
@@ -54,6 +58,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["all"],
                 &["status"],
             ))
+            .printer(Printer::HorizontalPodAutoscaler)
             .defaults(|h| {
                 h.spec.min_replicas.get_or_insert(1);
             })
@@ -78,6 +83,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<IngressClass>::new(info::<IngressClass>("ingressclass", &[], &[], &[]))
+                .printer(Printer::IngressClass)
                 .generation()
                 .defaults(|c| {
                     if let Some(p) = c.spec.as_mut().and_then(|s| s.parameters.as_mut()) {
@@ -103,6 +109,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<Ingress>::new(info::<Ingress>("ingress", &["ing"], &[], &["status"]))
+                .printer(Printer::Ingress)
+                .federated()
                 .generation()
                 .validate(validate_ingress),
         ),
@@ -113,6 +121,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
+            .printer(Printer::NetworkPolicy)
+            .federated()
             .generation()
             .defaults(default_network_policy)
             .validate(validate_network_policy),
@@ -124,6 +134,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
+            .printer(Printer::PodDisruptionBudget)
+            .federated()
             .generation()
             .validate(validate_pdb),
         ),
@@ -134,6 +146,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
+            .printer(Printer::RoleBinding)
+            .federated()
+            .write_authority(WriteAuthority::BindingEscalation)
             .names(NameValidation::PathSegment)
             .defaults(|b| default_binding(&mut b.role_ref, b.subjects.as_mut()))
             .validate(|b| validate_binding(&b.role_ref, b.subjects.as_deref(), false))
@@ -141,6 +156,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<ClusterRole>::new(info::<ClusterRole>("clusterrole", &[], &[], &[]))
+                .printer(Printer::Default)
+                .federated()
+                .write_authority(WriteAuthority::RoleEscalation)
                 .names(NameValidation::PathSegment)
                 .validate(|r| {
                     if r.aggregation_rule.is_some() {
@@ -151,6 +169,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<RoleBinding>::new(info::<RoleBinding>("rolebinding", &[], &[], &[]))
+                .printer(Printer::RoleBinding)
+                .federated()
+                .write_authority(WriteAuthority::BindingEscalation)
                 .names(NameValidation::PathSegment)
                 .defaults(|b| default_binding(&mut b.role_ref, b.subjects.as_mut()))
                 .validate(|b| validate_binding(&b.role_ref, b.subjects.as_deref(), true))
@@ -158,25 +179,31 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<Role>::new(info::<Role>("role", &[], &[], &[]))
+                .printer(Printer::Default)
+                .federated()
+                .write_authority(WriteAuthority::RoleEscalation)
                 .names(NameValidation::PathSegment)
                 .validate(|r| validate_rules(r.rules.as_deref(), true)),
         ),
         Arc::new(
-            Builtin::<Lease>::new(info::<Lease>("lease", &[], &[], &[])).validate(|l| {
-                let Some(s) = &l.spec else { return vec![] };
-                let mut out = positive(
-                    "spec.leaseDurationSeconds",
-                    s.lease_duration_seconds.map(i64::from),
-                );
-                out.extend(non_negative(
-                    "spec.leaseTransitions",
-                    s.lease_transitions.map(i64::from),
-                ));
-                out
-            }),
+            Builtin::<Lease>::new(info::<Lease>("lease", &[], &[], &[]))
+                .printer(Printer::Lease)
+                .validate(|l| {
+                    let Some(s) = &l.spec else { return vec![] };
+                    let mut out = positive(
+                        "spec.leaseDurationSeconds",
+                        s.lease_duration_seconds.map(i64::from),
+                    );
+                    out.extend(non_negative(
+                        "spec.leaseTransitions",
+                        s.lease_transitions.map(i64::from),
+                    ));
+                    out
+                }),
         ),
         Arc::new(
             Builtin::<Event>::new(info::<Event>("event", &["ev"], &[], &[]))
+                .printer(Printer::Event)
                 .validate(validate_event_v1)
                 .validate_update(validate_event_v1_update)
                 .update_validation_only()
@@ -195,6 +222,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<EndpointSlice>::new(info::<EndpointSlice>("endpointslice", &[], &[], &[]))
+                .printer(Printer::EndpointSlice)
                 .generation()
                 .defaults(|s| {
                     for p in s.ports.iter_mut().flatten() {

@@ -44,3 +44,174 @@ pub fn builtin() -> Vec<Arc<dyn Strategy>> {
     all.extend(platform::strategies());
     all
 }
+
+/// Everything wrong with a set of kind declarations, one message each:
+/// a resource or kind declared twice, a kind that leaves a piece
+/// undeclared (printer, OpenAPI schema), an OpenAPI schema that is not the
+/// kind's own definition, two versions of a kind that disagree on their
+/// printer, a kind federated in two versions. The lists the server keeps per
+/// kind are derived from these declarations, so a kind that passes this
+/// check is in every one of them.
+pub fn check(kinds: &[Arc<dyn Strategy>]) -> Vec<String> {
+    use std::collections::HashMap;
+
+    let mut problems = Vec::new();
+    let mut resources: HashMap<String, usize> = HashMap::new();
+    let mut gvks: HashMap<String, usize> = HashMap::new();
+    let mut printers: HashMap<(String, String), crate::printers::Printer> = HashMap::new();
+    let mut federated: HashMap<(String, String), String> = HashMap::new();
+    for s in kinds {
+        let info = s.info();
+        let gvr = format!("{}/{}/{}", info.group, info.version, info.resource);
+        let gvk = format!("{}/{} {}", info.group, info.version, info.kind);
+        *resources.entry(gvr.clone()).or_default() += 1;
+        *gvks.entry(gvk).or_default() += 1;
+        match s.openapi_schema() {
+            None => problems.push(format!("{gvr}: no OpenAPI schema declared")),
+            Some(schema) => {
+                let mut generator = schemars::generate::SchemaGenerator::default();
+                let definition = schema(&mut generator);
+                if definition != info.definition {
+                    problems.push(format!(
+                        "{gvr}: OpenAPI schema {definition} is not its definition {}",
+                        info.definition
+                    ));
+                }
+            }
+        }
+        let group_kind = (info.group.clone(), info.kind.clone());
+        match s.printer() {
+            None => problems.push(format!("{gvr}: no printer declared")),
+            Some(p) => match printers.get(&group_kind) {
+                Some(other) if *other != p => problems.push(format!(
+                    "{gvr}: printer {p:?}, but another version of {} declares {other:?}",
+                    info.kind
+                )),
+                _ => {
+                    printers.insert(group_kind.clone(), p);
+                }
+            },
+        }
+        if s.federated()
+            && let Some(other) = federated.insert(group_kind, info.version.clone())
+        {
+            problems.push(format!(
+                "{gvr}: federated, and so is version {other} of {}",
+                info.kind
+            ));
+        }
+    }
+    for (what, counts) in [("resource", resources), ("kind", gvks)] {
+        let mut twice: Vec<String> = counts
+            .into_iter()
+            .filter(|(_, n)| *n > 1)
+            .map(|(k, n)| format!("{what} {k} declared {n} times"))
+            .collect();
+        twice.sort();
+        problems.extend(twice);
+    }
+    problems
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing test may panic
+mod tests {
+    use serde_json::Value;
+    use ubernetes_apimachinery::{ApiError, Cause, ResourceInfo};
+
+    use super::*;
+
+    #[test]
+    fn every_builtin_kind_declares_everything_once() {
+        let problems = check(&builtin());
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+
+    /// A kind declared by hand (not through [`Builtin`]) that forgets its
+    /// OpenAPI schema: everything else is the wrapped kind's.
+    struct WithoutOpenApi(Arc<dyn Strategy>);
+
+    impl Strategy for WithoutOpenApi {
+        fn info(&self) -> &ResourceInfo {
+            self.0.info()
+        }
+        fn normalize(&self, obj: Value) -> Result<Value, ApiError> {
+            self.0.normalize(obj)
+        }
+        fn validate_create(&self, obj: &Value) -> Vec<Cause> {
+            self.0.validate_create(obj)
+        }
+        fn printer(&self) -> Option<crate::printers::Printer> {
+            self.0.printer()
+        }
+        fn protobuf(&self) -> bool {
+            self.0.protobuf()
+        }
+        fn federated(&self) -> bool {
+            self.0.federated()
+        }
+    }
+
+    #[test]
+    fn a_kind_missing_its_openapi_schema_fails_the_check() {
+        let kinds: Vec<Arc<dyn Strategy>> = builtin()
+            .into_iter()
+            .map(|s| -> Arc<dyn Strategy> {
+                if s.info().resource == "configmaps" {
+                    Arc::new(WithoutOpenApi(s))
+                } else {
+                    s
+                }
+            })
+            .collect();
+        assert_eq!(
+            check(&kinds),
+            ["/v1/configmaps: no OpenAPI schema declared"]
+        );
+    }
+
+    #[test]
+    fn a_kind_without_a_printer_or_declared_twice_fails_the_check() {
+        let mut kinds = builtin();
+        kinds.push(Arc::new(
+            Builtin::<k8s_openapi::api::core::v1::ConfigMap>::new(builtin::info::<
+                k8s_openapi::api::core::v1::ConfigMap,
+            >(
+                "configmap", &["cm"], &[], &[]
+            )),
+        ));
+        assert_eq!(
+            check(&kinds),
+            [
+                "/v1/configmaps: no printer declared",
+                "resource /v1/configmaps declared 2 times",
+                "kind /v1 ConfigMap declared 2 times",
+            ]
+        );
+    }
+
+    #[test]
+    fn two_federated_versions_of_a_kind_fail_the_check() {
+        use k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
+        let mut kinds: Vec<Arc<dyn Strategy>> = builtin()
+            .into_iter()
+            .filter(|s| !(s.info().group == "autoscaling" && s.info().version == "v1"))
+            .collect();
+        kinds.push(Arc::new(
+            Builtin::<HorizontalPodAutoscaler>::new(builtin::info::<HorizontalPodAutoscaler>(
+                "horizontalpodautoscaler",
+                &["hpa"],
+                &["all"],
+                &["status"],
+            ))
+            .printer(crate::printers::Printer::HorizontalPodAutoscaler)
+            .federated(),
+        ));
+        assert_eq!(
+            check(&kinds),
+            [
+                "autoscaling/v1/horizontalpodautoscalers: federated, and so is version v2 of HorizontalPodAutoscaler"
+            ]
+        );
+    }
+}

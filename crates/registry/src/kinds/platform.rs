@@ -23,6 +23,7 @@ use ubernetes_apimachinery::{ApiError, Cause};
 use super::builtin::{Builtin, info};
 use super::names;
 use super::validation::{immutable_str, invalid_num, invalid_str};
+use crate::printers::Printer;
 use crate::registry::Registry;
 use crate::store::WriteOptions;
 use crate::strategy::Strategy;
@@ -33,22 +34,30 @@ const API_EXTENSIONS: &[&str] = &["api-extensions"];
 pub fn strategies() -> Vec<Arc<dyn Strategy>> {
     vec![
         // admissionregistration.k8s.io/v1
-        Arc::new(Builtin::<admission::MutatingAdmissionPolicy>::new(info::<
-            admission::MutatingAdmissionPolicy,
-        >(
-            "mutatingadmissionpolicy",
-            &[],
-            API_EXTENSIONS,
-            &[],
-        ))),
-        Arc::new(Builtin::<admission::MutatingAdmissionPolicyBinding>::new(
-            info::<admission::MutatingAdmissionPolicyBinding>(
+        Arc::new(
+            Builtin::<admission::MutatingAdmissionPolicy>::new(info::<
+                admission::MutatingAdmissionPolicy,
+            >(
+                "mutatingadmissionpolicy",
+                &[],
+                API_EXTENSIONS,
+                &[],
+            ))
+            .printer(Printer::Default)
+            .without_protobuf(),
+        ),
+        Arc::new(
+            Builtin::<admission::MutatingAdmissionPolicyBinding>::new(info::<
+                admission::MutatingAdmissionPolicyBinding,
+            >(
                 "mutatingadmissionpolicybinding",
                 &[],
                 API_EXTENSIONS,
                 &[],
-            ),
-        )),
+            ))
+            .printer(Printer::Default)
+            .without_protobuf(),
+        ),
         Arc::new(
             Builtin::<admission::MutatingWebhookConfiguration>::new(info::<
                 admission::MutatingWebhookConfiguration,
@@ -58,6 +67,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 API_EXTENSIONS,
                 &[],
             ))
+            .printer(Printer::Default)
+            .without_protobuf()
             .validate(|w| webhook_names(w.webhooks.iter().flatten().map(|h| h.name.as_str()))),
         ),
         Arc::new(
@@ -69,16 +80,22 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 API_EXTENSIONS,
                 &["status"],
             ))
+            .printer(Printer::Default)
+            .without_protobuf()
             .generation(),
         ),
-        Arc::new(Builtin::<admission::ValidatingAdmissionPolicyBinding>::new(
-            info::<admission::ValidatingAdmissionPolicyBinding>(
+        Arc::new(
+            Builtin::<admission::ValidatingAdmissionPolicyBinding>::new(info::<
+                admission::ValidatingAdmissionPolicyBinding,
+            >(
                 "validatingadmissionpolicybinding",
                 &[],
                 API_EXTENSIONS,
                 &[],
-            ),
-        )),
+            ))
+            .printer(Printer::Default)
+            .without_protobuf(),
+        ),
         Arc::new(
             Builtin::<admission::ValidatingWebhookConfiguration>::new(info::<
                 admission::ValidatingWebhookConfiguration,
@@ -88,6 +105,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 API_EXTENSIONS,
                 &[],
             ))
+            .printer(Printer::Default)
+            .without_protobuf()
             .validate(|w| webhook_names(w.webhooks.iter().flatten().map(|h| h.name.as_str()))),
         ),
         // certificates.k8s.io/v1
@@ -98,6 +117,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["approval", "status"],
             ))
+            .printer(Printer::Default)
+            .without_protobuf()
             .validate(|csr| {
                 let mut out = Vec::new();
                 if csr.spec.request.0.is_empty() {
@@ -122,6 +143,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         // node.k8s.io/v1
         Arc::new(
             Builtin::<RuntimeClass>::new(info::<RuntimeClass>("runtimeclass", &[], &[], &[]))
+                .printer(Printer::Default)
+                .without_protobuf()
                 .validate(|rc| {
                     if rc.handler.is_empty() {
                         return vec![field::required("handler", "")];
@@ -146,6 +169,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
+            .printer(Printer::Default)
+            .without_protobuf()
             .defaults(|pc| {
                 if pc.preemption_policy.is_none() {
                     pc.preemption_policy = Some("PreemptLowerPriority".into());
@@ -163,15 +188,21 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             }),
         ),
         // storage.k8s.io/v1
-        Arc::new(Builtin::<storage::CSIDriver>::new(
-            info::<storage::CSIDriver>("csidriver", &[], &[], &[]),
-        )),
-        Arc::new(Builtin::<storage::CSINode>::new(info::<storage::CSINode>(
-            "csinode",
-            &[],
-            &[],
-            &[],
-        ))),
+        Arc::new(
+            Builtin::<storage::CSIDriver>::new(info::<storage::CSIDriver>(
+                "csidriver",
+                &[],
+                &[],
+                &[],
+            ))
+            .printer(Printer::Default)
+            .without_protobuf(),
+        ),
+        Arc::new(
+            Builtin::<storage::CSINode>::new(info::<storage::CSINode>("csinode", &[], &[], &[]))
+                .printer(Printer::Default)
+                .without_protobuf(),
+        ),
         Arc::new(
             Builtin::<storage::CSIStorageCapacity>::new(info::<storage::CSIStorageCapacity>(
                 "csistoragecapacity",
@@ -179,6 +210,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
+            .printer(Printer::Default)
+            .without_protobuf()
             .validate(|c| {
                 if c.storage_class_name.is_empty() {
                     return vec![field::required("storageClassName", "")];
@@ -193,6 +226,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
+            .printer(Printer::Default)
+            .without_protobuf()
             .defaults(|sc| {
                 if sc.reclaim_policy.is_none() {
                     sc.reclaim_policy = Some("Delete".into());
@@ -215,14 +250,16 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             })
             .returns_deleted_object(),
         ),
-        Arc::new(Builtin::<storage::VolumeAttachment>::new(info::<
-            storage::VolumeAttachment,
-        >(
-            "volumeattachment",
-            &[],
-            &[],
-            &["status"],
-        ))),
+        Arc::new(
+            Builtin::<storage::VolumeAttachment>::new(info::<storage::VolumeAttachment>(
+                "volumeattachment",
+                &[],
+                &[],
+                &["status"],
+            ))
+            .printer(Printer::Default)
+            .without_protobuf(),
+        ),
         Arc::new(
             Builtin::<storage::VolumeAttributesClass>::new(info::<storage::VolumeAttributesClass>(
                 "volumeattributesclass",
@@ -230,6 +267,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
+            .printer(Printer::Default)
+            .without_protobuf()
             .validate(|v| {
                 if v.driver_name.is_empty() {
                     return vec![field::required("driverName", "")];

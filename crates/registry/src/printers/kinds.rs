@@ -4,6 +4,9 @@
 //! `federation/v1beta1` Cluster and the default `Name, Created At` table
 //! (`rest.NewDefaultTableConvertor`) for every other kind.
 
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
@@ -74,7 +77,7 @@ const SELECTOR: Column = wide(
 
 /// Which printer a resource uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Printer {
+pub enum Printer {
     Pod,
     PodTemplate,
     PodDisruptionBudget,
@@ -111,44 +114,23 @@ pub(crate) enum Printer {
 }
 
 /// The printer for a group and kind (kube registers printers by Go type,
-/// i.e. by group and kind, whatever the version served).
+/// i.e. by group and kind, whatever the version served), as the built-in
+/// kinds declare it ([`crate::Strategy::printer`]); [`Printer::Default`] for
+/// anything else (custom resources, the CRD kind).
 pub(crate) fn printer_for(group: &str, kind: &str) -> Printer {
-    use Printer::*;
-    match (group, kind) {
-        ("", "Pod") => Pod,
-        ("", "PodTemplate") => PodTemplate,
-        ("policy", "PodDisruptionBudget") => PodDisruptionBudget,
-        ("", "ReplicationController") => ReplicationController,
-        ("apps", "ReplicaSet") => ReplicaSet,
-        ("apps", "DaemonSet") => DaemonSet,
-        ("batch", "Job") => Job,
-        ("batch", "CronJob") => CronJob,
-        ("", "Service") => Service,
-        ("networking.k8s.io", "Ingress") => Ingress,
-        ("networking.k8s.io", "IngressClass") => IngressClass,
-        ("apps", "StatefulSet") => StatefulSet,
-        ("", "Endpoints") => Endpoints,
-        ("", "Node") => Node,
-        ("", "Event") | ("events.k8s.io", "Event") => Event,
-        ("", "Namespace") => Namespace,
-        ("", "Secret") => Secret,
-        ("", "ServiceAccount") => ServiceAccount,
-        ("", "PersistentVolume") => PersistentVolume,
-        ("", "PersistentVolumeClaim") => PersistentVolumeClaim,
-        ("apps", "Deployment") => Deployment,
-        ("autoscaling", "HorizontalPodAutoscaler") => HorizontalPodAutoscaler,
-        ("", "ConfigMap") => ConfigMap,
-        ("networking.k8s.io", "NetworkPolicy") => NetworkPolicy,
-        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => RoleBinding,
-        ("coordination.k8s.io", "Lease") => Lease,
-        ("apps", "ControllerRevision") => ControllerRevision,
-        ("", "ResourceQuota") => ResourceQuota,
-        ("discovery.k8s.io", "EndpointSlice") => EndpointSlice,
-        ("federation", "Cluster") => Cluster,
-        ("federation", "PropagationRecord") => PropagationRecord,
-        ("apiregistration.k8s.io", "APIService") => APIService,
-        _ => Default,
-    }
+    static BY_KIND: LazyLock<HashMap<(String, String), Printer>> = LazyLock::new(|| {
+        crate::kinds::builtin()
+            .iter()
+            .filter_map(|s| {
+                let info = s.info();
+                Some(((info.group.clone(), info.kind.clone()), s.printer()?))
+            })
+            .collect()
+    });
+    BY_KIND
+        .get(&(group.to_string(), kind.to_string()))
+        .copied()
+        .unwrap_or(Printer::Default)
 }
 
 /// Every column of a printer, wide ones included.

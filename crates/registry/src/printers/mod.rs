@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use ubernetes_apimachinery::ResourceInfo;
 
 pub use format::human_duration;
-pub use kinds::Column;
+pub use kinds::{Column, Printer};
 
 /// What each row carries in `object` (the `includeObject` parameter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

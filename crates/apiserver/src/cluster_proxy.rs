@@ -1,0 +1,57 @@
+//! [`ClusterProxy`]: the member clients the cluster proxy forwards with,
+//! held by the state (the routes in `proxy.rs` use it), and which paths
+//! are proxy paths ([`is_proxy_path`], which the audit and metrics filters
+//! ask).
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+/// Resolves a joined member's name to the client the federation reaches it
+/// with; `None` when the federation has no client for it.
+pub type MemberClients = Arc<dyn Fn(&str) -> Option<kube::Client> + Send + Sync>;
+
+/// The member clients of the running federation, set once the federation
+/// controllers start (empty while they are off).
+#[derive(Default)]
+pub struct ClusterProxy {
+    clients: RwLock<Option<MemberClients>>,
+}
+
+impl std::fmt::Debug for ClusterProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterProxy")
+            .field("clients", &self.clients.read().is_some())
+            .finish()
+    }
+}
+
+impl ClusterProxy {
+    /// Forward with `clients` from now on.
+    pub fn set_member_clients(&self, clients: MemberClients) {
+        *self.clients.write() = Some(clients);
+    }
+
+    pub(crate) fn client(&self, name: &str) -> Option<kube::Client> {
+        self.clients.read().as_ref().and_then(|f| f(name))
+    }
+}
+
+/// The path prefix before the cluster's name.
+const PREFIX: &str = "/apis/federation/v1beta1/clusters/";
+
+/// Whether `path` is a cluster proxy path (a long-running request).
+pub fn is_proxy_path(path: &str) -> bool {
+    split_path(path).is_some()
+}
+
+/// `(cluster name, path on the member)` of a proxy path, as sent (still
+/// percent-encoded); the member path of `…/proxy` is `/`.
+pub(crate) fn split_path(path: &str) -> Option<(&str, &str)> {
+    let (name, rest) = path.strip_prefix(PREFIX)?.split_once('/')?;
+    let rest = rest.strip_prefix("proxy")?;
+    if name.is_empty() || !(rest.is_empty() || rest.starts_with('/')) {
+        return None;
+    }
+    Some((name, if rest.is_empty() { "/" } else { rest }))
+}
