@@ -123,6 +123,26 @@ fn hook_check(registry: &Arc<Registry>, hook: &str) -> Option<Check> {
             }
             Ok(())
         }),
+        "priority-and-fairness-config-producer" => Box::new(move || {
+            let (pls, fss) = ubernetes_registry::kinds::flowcontrol::bootstrap_names();
+            let group = "flowcontrol.apiserver.k8s.io";
+            for (resource, names) in [("prioritylevelconfigurations", pls), ("flowschemas", fss)] {
+                for name in names {
+                    require(
+                        cached(&r, (group, "v1", resource), None, &name).is_some(),
+                        || format!("{resource} {name} does not exist yet"),
+                    )?;
+                }
+            }
+            Ok(())
+        }),
+        "start-kubernetes-service-cidr-controller" => Box::new(move || {
+            let name = ubernetes_registry::kinds::ipaddress::DEFAULT_SERVICE_CIDR;
+            require(
+                cached(&r, ("networking.k8s.io", "v1", "servicecidrs"), None, name).is_some(),
+                || format!("the default ServiceCIDR {name} does not exist yet"),
+            )
+        }),
         "bootstrap-controller" => Box::new(move || {
             require(
                 cached(&r, ("", "v1", "services"), Some("default"), "kubernetes").is_some(),

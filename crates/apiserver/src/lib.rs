@@ -22,6 +22,7 @@
 pub mod audit;
 pub mod authn;
 pub mod authz;
+pub mod core_extras;
 pub mod discovery;
 pub mod field_manager;
 pub mod handlers;

@@ -49,6 +49,7 @@ impl AppState {
     pub fn resources(&self) -> Vec<ResourceInfo> {
         let mut all = self.registry.resources();
         all.extend(crate::reviews::review_resources());
+        all.extend(crate::core_extras::resources());
         all
     }
 
@@ -213,6 +214,17 @@ pub async fn build_state_on(
     ubernetes_registry::kinds::platform::bootstrap_priority_classes(&registry)
         .await
         .map_err(|e| anyhow::anyhow!("bootstrapping the system PriorityClasses: {e}"))?;
+    ubernetes_registry::kinds::flowcontrol::bootstrap_apf_configuration(&registry)
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!("bootstrapping the APF FlowSchemas and priority levels: {e}")
+        })?;
+    ubernetes_registry::kinds::ipaddress::bootstrap_service_cidr(
+        &registry,
+        &options.service_cluster_ip_range,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("bootstrapping the default ServiceCIDR: {e}"))?;
     bootstrap_rbac(&registry)
         .await
         .map_err(|e| anyhow::anyhow!("bootstrapping the RBAC policy: {e}"))?;
@@ -239,6 +251,7 @@ pub async fn build_state_on(
         .resources()
         .into_iter()
         .chain(crate::reviews::review_resources())
+        .chain(crate::core_extras::resources())
         .collect();
     // Every replica serves the Established CRDs; the leader writes.
     let crd_controller = ubernetes_apiextensions::controller::CrdController::start_with(
@@ -459,6 +472,7 @@ async fn compact_forever(storage: Arc<dyn Storage>) {
 pub fn api_router(state: Arc<AppState>) -> Router {
     Router::new()
         .merge(crate::reviews::router())
+        .merge(crate::core_extras::router())
         .merge(crate::service_accounts::router())
         .merge(crate::proxy::router())
         .route("/api", get(api_root))

@@ -22,8 +22,8 @@ use std::sync::Arc;
 use ipnet::Ipv4Net;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use ubernetes_apimachinery::error::field;
 use ubernetes_apimachinery::ApiError;
+use ubernetes_apimachinery::error::field;
 use ubernetes_storage::Storage;
 
 use crate::admission::{Admission, Attributes, Operation};
