@@ -355,6 +355,7 @@ fn dangling_condition(pl: &str, exists: bool) -> Value {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing test may panic
 mod tests {
     use super::*;
 

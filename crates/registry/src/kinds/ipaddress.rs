@@ -219,6 +219,7 @@ pub async fn bootstrap_service_cidr(registry: &Registry, cidr: &str) -> Result<(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing test may panic
 mod tests {
     use super::*;
 
