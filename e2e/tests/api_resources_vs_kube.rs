@@ -5,7 +5,8 @@
 //! `propagationrecords`), listed explicitly below. The discovery entries of
 //! the kinds added for issue 15 (`bindings`, `componentstatuses`,
 //! `pods/binding`, `resource.k8s.io/v1`, `flowcontrol.apiserver.k8s.io/v1`,
-//! `ipaddresses`, `servicecidrs`) are compared field by field too.
+//! `ipaddresses`, `servicecidrs`) are compared field by field too, and so is
+//! the order of the groups in `/apis` (kube's APIService priorities).
 //!
 //! With `../shared/kube/kube.sh` the reference is a live kube-apiserver
 //! 1.36.2 (and the checked-in reference files must still match it);
@@ -30,6 +31,21 @@ const OUR_EXTRA_VERSIONS: [&str; 1] = ["federation/v1beta1"];
 const REF_RESOURCES: &str = include_str!("kube_reference/api-resources.txt");
 const REF_VERSIONS: &str = include_str!("kube_reference/api-versions.txt");
 const REF_DISCOVERY: &str = include_str!("kube_reference/discovery-new-kinds.json");
+const REF_GROUPS: &str = include_str!("kube_reference/apis-groups.txt");
+
+/// The group names of `/apis`, in the server's order (kube orders them by
+/// the APIServices' `groupPriorityMinimum`), without our `federation`.
+fn group_order(apis: &str) -> Result<Vec<String>> {
+    let v: Value = serde_json::from_str(apis)?;
+    Ok(v["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g["name"].as_str())
+        .filter(|g| *g != "federation")
+        .map(String::from)
+        .collect())
+}
 
 /// The lines of a kubectl output, whitespace collapsed (the table's column
 /// widths depend on the longest entry, which our extras change).
@@ -144,19 +160,26 @@ fn api_resources_and_versions_match_kube_apiserver() -> Result<()> {
     let ours_resources = line_set(&server.kubectl_ok(&["api-resources", "-o", "wide"])?);
     let ours_versions = line_set(&server.kubectl_ok(&["api-versions"])?);
     let ours_discovery = new_kind_discovery(|p| server.kubectl_ok(&["get", "--raw", p]))?;
+    let ours_groups = group_order(&server.kubectl_ok(&["get", "--raw", "/apis"])?)?;
+    let reference_groups: Vec<String> = REF_GROUPS.lines().map(String::from).collect();
 
     let reference_resources = line_set(REF_RESOURCES);
     let reference_versions = line_set(REF_VERSIONS);
     let reference_discovery = sorted_reference_discovery()?;
 
     let mut problems = Vec::new();
-    let (kube_resources, kube_versions, kube_discovery) = match kube_sh() {
+    let (kube_resources, kube_versions, kube_discovery, kube_groups) = match kube_sh() {
         None => {
             eprintln!(
                 "NOTE: shared/kube/kube.sh not found beside the checkout (nor $UBERNETES_KUBE_SH): \
                  comparing with the checked-in kube-apiserver 1.36.2 output (tests/kube_reference)"
             );
-            (reference_resources, reference_versions, reference_discovery)
+            (
+                reference_resources,
+                reference_versions,
+                reference_discovery,
+                reference_groups,
+            )
         }
         Some(script) => {
             let name = format!("apires{}", std::process::id());
@@ -190,7 +213,14 @@ fn api_resources_and_versions_match_kube_apiserver() -> Result<()> {
                     serde_json::to_string_pretty(&live_discovery)?
                 ));
             }
-            (live_resources, live_versions, live_discovery)
+            let live_groups =
+                group_order(&kubectl_at(&kc, cache.path(), &["get", "--raw", "/apis"])?)?;
+            if live_groups != reference_groups {
+                problems.push(format!(
+                    "tests/kube_reference/apis-groups.txt is stale; kube-apiserver says {live_groups:?}"
+                ));
+            }
+            (live_resources, live_versions, live_discovery, live_groups)
         }
     };
     problems.extend(diff(
@@ -212,6 +242,11 @@ fn api_resources_and_versions_match_kube_apiserver() -> Result<()> {
                 "discovery of {gv}: kube-apiserver {kube_list}\n  ours {ours}"
             ));
         }
+    }
+    if ours_groups != kube_groups {
+        problems.push(format!(
+            "/apis group order: kube-apiserver {kube_groups:?}\n  ours {ours_groups:?}"
+        ));
     }
     if !problems.is_empty() {
         bail!("{} difference(s):\n{}", problems.len(), problems.join("\n"));

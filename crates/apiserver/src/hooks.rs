@@ -14,10 +14,13 @@
 //!   `crd-informer-synced`), the APIService controllers
 //!   (`apiservice-*`, `kube-apiserver-autoregistration`), the bootstrap RBAC
 //!   policy (`rbac/bootstrap-roles`), the system PriorityClasses
-//!   (`scheduling/bootstrap-system-priority-classes`), and
+//!   (`scheduling/bootstrap-system-priority-classes`), kube's bootstrap
+//!   FlowSchemas and PriorityLevelConfigurations
+//!   (`priority-and-fairness-config-producer`), the default ServiceCIDR
+//!   (`start-kubernetes-service-cidr-controller`), and
 //!   `autoregister-completion`: every group/version served at start has its
 //!   APIService, Available. The hooks of components this server does not
-//!   have (priority and fairness, identity leases, the aggregator's proxy
+//!   have (request throttling by priority and fairness, identity leases, the aggregator's proxy
 //!   client certificate, …) have nothing to wait for and pass, as a finished
 //!   hook does.
 
