@@ -20,9 +20,9 @@
 //!   (`start-kubernetes-service-cidr-controller`), and
 //!   `autoregister-completion`: every group/version served at start has its
 //!   APIService, Available. The hooks of components this server does not
-//!   have (request throttling by priority and fairness, identity leases, the aggregator's proxy
-//!   client certificate, …) have nothing to wait for and pass, as a finished
-//!   hook does.
+//!   have (request throttling by priority and fairness, identity leases,
+//!   the aggregator's proxy client certificate, …) have nothing to wait for
+//!   and pass, as a finished hook does.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
