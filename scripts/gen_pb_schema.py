@@ -50,6 +50,12 @@ ROOTS = [
     ("authentication.k8s.io/v1", "TokenRequest"),
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
     ("apiregistration.k8s.io/v1", "APIService"),
+    ("v1", "ComponentStatus"),
+    ("resource.k8s.io/v1", "DeviceClass"), ("resource.k8s.io/v1", "ResourceClaim"),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"), ("resource.k8s.io/v1", "ResourceSlice"),
+    ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration"),
+    ("networking.k8s.io/v1", "IPAddress"), ("networking.k8s.io/v1", "ServiceCIDR"),
 ]
 EXTRA_ROOTS = [
     "meta.v1.DeleteOptions", "meta.v1.Status", "meta.v1.WatchEvent",

@@ -1231,3 +1231,149 @@ async fn scale_subresource_in_protobuf() -> Result<()> {
     );
     Ok(())
 }
+
+// ---- the kinds added for issue 15 in protobuf ---------------------------------
+
+/// FlowSchemas (created, listed with kube's bootstrap ones), a Binding sent
+/// to `pods/binding`, and the ComponentStatusList, as client-go configured
+/// for protobuf sends and reads them.
+#[tokio::test(flavor = "multi_thread")]
+async fn new_kinds_in_protobuf() -> Result<()> {
+    use k8s_pb::api::core::v1 as core;
+    use k8s_pb::api::flowcontrol::v1 as flowcontrol;
+    let (_server, client) = start().await?;
+    let schemas = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas";
+    let schema = flowcontrol::FlowSchema {
+        metadata: Some(meta::ObjectMeta {
+            name: Some("pb-schema".into()),
+            ..Default::default()
+        }),
+        spec: Some(flowcontrol::FlowSchemaSpec {
+            priority_level_configuration: Some(flowcontrol::PriorityLevelConfigurationReference {
+                name: Some("workload-low".into()),
+            }),
+            distinguisher_method: Some(flowcontrol::FlowDistinguisherMethod {
+                r#type: Some("ByUser".into()),
+            }),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let body = envelope(
+        "flowcontrol.apiserver.k8s.io/v1",
+        "FlowSchema",
+        schema.encode_to_vec(),
+    );
+    let r = send(&client, "POST", schemas, Some(PROTOBUF), body).await?;
+    ensure!(
+        r.code == 201,
+        "protobuf FlowSchema create: {} {}",
+        r.code,
+        r.text()
+    );
+    let (_, kind, raw) = r.kind_and_raw()?;
+    ensure!(kind == "FlowSchema", "create answered a {kind}");
+    let created = flowcontrol::FlowSchema::decode(raw.as_slice())?;
+    let spec = created.spec.context("spec")?;
+    ensure!(
+        spec.matching_precedence == Some(1000),
+        "kube's default: {spec:?}"
+    );
+    ensure!(
+        spec.distinguisher_method.and_then(|d| d.r#type).as_deref() == Some("ByUser"),
+        "distinguisher kept"
+    );
+    let r = send(&client, "GET", schemas, None, Vec::new()).await?;
+    let (_, kind, raw) = r.kind_and_raw()?;
+    ensure!(kind == "FlowSchemaList", "list answered a {kind}");
+    let list = flowcontrol::FlowSchemaList::decode(raw.as_slice())?;
+    ensure!(
+        list.items.len() == 12,
+        "11 bootstrap + 1: {}",
+        list.items.len()
+    );
+
+    // pods/binding with a protobuf Binding (what kube-scheduler sends).
+    let pod = core::Pod {
+        metadata: Some(meta::ObjectMeta {
+            name: Some("pb-pod".into()),
+            ..Default::default()
+        }),
+        spec: Some(core::PodSpec {
+            containers: vec![core::Container {
+                name: Some("c".into()),
+                image: Some("nginx".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let r = send(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        Some(PROTOBUF),
+        envelope("v1", "Pod", pod.encode_to_vec()),
+    )
+    .await?;
+    ensure!(r.code == 201, "pod create: {} {}", r.code, r.text());
+    let binding = core::Binding {
+        metadata: Some(meta::ObjectMeta {
+            name: Some("pb-pod".into()),
+            ..Default::default()
+        }),
+        target: Some(core::ObjectReference {
+            kind: Some("Node".into()),
+            name: Some("node-pb".into()),
+            ..Default::default()
+        }),
+    };
+    let r = send(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/pods/pb-pod/binding",
+        Some(PROTOBUF),
+        envelope("v1", "Binding", binding.encode_to_vec()),
+    )
+    .await?;
+    ensure!(r.code == 201, "binding: {} {}", r.code, r.text());
+    let status = r.status()?;
+    ensure!(status.status.as_deref() == Some("Success"), "{status:?}");
+    let r = send(
+        &client,
+        "GET",
+        "/api/v1/namespaces/default/pods/pb-pod",
+        None,
+        Vec::new(),
+    )
+    .await?;
+    let (_, _, raw) = r.kind_and_raw()?;
+    let bound = core::Pod::decode(raw.as_slice())?;
+    ensure!(
+        bound.spec.and_then(|s| s.node_name).as_deref() == Some("node-pb"),
+        "the pod got its node"
+    );
+
+    let r = send(
+        &client,
+        "GET",
+        "/api/v1/componentstatuses",
+        None,
+        Vec::new(),
+    )
+    .await?;
+    let (_, kind, raw) = r.kind_and_raw()?;
+    ensure!(kind == "ComponentStatusList", "answered a {kind}");
+    let list = core::ComponentStatusList::decode(raw.as_slice())?;
+    let names: Vec<String> = list
+        .items
+        .iter()
+        .filter_map(|c| c.metadata.as_ref()?.name.clone())
+        .collect();
+    ensure!(
+        names == ["scheduler", "controller-manager", "etcd-0"],
+        "{names:?}"
+    );
+    Ok(())
+}

@@ -226,10 +226,11 @@ pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(&digest[..8])
 }
 
-/// Whether a resource has storage behind it (virtual create-only resources
-/// such as SelfSubjectAccessReview or TokenReview carry no storageVersionHash).
+/// Whether a resource has storage behind it (virtual resources such as
+/// SelfSubjectAccessReview, TokenReview, Binding or ComponentStatus carry no
+/// storageVersionHash; every stored one can be watched).
 fn has_storage(r: &ResourceInfo) -> bool {
-    r.verbs.iter().any(|v| v != "create")
+    r.verbs.iter().any(|v| v == "watch")
 }
 
 fn sorted_verbs(verbs: &[String]) -> Vec<String> {

@@ -14,12 +14,15 @@
 //!   `crd-informer-synced`), the APIService controllers
 //!   (`apiservice-*`, `kube-apiserver-autoregistration`), the bootstrap RBAC
 //!   policy (`rbac/bootstrap-roles`), the system PriorityClasses
-//!   (`scheduling/bootstrap-system-priority-classes`), and
+//!   (`scheduling/bootstrap-system-priority-classes`), kube's bootstrap
+//!   FlowSchemas and PriorityLevelConfigurations
+//!   (`priority-and-fairness-config-producer`), the default ServiceCIDR
+//!   (`start-kubernetes-service-cidr-controller`), and
 //!   `autoregister-completion`: every group/version served at start has its
 //!   APIService, Available. The hooks of components this server does not
-//!   have (priority and fairness, identity leases, the aggregator's proxy
-//!   client certificate, …) have nothing to wait for and pass, as a finished
-//!   hook does.
+//!   have (request throttling by priority and fairness, identity leases,
+//!   the aggregator's proxy client certificate, …) have nothing to wait for
+//!   and pass, as a finished hook does.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -122,6 +125,26 @@ fn hook_check(registry: &Arc<Registry>, hook: &str) -> Option<Check> {
                 )?;
             }
             Ok(())
+        }),
+        "priority-and-fairness-config-producer" => Box::new(move || {
+            let (pls, fss) = ubernetes_registry::kinds::flowcontrol::bootstrap_names();
+            let group = "flowcontrol.apiserver.k8s.io";
+            for (resource, names) in [("prioritylevelconfigurations", pls), ("flowschemas", fss)] {
+                for name in names {
+                    require(
+                        cached(&r, (group, "v1", resource), None, &name).is_some(),
+                        || format!("{resource} {name} does not exist yet"),
+                    )?;
+                }
+            }
+            Ok(())
+        }),
+        "start-kubernetes-service-cidr-controller" => Box::new(move || {
+            let name = ubernetes_registry::kinds::ipaddress::DEFAULT_SERVICE_CIDR;
+            require(
+                cached(&r, ("networking.k8s.io", "v1", "servicecidrs"), None, name).is_some(),
+                || format!("the default ServiceCIDR {name} does not exist yet"),
+            )
         }),
         "bootstrap-controller" => Box::new(move || {
             require(

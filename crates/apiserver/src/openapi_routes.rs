@@ -50,9 +50,17 @@ fn serve(doc: &Served, headers: &HeaderMap, immutable: bool) -> HandlerResult {
     Ok(resp)
 }
 
+/// The resources the OpenAPI documents describe: the stored ones, and
+/// core's `bindings` and `componentstatuses` (kube documents both).
+fn documented(state: &AppState) -> Vec<ubernetes_apimachinery::ResourceInfo> {
+    let mut all = state.registry.resources();
+    all.extend(crate::core_extras::resources());
+    all
+}
+
 /// `/openapi/v2`: gnostic protobuf when asked for, else JSON.
 pub async fn v2(State(state): State<Arc<AppState>>, headers: HeaderMap) -> HandlerResult {
-    let resources = state.registry.resources();
+    let resources = documented(&state);
     let accept = headers
         .get(http::header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -67,7 +75,7 @@ pub async fn v2(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Handl
 
 /// `/openapi/v3`: the index of group-version documents.
 pub async fn v3_root(State(state): State<Arc<AppState>>, headers: HeaderMap) -> HandlerResult {
-    let doc = ubernetes_openapi::v3_root_bytes(&state.registry.resources());
+    let doc = ubernetes_openapi::v3_root_bytes(&documented(&state));
     serve(&doc, &headers, false)
 }
 
@@ -80,7 +88,7 @@ pub async fn v3_doc(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> HandlerResult {
-    let doc = ubernetes_openapi::v3_document_bytes(&state.registry.resources(), &path)
+    let doc = ubernetes_openapi::v3_document_bytes(&documented(&state), &path)
         .ok_or_else(ApiError::no_route)?;
     let asked = query.as_deref().and_then(|q| {
         form_urlencoded::parse(q.as_bytes())

@@ -1400,6 +1400,15 @@ const SCHEMA_TEXT: &str = r#"
 =authentication.k8s.io/v1 TokenRequest authentication.v1.TokenRequest
 =apiextensions.k8s.io/v1 CustomResourceDefinition apiextensions.v1.CustomResourceDefinition
 =apiregistration.k8s.io/v1 APIService apiregistration.v1.APIService
+=v1 ComponentStatus core.v1.ComponentStatus
+=resource.k8s.io/v1 DeviceClass resource.v1.DeviceClass
+=resource.k8s.io/v1 ResourceClaim resource.v1.ResourceClaim
+=resource.k8s.io/v1 ResourceClaimTemplate resource.v1.ResourceClaimTemplate
+=resource.k8s.io/v1 ResourceSlice resource.v1.ResourceSlice
+=flowcontrol.apiserver.k8s.io/v1 FlowSchema flowcontrol.v1.FlowSchema
+=flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfiguration flowcontrol.v1.PriorityLevelConfiguration
+=networking.k8s.io/v1 IPAddress networking.v1.IPAddress
+=networking.k8s.io/v1 ServiceCIDR networking.v1.ServiceCIDR
 =v1 NamespaceList core.v1.NamespaceList
 =v1 ConfigMapList core.v1.ConfigMapList
 =v1 SecretList core.v1.SecretList
@@ -1438,6 +1447,15 @@ const SCHEMA_TEXT: &str = r#"
 =discovery.k8s.io/v1 EndpointSliceList discovery.v1.EndpointSliceList
 =apiextensions.k8s.io/v1 CustomResourceDefinitionList apiextensions.v1.CustomResourceDefinitionList
 =apiregistration.k8s.io/v1 APIServiceList apiregistration.v1.APIServiceList
+=v1 ComponentStatusList core.v1.ComponentStatusList
+=resource.k8s.io/v1 DeviceClassList resource.v1.DeviceClassList
+=resource.k8s.io/v1 ResourceClaimList resource.v1.ResourceClaimList
+=resource.k8s.io/v1 ResourceClaimTemplateList resource.v1.ResourceClaimTemplateList
+=resource.k8s.io/v1 ResourceSliceList resource.v1.ResourceSliceList
+=flowcontrol.apiserver.k8s.io/v1 FlowSchemaList flowcontrol.v1.FlowSchemaList
+=flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfigurationList flowcontrol.v1.PriorityLevelConfigurationList
+=networking.k8s.io/v1 IPAddressList networking.v1.IPAddressList
+=networking.k8s.io/v1 ServiceCIDRList networking.v1.ServiceCIDRList
 =v1 Status meta.v1.Status
 =meta.k8s.io/v1 PartialObjectMetadata meta.v1.PartialObjectMetadata
 =meta.k8s.io/v1 PartialObjectMetadataList meta.v1.PartialObjectMetadataList
@@ -1604,6 +1622,9 @@ core.v1.CinderPersistentVolumeSource volumeID=1:s fsType=2:s readOnly=3:b secret
 core.v1.CinderVolumeSource volumeID=1:s fsType=2:s readOnly=3:b secretRef=4:@core.v1.LocalObjectReference
 core.v1.ClientIpConfig timeoutSeconds=1:i32
 core.v1.ClusterTrustBundleProjection name=1:s signerName=2:s labelSelector=3:@meta.v1.LabelSelector path=4:s optional=5:b
+core.v1.ComponentCondition type=1:s status=2:s message=3:s error=4:s
+core.v1.ComponentStatus metadata=1:@meta.v1.ObjectMeta conditions=2:*@core.v1.ComponentCondition
+core.v1.ComponentStatusList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.ComponentStatus
 core.v1.ConfigMap metadata=1:@meta.v1.ObjectMeta data=2:{s,s} binaryData=3:{s,y} immutable=4:b
 core.v1.ConfigMapEnvSource local_object_reference=1:^@core.v1.LocalObjectReference optional=2:b
 core.v1.ConfigMapKeySelector local_object_reference=1:^@core.v1.LocalObjectReference key=2:s optional=3:b
@@ -1816,6 +1837,29 @@ discovery.v1.ForZone name=1:s
 events.v1.Event metadata=1:@meta.v1.ObjectMeta eventTime=2:@meta.v1.MicroTime series=3:@events.v1.EventSeries reportingController=4:s reportingInstance=5:s action=6:s reason=7:s regarding=8:@core.v1.ObjectReference related=9:@core.v1.ObjectReference note=10:s type=11:s deprecatedSource=12:@core.v1.EventSource deprecatedFirstTimestamp=13:@meta.v1.Time deprecatedLastTimestamp=14:@meta.v1.Time deprecatedCount=15:i32
 events.v1.EventList metadata=1:@meta.v1.ListMeta items=2:*@events.v1.Event
 events.v1.EventSeries count=1:i32 lastObservedTime=2:@meta.v1.MicroTime
+flowcontrol.v1.ExemptPriorityLevelConfiguration nominalConcurrencyShares=1:i32 lendablePercent=2:i32
+flowcontrol.v1.FlowDistinguisherMethod type=1:s
+flowcontrol.v1.FlowSchema metadata=1:@meta.v1.ObjectMeta spec=2:@flowcontrol.v1.FlowSchemaSpec status=3:@flowcontrol.v1.FlowSchemaStatus
+flowcontrol.v1.FlowSchemaCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
+flowcontrol.v1.FlowSchemaList metadata=1:@meta.v1.ListMeta items=2:*@flowcontrol.v1.FlowSchema
+flowcontrol.v1.FlowSchemaSpec priorityLevelConfiguration=1:@flowcontrol.v1.PriorityLevelConfigurationReference matchingPrecedence=2:i32 distinguisherMethod=3:@flowcontrol.v1.FlowDistinguisherMethod rules=4:*@flowcontrol.v1.PolicyRulesWithSubjects
+flowcontrol.v1.FlowSchemaStatus conditions=1:*@flowcontrol.v1.FlowSchemaCondition
+flowcontrol.v1.GroupSubject name=1:s
+flowcontrol.v1.LimitResponse type=1:s queuing=2:@flowcontrol.v1.QueuingConfiguration
+flowcontrol.v1.LimitedPriorityLevelConfiguration nominalConcurrencyShares=1:i32 limitResponse=2:@flowcontrol.v1.LimitResponse lendablePercent=3:i32 borrowingLimitPercent=4:i32
+flowcontrol.v1.NonResourcePolicyRule verbs=1:*s nonResourceURLs=6:*s
+flowcontrol.v1.PolicyRulesWithSubjects subjects=1:*@flowcontrol.v1.Subject resourceRules=2:*@flowcontrol.v1.ResourcePolicyRule nonResourceRules=3:*@flowcontrol.v1.NonResourcePolicyRule
+flowcontrol.v1.PriorityLevelConfiguration metadata=1:@meta.v1.ObjectMeta spec=2:@flowcontrol.v1.PriorityLevelConfigurationSpec status=3:@flowcontrol.v1.PriorityLevelConfigurationStatus
+flowcontrol.v1.PriorityLevelConfigurationCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
+flowcontrol.v1.PriorityLevelConfigurationList metadata=1:@meta.v1.ListMeta items=2:*@flowcontrol.v1.PriorityLevelConfiguration
+flowcontrol.v1.PriorityLevelConfigurationReference name=1:s
+flowcontrol.v1.PriorityLevelConfigurationSpec type=1:s limited=2:@flowcontrol.v1.LimitedPriorityLevelConfiguration exempt=3:@flowcontrol.v1.ExemptPriorityLevelConfiguration
+flowcontrol.v1.PriorityLevelConfigurationStatus conditions=1:*@flowcontrol.v1.PriorityLevelConfigurationCondition
+flowcontrol.v1.QueuingConfiguration queues=1:i32 handSize=2:i32 queueLengthLimit=3:i32
+flowcontrol.v1.ResourcePolicyRule verbs=1:*s apiGroups=2:*s resources=3:*s clusterScope=4:b namespaces=5:*s
+flowcontrol.v1.ServiceAccountSubject namespace=1:s name=2:s
+flowcontrol.v1.Subject kind=1:s user=2:@flowcontrol.v1.UserSubject group=3:@flowcontrol.v1.GroupSubject serviceAccount=4:@flowcontrol.v1.ServiceAccountSubject
+flowcontrol.v1.UserSubject name=1:s
 meta.v1.Condition type=1:s status=2:s observedGeneration=3:i64 lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
 meta.v1.DeleteOptions gracePeriodSeconds=1:i64 preconditions=2:@meta.v1.Preconditions orphanDependents=3:b propagationPolicy=4:s dryRun=5:*s ignoreStoreReadErrorWithClusterBreakingPotential=6:b
 meta.v1.FieldSelectorRequirement key=1:s operator=2:s values=3:*s
@@ -1834,6 +1878,9 @@ meta.v1.StatusDetails name=1:s group=2:s kind=3:s causes=4:*@meta.v1.StatusCause
 meta.v1.WatchEvent type=1:s object=2:@runtime.RawExtension
 networking.v1.HttpIngressPath path=1:s backend=2:@networking.v1.IngressBackend pathType=3:s
 networking.v1.HttpIngressRuleValue paths=1:*@networking.v1.HttpIngressPath
+networking.v1.IPAddress metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.IPAddressSpec
+networking.v1.IPAddressList metadata=1:@meta.v1.ListMeta items=2:*@networking.v1.IPAddress
+networking.v1.IPAddressSpec parentRef=1:@networking.v1.ParentReference
 networking.v1.Ingress metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.IngressSpec status=3:@networking.v1.IngressStatus
 networking.v1.IngressBackend resource=3:@core.v1.TypedLocalObjectReference service=4:@networking.v1.IngressServiceBackend
 networking.v1.IngressClass metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.IngressClassSpec
@@ -1858,7 +1905,12 @@ networking.v1.NetworkPolicyList metadata=1:@meta.v1.ListMeta items=2:*@networkin
 networking.v1.NetworkPolicyPeer podSelector=1:@meta.v1.LabelSelector namespaceSelector=2:@meta.v1.LabelSelector ipBlock=3:@networking.v1.IpBlock
 networking.v1.NetworkPolicyPort protocol=1:s port=2:@intstr.IntOrString endPort=3:i32
 networking.v1.NetworkPolicySpec podSelector=1:@meta.v1.LabelSelector ingress=2:*@networking.v1.NetworkPolicyIngressRule egress=3:*@networking.v1.NetworkPolicyEgressRule policyTypes=4:*s
+networking.v1.ParentReference group=1:s resource=2:s namespace=3:s name=4:s
 networking.v1.ServiceBackendPort name=1:s number=2:i32
+networking.v1.ServiceCIDR metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.ServiceCIDRSpec status=3:@networking.v1.ServiceCIDRStatus
+networking.v1.ServiceCIDRList metadata=1:@meta.v1.ListMeta items=2:*@networking.v1.ServiceCIDR
+networking.v1.ServiceCIDRSpec cidrs=1:*s
+networking.v1.ServiceCIDRStatus conditions=1:*@meta.v1.Condition
 policy.v1.Eviction metadata=1:@meta.v1.ObjectMeta deleteOptions=2:@meta.v1.DeleteOptions
 policy.v1.PodDisruptionBudget metadata=1:@meta.v1.ObjectMeta spec=2:@policy.v1.PodDisruptionBudgetSpec status=3:@policy.v1.PodDisruptionBudgetStatus
 policy.v1.PodDisruptionBudgetList metadata=1:@meta.v1.ListMeta items=2:*@policy.v1.PodDisruptionBudget
@@ -1876,6 +1928,49 @@ rbac.v1.RoleBindingList metadata=1:@meta.v1.ListMeta items=2:*@rbac.v1.RoleBindi
 rbac.v1.RoleList metadata=1:@meta.v1.ListMeta items=2:*@rbac.v1.Role
 rbac.v1.RoleRef apiGroup=1:s kind=2:s name=3:s
 rbac.v1.Subject kind=1:s apiGroup=2:s name=3:s namespace=4:s
+resource.v1.AllocatedDeviceStatus driver=1:s pool=2:s device=3:s conditions=4:*@meta.v1.Condition data=5:@runtime.RawExtension networkData=6:@resource.v1.NetworkDeviceData shareID=7:s
+resource.v1.AllocationResult devices=1:@resource.v1.DeviceAllocationResult nodeSelector=3:@core.v1.NodeSelector allocationTimestamp=5:@meta.v1.Time
+resource.v1.CapacityRequestPolicy default=1:@resource.Quantity validValues=3:*@resource.Quantity validRange=4:@resource.v1.CapacityRequestPolicyRange
+resource.v1.CapacityRequestPolicyRange min=1:@resource.Quantity max=2:@resource.Quantity step=3:@resource.Quantity
+resource.v1.CapacityRequirements requests=1:{s,@resource.Quantity}
+resource.v1.CelDeviceSelector expression=1:s
+resource.v1.Counter value=1:@resource.Quantity
+resource.v1.CounterSet name=1:s counters=2:{s,@resource.v1.Counter}
+resource.v1.Device name=1:s attributes=2:{s,@resource.v1.DeviceAttribute} capacity=3:{s,@resource.v1.DeviceCapacity} consumesCounters=4:*@resource.v1.DeviceCounterConsumption nodeName=5:s nodeSelector=6:@core.v1.NodeSelector allNodes=7:b taints=8:*@resource.v1.DeviceTaint bindsToNode=9:b bindingConditions=10:*s bindingFailureConditions=11:*s allowMultipleAllocations=12:b
+resource.v1.DeviceAllocationConfiguration source=1:s requests=2:*s device_configuration=3:^@resource.v1.DeviceConfiguration
+resource.v1.DeviceAllocationResult results=1:*@resource.v1.DeviceRequestAllocationResult config=2:*@resource.v1.DeviceAllocationConfiguration
+resource.v1.DeviceAttribute int=2:i64 bool=3:b string=4:s version=5:s
+resource.v1.DeviceCapacity value=1:@resource.Quantity requestPolicy=2:@resource.v1.CapacityRequestPolicy
+resource.v1.DeviceClaim requests=1:*@resource.v1.DeviceRequest constraints=2:*@resource.v1.DeviceConstraint config=3:*@resource.v1.DeviceClaimConfiguration
+resource.v1.DeviceClaimConfiguration requests=1:*s device_configuration=2:^@resource.v1.DeviceConfiguration
+resource.v1.DeviceClass metadata=1:@meta.v1.ObjectMeta spec=2:@resource.v1.DeviceClassSpec
+resource.v1.DeviceClassConfiguration device_configuration=1:^@resource.v1.DeviceConfiguration
+resource.v1.DeviceClassList metadata=1:@meta.v1.ListMeta items=2:*@resource.v1.DeviceClass
+resource.v1.DeviceClassSpec selectors=1:*@resource.v1.DeviceSelector config=2:*@resource.v1.DeviceClassConfiguration extendedResourceName=4:s
+resource.v1.DeviceConfiguration opaque=1:@resource.v1.OpaqueDeviceConfiguration
+resource.v1.DeviceConstraint requests=1:*s matchAttribute=2:s distinctAttribute=3:s
+resource.v1.DeviceCounterConsumption counterSet=1:s counters=2:{s,@resource.v1.Counter}
+resource.v1.DeviceRequest name=1:s exactly=2:@resource.v1.ExactDeviceRequest firstAvailable=3:*@resource.v1.DeviceSubRequest
+resource.v1.DeviceRequestAllocationResult request=1:s driver=2:s pool=3:s device=4:s adminAccess=5:b tolerations=6:*@resource.v1.DeviceToleration bindingConditions=7:*s bindingFailureConditions=8:*s shareID=9:s consumedCapacity=10:{s,@resource.Quantity}
+resource.v1.DeviceSelector cel=1:@resource.v1.CelDeviceSelector
+resource.v1.DeviceSubRequest name=1:s deviceClassName=2:s selectors=3:*@resource.v1.DeviceSelector allocationMode=4:s count=5:i64 tolerations=6:*@resource.v1.DeviceToleration capacity=7:@resource.v1.CapacityRequirements
+resource.v1.DeviceTaint key=1:s value=2:s effect=3:s timeAdded=4:@meta.v1.Time
+resource.v1.DeviceToleration key=1:s operator=2:s value=3:s effect=4:s tolerationSeconds=5:i64
+resource.v1.ExactDeviceRequest deviceClassName=1:s selectors=2:*@resource.v1.DeviceSelector allocationMode=3:s count=4:i64 adminAccess=5:b tolerations=6:*@resource.v1.DeviceToleration capacity=7:@resource.v1.CapacityRequirements
+resource.v1.NetworkDeviceData interfaceName=1:s ips=2:*s hardwareAddress=3:s
+resource.v1.OpaqueDeviceConfiguration driver=1:s parameters=2:@runtime.RawExtension
+resource.v1.ResourceClaim metadata=1:@meta.v1.ObjectMeta spec=2:@resource.v1.ResourceClaimSpec status=3:@resource.v1.ResourceClaimStatus
+resource.v1.ResourceClaimConsumerReference apiGroup=1:s resource=3:s name=4:s uid=5:s
+resource.v1.ResourceClaimList metadata=1:@meta.v1.ListMeta items=2:*@resource.v1.ResourceClaim
+resource.v1.ResourceClaimSpec devices=1:@resource.v1.DeviceClaim
+resource.v1.ResourceClaimStatus allocation=1:@resource.v1.AllocationResult reservedFor=2:*@resource.v1.ResourceClaimConsumerReference devices=4:*@resource.v1.AllocatedDeviceStatus
+resource.v1.ResourceClaimTemplate metadata=1:@meta.v1.ObjectMeta spec=2:@resource.v1.ResourceClaimTemplateSpec
+resource.v1.ResourceClaimTemplateList metadata=1:@meta.v1.ListMeta items=2:*@resource.v1.ResourceClaimTemplate
+resource.v1.ResourceClaimTemplateSpec metadata=1:@meta.v1.ObjectMeta spec=2:@resource.v1.ResourceClaimSpec
+resource.v1.ResourcePool name=1:s generation=2:i64 resourceSliceCount=3:i64
+resource.v1.ResourceSlice metadata=1:@meta.v1.ObjectMeta spec=2:@resource.v1.ResourceSliceSpec
+resource.v1.ResourceSliceList metadata=1:@meta.v1.ListMeta items=2:*@resource.v1.ResourceSlice
+resource.v1.ResourceSliceSpec driver=1:s pool=2:@resource.v1.ResourcePool nodeName=3:s nodeSelector=4:@core.v1.NodeSelector allNodes=5:b devices=6:*@resource.v1.Device perDeviceNodeSelection=7:b sharedCounters=8:*@resource.v1.CounterSet
 federation.v1beta1.Cluster metadata=1:@meta.v1.ObjectMeta spec=2:@federation.v1beta1.ClusterSpec status=3:@federation.v1beta1.ClusterStatus
 federation.v1beta1.ClusterCondition type=1:s status=2:s lastProbeTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
 federation.v1beta1.ClusterList metadata=1:@meta.v1.ListMeta items=2:*@federation.v1beta1.Cluster

@@ -20,6 +20,7 @@ use crate::state::AppState;
 pub fn api_router(state: Arc<AppState>) -> Router {
     Router::new()
         .merge(crate::reviews::router())
+        .merge(crate::core_extras::router())
         .merge(crate::service_accounts::router())
         .merge(crate::proxy::router())
         .route("/api", get(api_root))

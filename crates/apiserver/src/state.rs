@@ -44,6 +44,7 @@ impl AppState {
     pub fn resources(&self) -> Vec<ResourceInfo> {
         let mut all = self.registry.resources();
         all.extend(crate::discovery::review_resources());
+        all.extend(crate::core_extras::resources());
         all
     }
 
@@ -261,6 +262,17 @@ pub async fn build_state_on(
     ubernetes_registry::kinds::platform::bootstrap_priority_classes(&registry)
         .await
         .map_err(|e| anyhow::anyhow!("bootstrapping the system PriorityClasses: {e}"))?;
+    ubernetes_registry::kinds::flowcontrol::bootstrap_apf_configuration(&registry)
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!("bootstrapping the APF FlowSchemas and priority levels: {e}")
+        })?;
+    ubernetes_registry::kinds::ipaddress::bootstrap_service_cidr(
+        &registry,
+        &options.service_cluster_ip_range,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("bootstrapping the default ServiceCIDR: {e}"))?;
     bootstrap_rbac(&registry)
         .await
         .map_err(|e| anyhow::anyhow!("bootstrapping the RBAC policy: {e}"))?;
@@ -297,6 +309,7 @@ pub async fn build_state_on(
         .resources()
         .into_iter()
         .chain(crate::discovery::review_resources())
+        .chain(crate::core_extras::resources())
         .collect();
     // Every replica serves the Established CRDs; the leader writes.
     let crd_controller = ubernetes_apiextensions::controller::CrdController::start_with(

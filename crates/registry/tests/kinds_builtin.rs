@@ -82,10 +82,18 @@ fn every_spec_resource_is_served_once() {
         "federation/v1beta1/clusters",
         "apiregistration.k8s.io/v1/apiservices",
         "federation/v1beta1/propagationrecords",
+        "resource.k8s.io/v1/deviceclasses",
+        "resource.k8s.io/v1/resourceclaims",
+        "resource.k8s.io/v1/resourceclaimtemplates",
+        "resource.k8s.io/v1/resourceslices",
+        "flowcontrol.apiserver.k8s.io/v1/flowschemas",
+        "flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
+        "networking.k8s.io/v1/ipaddresses",
+        "networking.k8s.io/v1/servicecidrs",
     ] {
         assert!(keys.contains(&want.to_string()), "missing {want}");
     }
-    assert_eq!(n, 53);
+    assert_eq!(n, 61);
     let v2 = all
         .iter()
         .position(|s| s.info().group == "autoscaling" && s.info().version == "v2");

@@ -77,6 +77,14 @@ where
                     .map(String::from)
                     .to_vec(),
             },
+            // Pods' `binding` (kube's BindingREST; served by the apiserver).
+            "binding" => SubresourceInfo {
+                name: "binding".into(),
+                kind: "Binding".into(),
+                group: String::new(),
+                version: "v1".into(),
+                verbs: vec!["create".into()],
+            },
             "finalize" => SubresourceInfo {
                 name: "finalize".into(),
                 kind: T::KIND.into(),

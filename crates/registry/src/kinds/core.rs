@@ -117,7 +117,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .returns_deleted_object(),
         ),
         Arc::new(
-            Builtin::<Pod>::new(info::<Pod>("pod", &["po"], &["all"], &["status"]))
+            Builtin::<Pod>::new(info::<Pod>("pod", &["po"], &["all"], &["binding", "status"]))
                 .printer(Printer::Pod)
                 .generation()
                 .defaults(default_pod)

@@ -20,11 +20,14 @@ pub mod builtin;
 pub mod core;
 pub mod defaults;
 pub mod federation;
+pub mod flowcontrol;
 pub mod groups;
+pub mod ipaddress;
 pub mod names;
 pub mod omitempty;
 pub mod platform;
 pub mod quantity;
+pub mod resource;
 pub mod validation;
 
 pub use builtin::Builtin;
@@ -42,6 +45,9 @@ pub fn builtin() -> Vec<Arc<dyn Strategy>> {
     all.extend(federation::strategies());
     all.extend(apiregistration::strategies());
     all.extend(platform::strategies());
+    all.extend(resource::strategies());
+    all.extend(flowcontrol::strategies());
+    all.extend(ipaddress::strategies());
     all
 }
 

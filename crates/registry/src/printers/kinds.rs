@@ -110,6 +110,16 @@ pub enum Printer {
     Cluster,
     PropagationRecord,
     APIService,
+    ComponentStatus,
+    ResourceClaim,
+    ResourceSlice,
+    FlowSchema,
+    PriorityLevelConfiguration,
+    IPAddress,
+    ServiceCIDR,
+    /// kube's printers with only Name and Age (DeviceClass,
+    /// ResourceClaimTemplate).
+    NameAge,
     Default,
 }
 
@@ -130,7 +140,11 @@ pub(crate) fn printer_for(group: &str, kind: &str) -> Printer {
     BY_KIND
         .get(&(group.to_string(), kind.to_string()))
         .copied()
-        .unwrap_or(Printer::Default)
+        .unwrap_or(match (group, kind) {
+            // Served by the API server itself, not stored: no declaration.
+            ("", "ComponentStatus") => Printer::ComponentStatus,
+            _ => Printer::Default,
+        })
 }
 
 /// Every column of a printer, wide ones included.
@@ -425,6 +439,14 @@ pub(crate) fn columns(p: Printer, kind: &str) -> Vec<Column> {
             col("Available", "string", "Whether this service is available."),
             AGE,
         ],
+        ComponentStatus => super::platform::component_status_columns(),
+        ResourceClaim => super::platform::resource_claim_columns(),
+        ResourceSlice => super::platform::resource_slice_columns(),
+        FlowSchema => super::platform::flow_schema_columns(),
+        PriorityLevelConfiguration => super::platform::priority_level_columns(),
+        IPAddress => super::platform::ip_address_columns(),
+        ServiceCIDR => super::platform::service_cidr_columns(),
+        NameAge => vec![NAME, AGE],
         Default => vec![NAME, col("Created At", "date", AGE_DESC)],
     }
 }
@@ -989,6 +1011,14 @@ pub(crate) fn cells(p: Printer, obj: &Value, now: Timestamp) -> (Vec<Value>, Opt
         Cluster => cluster(obj, now),
         PropagationRecord => propagation_record(obj, now),
         APIService => api_service(obj, now),
+        ComponentStatus => super::platform::component_status(obj),
+        ResourceClaim => super::platform::resource_claim(obj, now),
+        ResourceSlice => super::platform::resource_slice(obj, now),
+        FlowSchema => super::platform::flow_schema(obj, now),
+        PriorityLevelConfiguration => super::platform::priority_level(obj, now),
+        IPAddress => super::platform::ip_address(obj),
+        ServiceCIDR => super::platform::service_cidr(obj, now),
+        NameAge => vec![name(obj), age(obj, now)],
         Default => {
             let created = parse_time(obj.pointer("/metadata/creationTimestamp"))
                 .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())

@@ -10,6 +10,7 @@
 
 mod format;
 mod kinds;
+mod platform;
 
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
@@ -142,6 +143,13 @@ pub fn to_table_at(
         .filter(|c| wide_columns_included || c.priority == 0)
         .map(column_json)
         .collect();
+    let mut sorted;
+    let mut objects = objects;
+    if p == kinds::Printer::FlowSchema {
+        sorted = objects.to_vec();
+        platform::sort_flow_schemas(&mut sorted);
+        objects = &sorted;
+    }
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| table_row(info, o, wide_columns_included, include_object, now))
