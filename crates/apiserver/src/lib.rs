@@ -23,9 +23,9 @@
 pub mod audit;
 pub mod authn;
 pub mod authz;
-pub mod csr_signing;
 pub mod cluster_proxy;
 pub mod core_extras;
+pub mod csr_signing;
 pub mod discovery;
 pub mod field_manager;
 pub mod handlers;

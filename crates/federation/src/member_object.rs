@@ -130,6 +130,13 @@ pub fn is_propagated(resource: &str, obj: &Value) -> bool {
             !bootstrap && !name.starts_with("system:")
         }
         "customresourcedefinitions" => label(obj, FEDERATED_CRD_LABEL) == Some("true"),
+        // Every cluster has its own: kube-apiserver creates the system
+        // PriorityClasses and the API Priority and Fairness bootstrap
+        // objects (annotated `apf.kubernetes.io/autoupdate-spec`) itself.
+        "priorityclasses" => !name.starts_with("system-"),
+        "flowschemas" | "prioritylevelconfigurations" => {
+            annotation(obj, "apf.kubernetes.io/autoupdate-spec").is_none()
+        }
         _ => true,
     }
 }
@@ -657,6 +664,24 @@ mod tests {
             );
             assert!(!is_propagated(r, &labelled), "{r}");
             assert!(is_propagated(r, &obj(json!({"name": "reader"}))), "{r}");
+        }
+    }
+
+    #[test]
+    fn each_clusters_own_priority_classes_and_apf_bootstrap_are_not_propagated() {
+        assert!(!is_propagated(
+            "priorityclasses.scheduling.k8s.io",
+            &obj(json!({"name": "system-node-critical"}))
+        ));
+        assert!(is_propagated(
+            "priorityclasses",
+            &obj(json!({"name": "batch-low"}))
+        ));
+        for r in ["flowschemas", "prioritylevelconfigurations"] {
+            let bootstrap = obj(json!({"name": "exempt",
+                "annotations": {"apf.kubernetes.io/autoupdate-spec": "true"}}));
+            assert!(!is_propagated(r, &bootstrap), "{r}");
+            assert!(is_propagated(r, &obj(json!({"name": "tenant-a"}))), "{r}");
         }
     }
 

@@ -117,16 +117,21 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .returns_deleted_object(),
         ),
         Arc::new(
-            Builtin::<Pod>::new(info::<Pod>("pod", &["po"], &["all"], &["binding", "status"]))
-                .printer(Printer::Pod)
-                .generation()
-                .defaults(default_pod)
-                .validate(validate_pod)
-                .validate_update(validate_pod_update)
-                .fields(POD_FIELDS)
-                .attrs(pod_attrs)
-                .on_create(prepare_pod)
-                .returns_deleted_object(),
+            Builtin::<Pod>::new(info::<Pod>(
+                "pod",
+                &["po"],
+                &["all"],
+                &["binding", "status"],
+            ))
+            .printer(Printer::Pod)
+            .generation()
+            .defaults(default_pod)
+            .validate(validate_pod)
+            .validate_update(validate_pod_update)
+            .fields(POD_FIELDS)
+            .attrs(pod_attrs)
+            .on_create(prepare_pod)
+            .returns_deleted_object(),
         ),
         Arc::new(
             Builtin::<PodTemplate>::new(info::<PodTemplate>("podtemplate", &[], &[], &[]))

@@ -23,6 +23,7 @@ use ubernetes_apimachinery::{ApiError, Cause};
 
 use super::builtin::{Builtin, info};
 use super::validation::invalid_num;
+use crate::printers::Printer;
 use crate::registry::Registry;
 use crate::store::WriteOptions;
 use crate::strategy::Strategy;
@@ -34,6 +35,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
     vec![
         Arc::new(
             Builtin::<FlowSchema>::new(info::<FlowSchema>("flowschema", &[], &[], &["status"]))
+                .printer(Printer::FlowSchema)
+                .federated()
                 .generation()
                 .defaults(|fs| {
                     fs.spec.matching_precedence.get_or_insert(1000);
@@ -48,6 +51,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
+            .printer(Printer::PriorityLevelConfiguration)
+            .federated()
             .generation()
             .defaults(|pl| default_priority_level(&mut pl.spec))
             .validate(|pl| validate_priority_level(&pl.spec))

@@ -84,6 +84,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         Arc::new(
             Builtin::<IngressClass>::new(info::<IngressClass>("ingressclass", &[], &[], &[]))
                 .printer(Printer::IngressClass)
+                .federated()
                 .generation()
                 .defaults(|c| {
                     if let Some(p) = c.spec.as_mut().and_then(|s| s.parameters.as_mut()) {

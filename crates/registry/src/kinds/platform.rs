@@ -44,6 +44,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(Printer::Default)
+            .federated()
             .without_protobuf(),
         ),
         Arc::new(
@@ -56,6 +57,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(Printer::Default)
+            .federated()
             .without_protobuf(),
         ),
         Arc::new(
@@ -68,6 +70,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(Printer::Default)
+            .federated()
             .without_protobuf()
             .validate(|w| webhook_names(w.webhooks.iter().flatten().map(|h| h.name.as_str()))),
         ),
@@ -81,6 +84,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["status"],
             ))
             .printer(Printer::Default)
+            .federated()
             .without_protobuf()
             .generation(),
         ),
@@ -94,6 +98,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(Printer::Default)
+            .federated()
             .without_protobuf(),
         ),
         Arc::new(
@@ -106,6 +111,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(Printer::Default)
+            .federated()
             .without_protobuf()
             .validate(|w| webhook_names(w.webhooks.iter().flatten().map(|h| h.name.as_str()))),
         ),
@@ -144,6 +150,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         Arc::new(
             Builtin::<RuntimeClass>::new(info::<RuntimeClass>("runtimeclass", &[], &[], &[]))
                 .printer(Printer::Default)
+                .federated()
                 .without_protobuf()
                 .validate(|rc| {
                     if rc.handler.is_empty() {
@@ -170,6 +177,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(Printer::Default)
+            .federated()
             .without_protobuf()
             .defaults(|pc| {
                 if pc.preemption_policy.is_none() {
@@ -227,6 +235,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(Printer::Default)
+            .federated()
             .without_protobuf()
             .defaults(|sc| {
                 if sc.reclaim_policy.is_none() {
@@ -268,6 +277,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(Printer::Default)
+            .federated()
             .without_protobuf()
             .validate(|v| {
                 if v.driver_name.is_empty() {

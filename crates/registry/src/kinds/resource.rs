@@ -26,6 +26,7 @@ use ubernetes_apimachinery::error::field;
 use super::builtin::{Builtin, info};
 use super::names;
 use super::validation::{immutable_str, invalid_shown, invalid_str};
+use crate::printers::Printer;
 use crate::strategy::Strategy;
 
 /// The strategies of `resource.k8s.io/v1`, in discovery order.
@@ -33,6 +34,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
     vec![
         Arc::new(
             Builtin::<DeviceClass>::new(info::<DeviceClass>("deviceclass", &[], &[], &[]))
+                .printer(Printer::NameAge)
+                .federated()
                 .generation(),
         ),
         Arc::new(
@@ -42,6 +45,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
+            .printer(Printer::ResourceClaim)
             .defaults(|c| default_claim_spec(c.spec.as_mut()))
             .on_create(empty_status)
             .validate(|c| validate_claim_spec("spec", c.spec.as_ref()))
@@ -63,6 +67,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
+            .printer(Printer::NameAge)
+            .federated()
             .defaults(|t| {
                 if let Some(spec) = t.spec.as_mut() {
                     spec.metadata.get_or_insert_with(Default::default);
@@ -85,6 +91,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<ResourceSlice>::new(info::<ResourceSlice>("resourceslice", &[], &[], &[]))
+                .printer(Printer::ResourceSlice)
                 .generation()
                 .fields(&["spec.nodeName", "spec.driver"])
                 .validate(validate_slice)
