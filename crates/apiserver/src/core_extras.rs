@@ -36,42 +36,6 @@ use crate::state::AppState;
 /// kube's warning on every ComponentStatus read.
 const CS_DEPRECATED: &str = "v1 ComponentStatus is deprecated in v1.19+";
 
-fn core_info(
-    resource: &str,
-    kind: &str,
-    namespaced: bool,
-    verbs: &[&str],
-    short: &[&str],
-) -> ResourceInfo {
-    ResourceInfo {
-        group: String::new(),
-        version: "v1".to_string(),
-        resource: resource.to_string(),
-        singular: kind.to_ascii_lowercase(),
-        kind: kind.to_string(),
-        namespaced,
-        verbs: verbs.iter().map(|v| v.to_string()).collect(),
-        short_names: short.iter().map(|v| v.to_string()).collect(),
-        categories: Vec::new(),
-        subresources: Vec::new(),
-        definition: format!("io.k8s.api.core.v1.{kind}"),
-    }
-}
-
-/// `bindings` and `componentstatuses` as discovery lists them.
-pub fn resources() -> Vec<ResourceInfo> {
-    vec![
-        core_info("bindings", "Binding", true, &["create"], &[]),
-        core_info(
-            "componentstatuses",
-            "ComponentStatus",
-            false,
-            &["get", "list"],
-            &["cs"],
-        ),
-    ]
-}
-
 /// The routes (merged before the generic `/api/v1/{*rest}` route).
 pub fn router() -> Router<Arc<AppState>> {
     Router::new()
@@ -389,7 +353,7 @@ async fn probe_loopback_healthz(port: u16) -> (bool, String, String) {
 }
 
 fn cs_info() -> ResourceInfo {
-    resources().remove(1)
+    crate::discovery::core_extra_resources().remove(1)
 }
 
 fn render(headers: &HeaderMap, v: &Value, list: bool) -> HandlerResult {

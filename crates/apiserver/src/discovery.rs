@@ -420,6 +420,43 @@ fn review_info(group: &str, resource: &str, kind: &str, namespaced: bool) -> Res
     }
 }
 
+fn core_info(
+    resource: &str,
+    kind: &str,
+    namespaced: bool,
+    verbs: &[&str],
+    short: &[&str],
+) -> ResourceInfo {
+    ResourceInfo {
+        group: String::new(),
+        version: "v1".to_string(),
+        resource: resource.to_string(),
+        singular: kind.to_ascii_lowercase(),
+        kind: kind.to_string(),
+        namespaced,
+        verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        short_names: short.iter().map(|v| v.to_string()).collect(),
+        categories: Vec::new(),
+        subresources: Vec::new(),
+        definition: format!("io.k8s.api.core.v1.{kind}"),
+    }
+}
+
+/// `bindings` and `componentstatuses` as discovery lists them (served by
+/// `core_extras`, not stored).
+pub fn core_extra_resources() -> Vec<ResourceInfo> {
+    vec![
+        core_info("bindings", "Binding", true, &["create"], &[]),
+        core_info(
+            "componentstatuses",
+            "ComponentStatus",
+            false,
+            &["get", "list"],
+            &["cs"],
+        ),
+    ]
+}
+
 /// The review resources as discovery lists them (verbs `["create"]`).
 pub fn review_resources() -> Vec<ResourceInfo> {
     vec![

@@ -224,7 +224,7 @@ pub struct ServerOptions {
 
     /// `--cluster-signing-*`: the CSR signer's CA and maximum lifetime.
     #[command(flatten)]
-    pub cluster_signing: crate::csr_signing::ClusterSigningOptions,
+    pub cluster_signing: ClusterSigningOptions,
 }
 
 pub use ubernetes_apimachinery::duration::parse_duration;
@@ -307,6 +307,54 @@ impl ServerOptions {
             .filter(|m| !m.is_empty())
             .map(str::to_string)
             .collect()
+    }
+}
+
+/// Signing of approved CertificateSigningRequests.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClusterSigningOptions {
+    /// Filename containing a PEM-encoded X509 CA certificate used to issue
+    /// cluster-scoped certificates: the kubernetes.io/kube-apiserver-client
+    /// signer signs approved CertificateSigningRequests with it. Default:
+    /// the dev CA (DATA_DIR/pki/ca.crt), which this server trusts for
+    /// client certificates (another CA must also be in --client-ca-file for
+    /// its certificates to authenticate).
+    #[arg(
+        long = "cluster-signing-cert-file",
+        value_name = "FILE",
+        requires = "cluster_signing_key_file"
+    )]
+    pub cluster_signing_cert_file: Option<PathBuf>,
+
+    /// Filename containing a PEM-encoded RSA or ECDSA private key used to
+    /// sign cluster-scoped certificates (goes with
+    /// --cluster-signing-cert-file; default: DATA_DIR/pki/ca.key).
+    #[arg(
+        long = "cluster-signing-key-file",
+        value_name = "FILE",
+        requires = "cluster_signing_cert_file"
+    )]
+    pub cluster_signing_key_file: Option<PathBuf>,
+
+    /// The max length of duration signed certificates will be given.
+    /// Individual CSRs may request shorter certs by setting
+    /// spec.expirationSeconds.
+    #[arg(
+        long = "cluster-signing-duration",
+        value_name = "DURATION",
+        default_value = "8760h0m0s",
+        value_parser = parse_duration
+    )]
+    pub cluster_signing_duration: Duration,
+}
+
+impl Default for ClusterSigningOptions {
+    fn default() -> Self {
+        Self {
+            cluster_signing_cert_file: None,
+            cluster_signing_key_file: None,
+            cluster_signing_duration: Duration::from_secs(365 * 24 * 3600),
+        }
     }
 }
 

@@ -44,7 +44,7 @@ impl AppState {
     pub fn resources(&self) -> Vec<ResourceInfo> {
         let mut all = self.registry.resources();
         all.extend(crate::discovery::review_resources());
-        all.extend(crate::core_extras::resources());
+        all.extend(crate::discovery::core_extra_resources());
         all
     }
 
@@ -309,7 +309,7 @@ pub async fn build_state_on(
         .resources()
         .into_iter()
         .chain(crate::discovery::review_resources())
-        .chain(crate::core_extras::resources())
+        .chain(crate::discovery::core_extra_resources())
         .collect();
     // Every replica serves the Established CRDs; the leader writes.
     let crd_controller = ubernetes_apiextensions::controller::CrdController::start_with(
@@ -580,6 +580,22 @@ mod kind_schema_tests {
             "rolebindings.rbac.authorization.k8s.io",
             "clusterroles.rbac.authorization.k8s.io",
             "clusterrolebindings.rbac.authorization.k8s.io",
+            // The cluster-wide policy a platform team declares once.
+            "ingressclasses.networking.k8s.io",
+            "storageclasses.storage.k8s.io",
+            "volumeattributesclasses.storage.k8s.io",
+            "priorityclasses.scheduling.k8s.io",
+            "runtimeclasses.node.k8s.io",
+            "flowschemas.flowcontrol.apiserver.k8s.io",
+            "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io",
+            "deviceclasses.resource.k8s.io",
+            "resourceclaimtemplates.resource.k8s.io",
+            "mutatingadmissionpolicies.admissionregistration.k8s.io",
+            "mutatingadmissionpolicybindings.admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations.admissionregistration.k8s.io",
+            "validatingadmissionpolicies.admissionregistration.k8s.io",
+            "validatingadmissionpolicybindings.admissionregistration.k8s.io",
+            "validatingwebhookconfigurations.admissionregistration.k8s.io",
         ];
         want.sort();
         assert_eq!(sorted, want);

@@ -124,7 +124,6 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["approval", "status"],
             ))
             .printer(Printer::Default)
-            .without_protobuf()
             .validate(|csr| {
                 let mut out = Vec::new();
                 if csr.spec.request.0.is_empty() {
