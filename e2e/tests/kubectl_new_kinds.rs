@@ -3,7 +3,7 @@
 //! ResourceClaimTemplate, ResourceSlice, FlowSchema,
 //! PriorityLevelConfiguration, IPAddress, ServiceCIDR) one object goes
 //! through `create`, `get` (kube's defaults in the JSON, kube's table
-//! columns), `list`, a `get --watch-only --output-watch-events` that must
+//! columns), `list`, a `get --watch --output-watch-events` that must
 //! see ADDED, MODIFIED and DELETED, `patch`, a rejected invalid variant
 //! (kube's main validation), and `delete`. Then the objects kube-apiserver
 //! creates at start (the APF bootstrap configuration, the default
@@ -197,12 +197,12 @@ fn with_ns<'a>(case: &Case, args: &[&'a str]) -> Vec<&'a str> {
 
 fn exercise(server: &Server, case: &Case) -> Result<()> {
     let r = case.resource;
+    // `get -w` lists first (items as ADDED) then watches from the list's
+    // resourceVersion, so no event is lost whenever the watch starts.
     let mut watch = Streaming::start(
         server,
-        &with_ns(case, &["get", r, "--watch-only", "--output-watch-events"]),
+        &with_ns(case, &["get", r, "--watch", "--output-watch-events"]),
     )?;
-    // Give the watch a moment to be established before the first write.
-    std::thread::sleep(Duration::from_millis(500));
 
     let out = server.kubectl_stdin_ok(&with_ns(case, &["create", "-f", "-"]), case.manifest)?;
     ensure!(out.contains("created"), "{r}: create said {out}");
