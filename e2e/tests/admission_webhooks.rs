@@ -7,6 +7,8 @@
 //!
 //! - a validating webhook denies a labelled ConfigMap with kube's message
 //!   and code, and its warning reaches kubectl;
+//! - a DELETE is sent with the stored object as `oldObject`, and the
+//!   webhook's warning reaches kubectl;
 //! - a mutating webhook's JSONPatch adds a label, seen on `get`, and the
 //!   validating webhooks see the mutated object;
 //! - `failurePolicy: Fail` on an unreachable webhook refuses with kube's
@@ -279,6 +281,69 @@ fn webhooks_deny_mutate_time_out_and_fail_as_configured() -> Result<()> {
         "--overwrite",
     ])?;
     assert!(err.contains("denied the request"), "{err}");
+
+    // DELETE reaches a webhook with the stored object as oldObject, and
+    // its warning reaches kubectl.
+    server.kubectl_stdin_ok(
+        &["create", "-f", "-"],
+        &configmap("wh-validate", "doomed", "a: b"),
+    )?;
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &format!(
+            r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: deletes.webhooks.test
+webhooks:
+- name: deletes.webhooks.test
+  clientConfig:
+    url: https://127.0.0.1:{port}/validate
+    caBundle: {ca}
+  rules:
+  - operations: ["DELETE"]
+    apiGroups: [""]
+    apiVersions: ["v1"]
+    resources: ["configmaps"]
+  namespaceSelector:
+    matchLabels: {{scenario: validate}}
+  sideEffects: None
+  admissionReviewVersions: ["v1"]
+"#,
+            port = hook.port,
+            ca = b64(&ca)
+        ),
+    )?;
+    // Dry-run deletes until the configuration is seen.
+    eventually(Duration::from_secs(10), || {
+        let out = server.kubectl(&[
+            "delete",
+            "cm",
+            "doomed",
+            "-n",
+            "wh-validate",
+            "--dry-run=server",
+        ])?;
+        Ok(stderr_of(&out)
+            .contains("Warning: checked by the test webhook")
+            .then_some(()))
+    })?;
+    let out = server.kubectl(&["delete", "cm", "doomed", "-n", "wh-validate"])?;
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("Warning: checked by the test webhook"),
+        "a DELETE's warning: {}",
+        stderr_of(&out)
+    );
+    let deletes: Vec<Value> = hook
+        .requests_for("wh-validate", "doomed")
+        .into_iter()
+        .filter(|r| r["review"]["request"]["operation"] == "DELETE")
+        .collect();
+    let last = &deletes.last().context("a DELETE review")?["review"]["request"];
+    assert!(last["object"].is_null(), "{last}");
+    assert_eq!(last["oldObject"]["metadata"]["name"], "doomed");
+    assert_eq!(last["options"]["kind"], "DeleteOptions");
 
     // --- A mutating webhook adds a label; the validating webhooks then
     // see the mutated object.

@@ -317,9 +317,9 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
         (Method::DELETE, Some(name), None) => {
             let (mut opts, orphan_false) = delete_options(&query, &headers, &body)?;
             opts.user = user.clone();
-            let result = target.store.delete(ns, name, &opts).await?;
+            let (result, warnings) = target.store.delete_with_warnings(ns, name, &opts).await?;
             let (out, status) = delete_response(&target.store, name, result, orphan_false);
-            render_value(&info, &out, negotiate::output(&headers)?, status, &[])
+            render_value(&info, &out, negotiate::output(&headers)?, status, &warnings)
         }
         (Method::DELETE, None, None) => {
             delete_collection(&state, &target, &query, &headers, &body, user.as_ref()).await
