@@ -199,6 +199,9 @@ pub async fn build_state_on(
     )
     .await
     .map_err(|e| anyhow::anyhow!("building the registry: {e}"))?;
+    // Admission webhooks (Mutating/ValidatingWebhookConfiguration) on every
+    // resource; they read their configurations from the registry.
+    registry.add_admission(ubernetes_webhook::WebhookAdmission::new(&registry));
     let advertise = if options.bind_address.is_unspecified() {
         "127.0.0.1".to_string()
     } else {

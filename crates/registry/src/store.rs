@@ -1463,6 +1463,19 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<DeleteResult, ApiError> {
+        self.delete_with_warnings(namespace, name, opts)
+            .await
+            .map(|(result, _)| result)
+    }
+
+    /// [`Store::delete`], with the admission plugins' warnings (sent as
+    /// `Warning: 299` headers by the HTTP layer).
+    pub async fn delete_with_warnings(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<(DeleteResult, Vec<String>), ApiError> {
         let info = self.info().clone();
         let key = self.key(namespace, name);
         for _ in 0..MAX_WRITE_ATTEMPTS {
@@ -1501,7 +1514,7 @@ impl Store {
             }
             // Admission: kube calls both phases on DELETE with the stored
             // object as the old one; a mutation is meaningless and dropped.
-            {
+            let warnings = {
                 let options = delete_options_json(opts);
                 let attrs = Attributes {
                     operation: Operation::Delete,
@@ -1518,11 +1531,8 @@ impl Store {
                 let mut warnings = self.admit_mutate(&attrs, &mut scratch).await?;
                 let mut scratch = obj.clone();
                 warnings.extend(self.admit_validate(&attrs, &mut scratch).await?);
-                if !warnings.is_empty() {
-                    // DeleteResult carries no warnings (yet): log them.
-                    tracing::info!(resource = %info.resource, %name, ?warnings, "admission warnings on delete");
-                }
-            }
+                warnings
+            };
             let mut fins = finalizers(&obj);
             match opts.propagation_policy.as_deref() {
                 Some("Orphan") => {
@@ -1545,7 +1555,7 @@ impl Store {
             let already_deleting = obj.pointer("/metadata/deletionTimestamp").is_some();
             if fins.is_empty() && !has_spec_finalizers(&obj) {
                 if opts.dry_run {
-                    return Ok(DeleteResult::Deleted(obj));
+                    return Ok((DeleteResult::Deleted(obj), warnings));
                 }
                 match self.storage.delete(&key, Some(current.mod_revision)).await {
                     Ok(kv) => {
@@ -1553,7 +1563,7 @@ impl Store {
                         let mut gone = obj;
                         set_resource_version(&mut gone, kv.mod_revision);
                         tracing::debug!(resource = %info.resource, namespace = ?namespace, %name, "deleted");
-                        return Ok(DeleteResult::Deleted(gone));
+                        return Ok((DeleteResult::Deleted(gone), warnings));
                     }
                     Err(StorageError::Conflict { .. }) => continue,
                     Err(e) => return Err(storage_error(&info, name, e)),
@@ -1581,10 +1591,10 @@ impl Store {
                 meta_mut(&mut o).remove("resourceVersion");
                 o
             } {
-                return Ok(DeleteResult::Pending(obj));
+                return Ok((DeleteResult::Pending(obj), warnings));
             }
             if opts.dry_run {
-                return Ok(DeleteResult::Pending(marked));
+                return Ok((DeleteResult::Pending(marked), warnings));
             }
             let bytes =
                 serde_json::to_vec(&marked).map_err(|e| ApiError::internal(e.to_string()))?;
@@ -1596,7 +1606,7 @@ impl Store {
                 Ok(kv) => {
                     self.note_write(kv.mod_revision);
                     set_resource_version(&mut marked, kv.mod_revision);
-                    return Ok(DeleteResult::Pending(marked));
+                    return Ok((DeleteResult::Pending(marked), warnings));
                 }
                 Err(StorageError::Conflict { .. }) => continue,
                 Err(e) => return Err(storage_error(&info, name, e)),

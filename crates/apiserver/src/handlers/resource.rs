@@ -305,9 +305,9 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
         (Method::DELETE, Some(name), None) => {
             let (mut opts, orphan_false) = delete_options(&query, &headers, &body)?;
             opts.user = user.clone();
-            let result = target.store.delete(ns, name, &opts).await?;
+            let (result, warnings) = target.store.delete_with_warnings(ns, name, &opts).await?;
             let (out, status) = delete_response(&target.store, name, result, orphan_false);
-            render_value(&info, &out, negotiate::output(&headers)?, status, &[])
+            render_value(&info, &out, negotiate::output(&headers)?, status, &warnings)
         }
         (Method::DELETE, None, None) => {
             delete_collection(&state, &target, &query, &headers, &body, user.as_ref()).await
@@ -973,7 +973,7 @@ async fn patch(
     let res = if sub == Some("scale") {
         let store = target.store.clone();
         let s2 = store.clone();
-        store
+        let res = store
             .patch(ns, name, Some("scale"), &opts, move |current| {
                 let scale = to_scale(&s2, current)?;
                 let patched = apply(&scale)?;
@@ -984,7 +984,7 @@ async fn patch(
             })
             .await?;
         let obj = target.store.get_value(ns, name).await?;
-        return Ok((to_scale(&target.store, &obj)?, Vec::new(), false));
+        return Ok((to_scale(&target.store, &obj)?, res.warnings, false));
     } else {
         target.store.patch(ns, name, sub, &opts, apply).await?
     };

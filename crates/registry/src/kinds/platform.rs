@@ -2,8 +2,8 @@
 //! kube-apiserver serves them (discovery facts, scope, status and approval
 //! subresources, decoding through the `k8s-openapi` type, the required
 //! fields kube validates), whose behaviour lives in components this server
-//! does not run: `admissionregistration.k8s.io` (webhooks are not called and
-//! admission policies not evaluated), `certificates.k8s.io` (no signer or
+//! does not run: `admissionregistration.k8s.io` (webhooks are called by the
+//! `ubernetes-webhook` admission plugin, not here), `certificates.k8s.io` (no signer or
 //! approver), `node.k8s.io`, `scheduling.k8s.io` (the two system
 //! PriorityClasses are created at start, as kube-apiserver's post-start hook
 //! does), `storage.k8s.io` (no volume controllers).
