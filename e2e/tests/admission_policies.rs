@@ -479,3 +479,82 @@ spec:
     wait_used(&server, "rq", hard)?;
     Ok(())
 }
+
+const GADGETS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.quota.example.com
+spec:
+  group: quota.example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+"#;
+
+fn gadget(name: &str) -> String {
+    format!(
+        "apiVersion: quota.example.com/v1\nkind: Gadget\nmetadata:\n  name: {name}\n  namespace: rqc\n"
+    )
+}
+
+#[test]
+fn a_quota_counts_custom_resources_of_a_crd_served_after_start() -> Result<()> {
+    let server = Server::start()?;
+    server.kubectl_stdin_ok(&["create", "-f", "-"], GADGETS)?;
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/gadgets.quota.example.com",
+        "--timeout=20s",
+    ])?;
+    server.kubectl_ok(&["create", "namespace", "rqc"])?;
+    server.kubectl_ok(&[
+        "create",
+        "quota",
+        "gadgets",
+        "-n",
+        "rqc",
+        "--hard=count/gadgets.quota.example.com=1",
+    ])?;
+    let want = |n: &str| serde_json::json!({"count/gadgets.quota.example.com": n});
+    eventually(SETTLE, || {
+        Ok((used(&server, "rqc", "gadgets")? == want("0")).then_some(()))
+    })?;
+    eventually(SETTLE, || {
+        Ok(server
+            .kubectl_stdin(&["create", "-f", "-"], &gadget("g1"))?
+            .status
+            .success()
+            .then_some(()))
+    })?;
+    // The controller sees the custom resource's create.
+    eventually(SETTLE, || {
+        Ok((used(&server, "rqc", "gadgets")? == want("1")).then_some(()))
+    })?;
+    let out = server.kubectl_stdin(&["create", "-f", "-"], &gadget("g2"))?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success()
+            && err.contains(
+                "gadgets.quota.example.com \"g2\" is forbidden: exceeded quota: gadgets, requested: \
+                 count/gadgets.quota.example.com=1, used: count/gadgets.quota.example.com=1, \
+                 limited: count/gadgets.quota.example.com=1"
+            ),
+        "kube's 403 expected: {err}"
+    );
+    // And its delete.
+    server.kubectl_ok(&["delete", "gadget", "g1", "-n", "rqc"])?;
+    eventually(SETTLE, || {
+        Ok((used(&server, "rqc", "gadgets")? == want("0")).then_some(()))
+    })?;
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &gadget("g2"))?;
+    Ok(())
+}

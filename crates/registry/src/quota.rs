@@ -24,7 +24,8 @@
 //! - the controller ([`QuotaController`], leader-only) recomputes
 //!   `status.hard` (from `spec.hard`) and `status.used` when a quota
 //!   changes and when an object of its namespace is created, deleted or (a
-//!   pod, service or claim) changed, and every five minutes (kube's
+//!   pod, service or claim) changed (stores served later, custom resources,
+//!   are followed within seconds), and every five minutes (kube's
 //!   `--resource-quota-sync-period` default), which also returns what a
 //!   create that failed after admission had charged.
 
@@ -586,11 +587,28 @@ impl QuotaController {
             }
             observer.queue.add((ns.to_string(), name.to_string()));
         });
-        for store in registry.stores() {
-            if store.info().namespaced {
-                c.follow_store(store);
+        // Every namespaced store, and those served later (custom
+        // resources), checked for every few seconds.
+        let follower = c.clone();
+        spawn_until(stop.clone(), async move {
+            let mut followed: Vec<Arc<Store>> = Vec::new();
+            loop {
+                for store in follower.registry.stores() {
+                    if store.info().namespaced && !followed.iter().any(|s| Arc::ptr_eq(s, &store)) {
+                        follower.follow_store(store.clone());
+                        followed.push(store);
+                    }
+                }
+                followed.retain(|s| {
+                    follower
+                        .registry
+                        .stores()
+                        .iter()
+                        .any(|cur| Arc::ptr_eq(cur, s))
+                });
+                tokio::time::sleep(Duration::from_secs(2)).await;
             }
-        }
+        });
         let worker = c.clone();
         spawn_until(stop.clone(), async move {
             loop {
@@ -619,8 +637,9 @@ impl QuotaController {
         Some(c)
     }
 
-    /// Also follow a store added later (CRDs).
-    pub fn follow_store(self: &Arc<Self>, store: Arc<Store>) {
+    /// Follow one store's objects: their creates and deletes (and changes
+    /// of pods, services, claims) re-sync their namespace's quotas.
+    fn follow_store(self: &Arc<Self>, store: Arc<Store>) {
         let c = self.clone();
         let usage_changes = store.info().group.is_empty()
             && matches!(
