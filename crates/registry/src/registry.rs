@@ -96,66 +96,37 @@ impl Registry {
                 self,
             )?));
         }
-        // Every version's store of a converted kind reads the others' writes.
-        let storage: Arc<dyn Storage> = match crate::conversion::shared_prefix(&info) {
+        let (storage, converted_prefix) = self.storage_for(&info).await?;
+        let shared = self
+            .stores
+            .read()
+            .iter()
+            .any(|s| s.info().group == info.group && s.info().resource == info.resource);
+        let mut store = match converted_prefix {
             Some(prefix) => {
-                let mark = self
-                    .shared_writes
-                    .lock()
-                    .entry(prefix.to_string())
-                    .or_default()
-                    .clone();
-                Arc::new(crate::conversion::WriteMarked::new(
-                    self.storage.clone(),
-                    mark,
-                ))
+                Store::new_at(
+                    strategy,
+                    storage,
+                    admission,
+                    prefix,
+                    self.options.unknown_fields.clone(),
+                    self.options.cache.clone(),
+                    self.options.field_manager.clone(),
+                )
+                .await?
             }
-            None => self.storage.clone(),
-        };
-        let mut store = if let Some(conversion) = crate::conversion::served_from(&info) {
-            // Served from the storage version's objects, converted both ways;
-            // first move what an older release stored apart for this version.
-            let moved = crate::conversion::migrate(&self.storage, &conversion)
-                .await
-                .map_err(|e| {
-                    ApiError::internal(format!(
-                        "moving {} stored apart by an older release: {e}",
-                        conversion.legacy_prefix
-                    ))
-                })?;
-            if moved > 0 {
-                tracing::info!(resource = %info.resource, group = %info.group, version = %info.version, moved, "objects of an older release moved into the shared storage");
+            None => {
+                Store::new_with_prefix(
+                    strategy,
+                    storage,
+                    admission,
+                    shared.then(|| info.version.clone()),
+                    self.options.unknown_fields.clone(),
+                    self.options.cache.clone(),
+                    self.options.field_manager.clone(),
+                )
+                .await?
             }
-            let storage: Arc<dyn Storage> = Arc::new(crate::conversion::Converted::new(
-                storage,
-                conversion.converter,
-            ));
-            Store::new_at(
-                strategy,
-                storage,
-                admission,
-                conversion.prefix,
-                self.options.unknown_fields.clone(),
-                self.options.cache.clone(),
-                self.options.field_manager.clone(),
-            )
-            .await?
-        } else {
-            let shared = self
-                .stores
-                .read()
-                .iter()
-                .any(|s| s.info().group == info.group && s.info().resource == info.resource);
-            Store::new_with_prefix(
-                strategy,
-                storage,
-                admission,
-                shared.then(|| info.version.clone()),
-                self.options.unknown_fields.clone(),
-                self.options.cache.clone(),
-                self.options.field_manager.clone(),
-            )
-            .await?
         };
         store.set_registry_admission(self.admission.clone());
         let store = Arc::new(store);
@@ -169,6 +140,50 @@ impl Registry {
             store.clone(),
         );
         Ok(store)
+    }
+
+    /// The storage a resource's store talks to, and its storage prefix when
+    /// it is not the resource's own: every version of a converted kind
+    /// (`conversion.rs`) shares a last-write mark with the others, and a
+    /// version served from another version's storage reads and writes it
+    /// through its converter, after moving in what an older release stored
+    /// apart for it.
+    async fn storage_for(
+        &self,
+        info: &ResourceInfo,
+    ) -> Result<(Arc<dyn Storage>, Option<String>), ApiError> {
+        let Some(prefix) = crate::conversion::shared_prefix(info) else {
+            return Ok((self.storage.clone(), None));
+        };
+        let mark = self
+            .shared_writes
+            .lock()
+            .entry(prefix.to_string())
+            .or_default()
+            .clone();
+        let storage: Arc<dyn Storage> = Arc::new(crate::conversion::WriteMarked::new(
+            self.storage.clone(),
+            mark,
+        ));
+        let Some(conversion) = crate::conversion::served_from(info) else {
+            return Ok((storage, None));
+        };
+        let moved = crate::conversion::migrate(&self.storage, &conversion)
+            .await
+            .map_err(|e| {
+                ApiError::internal(format!(
+                    "moving {} stored apart by an older release: {e}",
+                    conversion.legacy_prefix
+                ))
+            })?;
+        if moved > 0 {
+            tracing::info!(resource = %info.resource, group = %info.group, version = %info.version, moved, "objects of an older release moved into the shared storage");
+        }
+        let storage: Arc<dyn Storage> = Arc::new(crate::conversion::Converted::new(
+            storage,
+            conversion.converter,
+        ));
+        Ok((storage, Some(conversion.prefix)))
     }
 
     /// Serve one more version of a resource whose versions share one storage
