@@ -199,6 +199,34 @@ spec:
               size: {type: integer}
 "#;
 
+/// The cluster-wide policy a platform team declares once for every cluster.
+const PLATFORM: &str = r#"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: fast}
+provisioner: example.com/fast
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: batch-low}
+value: 100
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: edge}
+spec: {controller: example.com/edge}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: max-replicas}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}
+  validations:
+  - {expression: "object.spec.replicas <= 50"}
+"#;
+
 const WIDGET: &str = r#"
 apiVersion: example.com/v1
 kind: Widget
@@ -308,6 +336,32 @@ fn a_federation_of_three_members_propagates_repairs_places_and_deletes() -> Resu
         "uids are the member's own"
     );
     let _ = fed_ip;
+
+    // The cluster-scoped policy kinds are federated like the rest; each
+    // member keeps its own system PriorityClasses and APF bootstrap objects.
+    fed.host.kubectl_stdin_ok(&["apply", "-f", "-"], PLATFORM)?;
+    let platform: [&[&str]; 4] = [
+        &["storageclass", "fast"],
+        &["priorityclass", "batch-low"],
+        &["ingressclass", "edge"],
+        &["validatingadmissionpolicy", "max-replicas"],
+    ];
+    for args in platform {
+        let uid = uid_of(&fed.host, args)?;
+        for m in &fed.members {
+            wait_copy(m, args, &uid, |_| true).with_context(|| fed.host.log_tail())?;
+        }
+    }
+    for args in [
+        &["priorityclass", "system-node-critical"][..],
+        &["flowschema", "exempt"][..],
+    ] {
+        let own = get(&fed.members[0], args)?.with_context(|| format!("{args:?}"))?;
+        ensure!(
+            label(&own, "federation.kubernetes.io/managed").is_none(),
+            "a member's own {args:?} was taken over: {own}"
+        );
+    }
 
     // 3. Updates flow; drift is repaired; a member user's field stays.
     let cfg_uid = uid_of(&fed.host, &["configmap", "cfg", "-n", "app"])?;
