@@ -242,9 +242,21 @@ pub async fn build_state_on(
     )
     .await
     .map_err(|e| anyhow::anyhow!("building the registry: {e}"))?;
+    // Registry-wide admission in kube's order of its default plugins:
+    // LimitRanger (mutates before the mutating webhooks),
+    // ValidatingAdmissionPolicy (validates before the validating webhooks),
+    // the webhooks, then ResourceQuota last (it charges only what every
+    // other plugin admitted).
+    registry.add_admission(ubernetes_registry::limitranger::LimitRanger::new(&registry));
+    registry.add_admission(ubernetes_registry::policy::ValidatingAdmissionPolicy::new(
+        &registry,
+    ));
     // Admission webhooks (Mutating/ValidatingWebhookConfiguration) on every
     // resource; they read their configurations from the registry.
     registry.add_admission(ubernetes_webhook::WebhookAdmission::new(&registry));
+    registry.add_admission(ubernetes_registry::quota::ResourceQuotaAdmission::new(
+        &registry,
+    ));
     let advertise = if options.bind_address.is_unspecified() {
         "127.0.0.1".to_string()
     } else {
@@ -276,16 +288,6 @@ pub async fn build_state_on(
     bootstrap_rbac(&registry)
         .await
         .map_err(|e| anyhow::anyhow!("bootstrapping the RBAC policy: {e}"))?;
-    // Admission plugins that read the registry, in kube's order of its
-    // default plugins: LimitRanger, ValidatingAdmissionPolicy, then
-    // ResourceQuota last (it charges only what every other plugin admitted).
-    registry.add_admission(ubernetes_registry::limitranger::LimitRanger::new(&registry));
-    registry.add_admission(ubernetes_registry::policy::ValidatingAdmissionPolicy::new(
-        &registry,
-    ));
-    registry.add_admission(ubernetes_registry::quota::ResourceQuotaAdmission::new(
-        &registry,
-    ));
     let rbac = RbacCache::start(&registry)
         .await
         .map_err(|e| anyhow::anyhow!("reading roles and bindings: {e}"))?;
