@@ -244,9 +244,9 @@ pub async fn build_state_on(
     .map_err(|e| anyhow::anyhow!("building the registry: {e}"))?;
     // MutatingAdmissionPolicy: kube runs it in the mutating phase before
     // the mutating webhooks.
-    registry.add_admission(ubernetes_registry::mutating_policy::MutatingAdmissionPolicy::new(
-        &registry,
-    ));
+    registry.add_admission(
+        ubernetes_registry::mutating_policy::MutatingAdmissionPolicy::new(&registry),
+    );
     // Admission webhooks (Mutating/ValidatingWebhookConfiguration) on every
     // resource; they read their configurations from the registry.
     registry.add_admission(ubernetes_webhook::WebhookAdmission::new(&registry));

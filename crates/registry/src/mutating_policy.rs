@@ -261,8 +261,7 @@ fn json_patch_result(result: &Value) -> Result<json_patch::Patch, String> {
         }
         ops.push(Value::Object(op));
     }
-    serde_json::from_value(Value::Array(ops))
-        .map_err(|e| format!("JSONPath: {e}"))
+    serde_json::from_value(Value::Array(ops)).map_err(|e| format!("JSONPath: {e}"))
 }
 
 /// `obj` patched; unchanged when a `test` operation fails (kube: "the

@@ -372,7 +372,10 @@ pub(crate) fn aggregate(errs: &[String]) -> String {
     }
 }
 
-pub(crate) fn bindings<'a>(inputs: &Inputs<'a>, variables: &'a Value) -> Vec<(&'static str, Binding<'a>)> {
+pub(crate) fn bindings<'a>(
+    inputs: &Inputs<'a>,
+    variables: &'a Value,
+) -> Vec<(&'static str, Binding<'a>)> {
     vec![
         (
             "object",
