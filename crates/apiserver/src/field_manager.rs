@@ -77,4 +77,61 @@ impl FieldManager for SchemaFieldManager {
         };
         ubernetes_fieldmanager::apply(live, &applied, force, &ctx).map_err(ApiError::from)
     }
+
+    fn merge_applied(
+        &self,
+        info: &ResourceInfo,
+        live: &Value,
+        applied: &Value,
+    ) -> Result<Value, String> {
+        let snapshot = ubernetes_openapi::definitions().snapshot();
+        let schema = Schema::definition(&snapshot, &info.definition);
+        ubernetes_fieldmanager::typed::validate(applied, schema)
+            .map_err(|e| format!("failed to convert patch object to typed object: {e}"))?;
+        let mut atomics = Vec::new();
+        find_atomics(applied, schema, &mut String::new(), &mut atomics);
+        if !atomics.is_empty() {
+            return Err(format!(
+                "invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
+                atomics.join(", ")
+            ));
+        }
+        Ok(ubernetes_fieldmanager::typed::merge(live, applied, schema))
+    }
+}
+
+/// kube's `findAtomics` (mutating policy `patch/smd.go`): the paths
+/// (`.spec.selector`, `.spec.list[0]`) of the atomic structs, maps and
+/// lists an applied configuration sets, which a merge would replace whole.
+fn find_atomics(value: &Value, schema: Schema<'_>, path: &mut String, out: &mut Vec<String>) {
+    use ubernetes_fieldmanager::{ListType, Shape};
+    match (schema.shape(), value) {
+        (Shape::Struct { atomic } | Shape::Map { atomic }, Value::Object(m)) => {
+            if atomic {
+                out.push(path.clone());
+            }
+            for (k, v) in m {
+                // Only declared fields are walked (upstream's `FindField`).
+                if let Some((child, true)) = schema.field(k) {
+                    let len = path.len();
+                    path.push('.');
+                    path.push_str(k);
+                    find_atomics(v, child, path, out);
+                    path.truncate(len);
+                }
+            }
+        }
+        (Shape::List(t), Value::Array(items)) => {
+            if t == ListType::Atomic {
+                out.push(path.clone());
+            }
+            for (i, v) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                find_atomics(v, schema.items(), path, out);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
 }

@@ -245,12 +245,17 @@ pub async fn build_state_on(
     // Registry-wide admission in kube's order of its default plugins:
     // LimitRanger (mutates before the mutating webhooks),
     // ValidatingAdmissionPolicy (validates before the validating webhooks),
-    // the webhooks, then ResourceQuota last (it charges only what every
+    // MutatingAdmissionPolicy, the webhooks, then ResourceQuota last (it charges only what every
     // other plugin admitted).
     registry.add_admission(ubernetes_registry::limitranger::LimitRanger::new(&registry));
     registry.add_admission(ubernetes_registry::policy::ValidatingAdmissionPolicy::new(
         &registry,
     ));
+    // MutatingAdmissionPolicy: kube runs it in the mutating phase before
+    // the mutating webhooks.
+    registry.add_admission(
+        ubernetes_registry::mutating_policy::MutatingAdmissionPolicy::new(&registry),
+    );
     // Admission webhooks (Mutating/ValidatingWebhookConfiguration) on every
     // resource; they read their configurations from the registry.
     registry.add_admission(ubernetes_webhook::WebhookAdmission::new(&registry));

@@ -384,6 +384,7 @@ fn namespaced(full: &str) -> bool {
             | "base64.decode"
             | "lists.range"
             | "format.named"
+            | "jsonpatch.escapeKey"
     ) || crate::library::FORMATS
         .iter()
         .any(|f| full == format!("format.{f}"))
@@ -403,6 +404,7 @@ fn namespaced_result(full: &str, args: &[Type]) -> Type {
         "base64.encode" => Type::String(first.max_size().saturating_mul(4) / 3 + 4),
         "base64.decode" => Type::Bytes(first.max_size()),
         "lists.range" => Type::List(Box::new(Type::Int), MAX_REQUEST_SIZE_BYTES),
+        "jsonpatch.escapeKey" => Type::String(first.max_size().saturating_mul(2)),
         "format.named" => Type::Optional(Box::new(Type::Opaque(crate::types::FORMAT))),
         f if f.starts_with("format.") => Type::Opaque(crate::types::FORMAT),
         _ => first,

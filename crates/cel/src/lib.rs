@@ -56,17 +56,20 @@ pub const STATIC_ESTIMATED_CRD_COST_LIMIT: u64 = 100_000_000;
 /// The environment: standard library, extensions and Kubernetes libraries.
 fn env() -> &'static Arc<cel::Env> {
     static ENV: OnceLock<Arc<cel::Env>> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let mut env = cel::Env::stdlib();
-        // Each registration only fails on a name declared twice, which
-        // would be a bug here; the environment is still usable without it.
-        let _ = env.add_extension(cel::extensions::strings);
-        let _ = env.add_extension(cel::extensions::lists);
-        let _ = env.add_extension(cel::extensions::math);
-        let _ = env.add_extension(cel::extensions::encoders);
-        let _ = library::register(&mut env);
-        Arc::new(env)
-    })
+    ENV.get_or_init(|| Arc::new(build_env()))
+}
+
+/// A fresh environment with every library [`env`] has.
+fn build_env() -> cel::Env {
+    let mut env = cel::Env::stdlib();
+    // Each registration only fails on a name declared twice, which
+    // would be a bug here; the environment is still usable without it.
+    let _ = env.add_extension(cel::extensions::strings);
+    let _ = env.add_extension(cel::extensions::lists);
+    let _ = env.add_extension(cel::extensions::math);
+    let _ = env.add_extension(cel::extensions::encoders);
+    let _ = library::register(&mut env);
+    env
 }
 
 /// A compile error: cel-go's issue text (`ERROR: <input>:1:5: ...` and the
@@ -84,6 +87,9 @@ impl std::fmt::Display for CompileError {
 #[derive(Debug)]
 pub struct Program {
     program: cel::Program,
+    /// The environment to run in when the expression constructs struct
+    /// literals ([`compile_mutating`]); `None`: the shared [`env`].
+    env: Option<LiteralEnv>,
     decls: Vec<(String, Type)>,
     result: Type,
     cost: u64,
@@ -165,11 +171,134 @@ pub fn compile(source: &str, decls: &[(&str, Type)]) -> Result<Program, CompileE
     references.sort();
     Ok(Program {
         program,
+        env: None,
         decls,
         result,
         cost,
         references,
     })
+}
+
+/// Compiles `source` as [`compile`] does, for MutatingAdmissionPolicy's
+/// mutations: struct literals named `Object`, `Object.<field path>` (kube's
+/// apply configurations: `Object{spec: Object.spec{replicas: 3}}`) and
+/// `JSONPatch` (`JSONPatch{op: "add", path: "/x", value: 1}`) evaluate to
+/// maps of the fields they set, which [`to_json`] turns into the JSON
+/// objects they stand for.
+///
+/// The `cel` crate parses struct literals and builds them through the
+/// [`cel::StructType`]s its environment registers by exact name; Kubernetes'
+/// `Object.*` names are open-ended (one per field path), so the names this
+/// expression uses are collected from its syntax tree and registered, on a
+/// fresh environment kept with the program, as types whose values are maps.
+/// Differences from kube: the literals are untyped (kube types them from the
+/// resource's OpenAPI schema, and checks a literal's name against the field
+/// it is assigned to), and other struct names fail when evaluated (cel-go
+/// refuses them when compiling).
+pub fn compile_mutating(source: &str, decls: &[(&str, Type)]) -> Result<Program, CompileError> {
+    let mut program = compile(source, decls)?;
+    let mut names = std::collections::BTreeSet::new();
+    struct_names(program.program.expression(), &mut names);
+    let names: Vec<String> = names
+        .into_iter()
+        .filter(|n| n == "JSONPatch" || n == "Object" || n.starts_with("Object."))
+        .collect();
+    if !names.is_empty() {
+        let mut env = build_env();
+        for name in names {
+            // Only fails on a name that is no qualified identifier, which
+            // the parser never produces.
+            let _ = env.add_type(MapLiteral {
+                ty: cel::common::types::Type::new_struct(name),
+            });
+        }
+        program.env = Some(LiteralEnv(Arc::new(env)));
+    }
+    Ok(program)
+}
+
+/// An environment with struct literal types (`cel::Env` is not `Debug`).
+struct LiteralEnv(Arc<cel::Env>);
+
+impl std::fmt::Debug for LiteralEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LiteralEnv")
+    }
+}
+
+/// The type names of the struct literals in `e`.
+fn struct_names(e: &cel::IdedExpr, out: &mut std::collections::BTreeSet<String>) {
+    use cel::common::ast::{EntryExpr, Expr};
+    match &e.expr {
+        Expr::Struct(s) => {
+            out.insert(s.type_name.clone());
+            for entry in &s.entries {
+                match &entry.expr {
+                    EntryExpr::StructField(f) => struct_names(&f.value, out),
+                    EntryExpr::MapEntry(m) => {
+                        struct_names(&m.key, out);
+                        struct_names(&m.value, out);
+                    }
+                }
+            }
+        }
+        Expr::Map(m) => {
+            for entry in &m.entries {
+                match &entry.expr {
+                    EntryExpr::StructField(f) => struct_names(&f.value, out),
+                    EntryExpr::MapEntry(m) => {
+                        struct_names(&m.key, out);
+                        struct_names(&m.value, out);
+                    }
+                }
+            }
+        }
+        Expr::List(l) => l.elements.iter().for_each(|x| struct_names(x, out)),
+        Expr::Select(s) => struct_names(&s.operand, out),
+        Expr::Call(c) => {
+            if let Some(t) = &c.target {
+                struct_names(t, out);
+            }
+            c.args.iter().for_each(|x| struct_names(x, out));
+        }
+        Expr::Comprehension(c) => {
+            for x in [
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ] {
+                struct_names(x, out);
+            }
+        }
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+    }
+}
+
+/// A struct type whose literals are maps of their fields (see
+/// [`compile_mutating`]).
+struct MapLiteral {
+    ty: cel::common::types::Type,
+}
+
+impl cel::StructType for MapLiteral {
+    fn get_type(&self) -> &cel::common::types::Type {
+        &self.ty
+    }
+
+    fn new_value<'b, 'v>(
+        &self,
+        fields: std::collections::BTreeMap<String, cel::common::value::CowVal<'b, 'v>>,
+    ) -> Result<Box<dyn cel::common::value::Val + 'v>, ExecutionError> {
+        let mut map = HashMap::new();
+        for (name, value) in fields {
+            map.insert(Key::from(name), Value::try_from(value.as_ref())?);
+        }
+        let v: Box<dyn cel::common::value::Val> =
+            Value::Map(Map { map: Arc::new(map) }).try_into()?;
+        Ok(v)
+    }
 }
 
 /// A variable's value for [`Program::eval`].
@@ -286,7 +415,10 @@ impl Program {
         if cost > limit {
             return Err(EvalError::CostLimit { cost });
         }
-        let mut ctx = Context::with_env(env().clone());
+        let mut ctx = Context::with_env(match &self.env {
+            Some(LiteralEnv(e)) => e.clone(),
+            None => env().clone(),
+        });
         for (name, binding) in vars {
             let ty = self
                 .decls

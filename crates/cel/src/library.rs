@@ -201,6 +201,14 @@ pub fn register(env: &mut Env) -> Result<(), DeclarationError> {
         env.add_member_overload(name, &format!("url_{name}"), url_t(), vec![], f)?;
     }
 
+    // jsonpatch (kube's `library.JSONPatch`, for MutatingAdmissionPolicy)
+    env.add_overload(
+        "jsonpatch.escapeKey",
+        "string_jsonpatch_escapeKey_string",
+        vec![string_t()],
+        overload!(jsonpatch_escape_key),
+    )?;
+
     // format
     env.add_overload(
         "format.named",
@@ -743,6 +751,20 @@ fn url_port(a: &[Value]) -> Result<Value, ExecutionError> {
 }
 fn url_path(a: &[Value]) -> Result<Value, ExecutionError> {
     url_field(a, |u| &u.path)
+}
+
+/// `jsonpatch.escapeKey(k)`: a key as one JSON pointer segment (RFC 6901:
+/// `~` → `~0`, `/` → `~1`).
+fn jsonpatch_escape_key(a: &[Value]) -> Result<Value, ExecutionError> {
+    match a.first() {
+        Some(Value::String(s)) => Ok(Value::String(Arc::new(
+            s.replace('~', "~0").replace('/', "~1"),
+        ))),
+        _ => Err(ExecutionError::no_such_overload(
+            "jsonpatch.escapeKey",
+            vec![],
+        )),
+    }
 }
 
 fn url_query(a: &[Value]) -> Result<Value, ExecutionError> {

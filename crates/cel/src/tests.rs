@@ -349,3 +349,47 @@ fn untyped_bindings_cost_what_their_fields_cost_and_results_convert_to_json() {
     let (v, _) = p.eval(&[], PER_CALL_LIMIT).unwrap();
     assert_eq!(to_json(&v), Some(json!({"n": [1, 2.5, true, null]})));
 }
+
+/// Evaluate a mutation with `object` bound (untyped) and return its JSON.
+fn mutation(expr: &str, object: Json) -> Result<Json, String> {
+    let p = compile_mutating(expr, &[("object", Type::Dyn)]).map_err(|e| e.0)?;
+    let (v, _) = p
+        .eval(&[("object", Binding::Untyped(&object))], PER_CALL_LIMIT)
+        .map_err(|e| e.to_string())?;
+    to_json(&v).ok_or_else(|| "not JSON".to_string())
+}
+
+#[test]
+fn mutating_struct_literals_are_the_objects_they_stand_for() {
+    let obj = json!({"metadata": {"name": "web"}, "spec": {"replicas": 1}});
+    assert_eq!(
+        mutation(
+            "Object{spec: Object.spec{replicas: object.spec.replicas + 2, paused: false}}",
+            obj.clone()
+        )
+        .unwrap(),
+        json!({"spec": {"replicas": 3, "paused": false}})
+    );
+    assert_eq!(
+        mutation(
+            r#"[JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey("a/b~c"), value: object.metadata.name}]"#,
+            obj.clone()
+        )
+        .unwrap(),
+        json!([{"op": "add", "path": "/metadata/labels/a~1b~0c", "value": "web"}])
+    );
+    // Struct literals inside comprehensions and conditionals are found too.
+    assert_eq!(
+        mutation(
+            r#"[1, 2].map(i, JSONPatch{op: "remove", path: "/x/" + string(i)})"#,
+            obj.clone()
+        )
+        .unwrap(),
+        json!([{"op": "remove", "path": "/x/1"}, {"op": "remove", "path": "/x/2"}])
+    );
+    // Validation rules (plain `compile`) still know no struct types, and
+    // other names are refused when evaluated.
+    let p = compile("Object{}", &[]).unwrap();
+    assert!(p.eval(&[], PER_CALL_LIMIT).is_err());
+    assert!(mutation("Other{a: 1}", obj).is_err());
+}

@@ -24,6 +24,7 @@ pub mod leader_election;
 pub mod lifecycle;
 pub mod limitranger;
 pub mod managed_fields;
+pub mod mutating_policy;
 pub mod policy;
 pub mod printers;
 pub mod quota;

@@ -38,6 +38,40 @@ pub trait FieldManager: Send + Sync {
         force: bool,
         subresource: &str,
     ) -> Result<Value, ApiError>;
+
+    /// MutatingAdmissionPolicy's `ApplyConfiguration`: `applied` merged
+    /// into `live` as server-side apply merges (kube's
+    /// `ApplyStructuredMergeDiff`: no field ownership recorded), refusing a
+    /// configuration that sets atomic lists, maps or structs. The error is
+    /// kube's text after `error applying patch: `. Without a schema (this
+    /// default): objects merge key by key, anything else is replaced.
+    fn merge_applied(
+        &self,
+        info: &ResourceInfo,
+        live: &Value,
+        applied: &Value,
+    ) -> Result<Value, String> {
+        let _ = info;
+        Ok(merge_untyped(live, applied))
+    }
+}
+
+/// Objects merged key by key (`applied` wins), anything else replaced.
+pub fn merge_untyped(live: &Value, applied: &Value) -> Value {
+    match (live, applied) {
+        (Value::Object(l), Value::Object(a)) => {
+            let mut out = l.clone();
+            for (k, v) in a {
+                let merged = match l.get(k) {
+                    Some(lv) => merge_untyped(lv, v),
+                    None => v.clone(),
+                };
+                out.insert(k.clone(), merged);
+            }
+            Value::Object(out)
+        }
+        _ => applied.clone(),
+    }
 }
 
 /// `FieldsV1` of an object: every map key as `f:<key>`; lists are leaves.

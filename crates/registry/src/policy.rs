@@ -57,24 +57,43 @@ fn compile(expr: &str) -> Result<Program, String> {
     ubernetes_cel::compile(expr, &decls).map_err(|e| e.0)
 }
 
+/// [`compile`] for a MutatingAdmissionPolicy mutation: struct literals
+/// (`Object{...}`, `JSONPatch{...}`) construct the JSON they stand for.
+fn compile_mutating(expr: &str) -> Result<Program, String> {
+    let decls: Vec<(&str, Type)> = VARIABLES.iter().map(|v| (*v, Type::Dyn)).collect();
+    ubernetes_cel::compile_mutating(expr, &decls).map_err(|e| e.0)
+}
+
 /// One compiled expression (kube keeps the compile error and reports it
 /// when the expression is evaluated).
-struct Expr {
-    source: String,
+pub(crate) struct Expr {
+    pub(crate) source: String,
     program: Result<Program, String>,
 }
 
 impl Expr {
-    fn new(source: &str) -> Self {
+    pub(crate) fn new(source: &str) -> Self {
         Self {
             source: source.to_string(),
             program: compile(source),
         }
     }
 
+    /// A mutation's expression (struct literals allowed).
+    pub(crate) fn mutation(source: &str) -> Self {
+        Self {
+            source: source.to_string(),
+            program: compile_mutating(source),
+        }
+    }
+
     /// Evaluates with `vars`, charging `budget`; the error is worded as
     /// kube's CEL filter words it.
-    fn eval(&self, vars: &[(&str, Binding<'_>)], budget: &mut i64) -> Result<Value, String> {
+    pub(crate) fn eval(
+        &self,
+        vars: &[(&str, Binding<'_>)],
+        budget: &mut i64,
+    ) -> Result<Value, String> {
         let program = self
             .program
             .as_ref()
@@ -106,7 +125,7 @@ impl Expr {
     }
 }
 
-const OUT_OF_BUDGET: &str =
+pub(crate) const OUT_OF_BUDGET: &str =
     "validation failed due to running out of cost budget, no further validation rules will be run";
 
 struct Validation {
@@ -332,7 +351,7 @@ fn evaluate(p: &Compiled, inputs: &Inputs<'_>) -> Evaluation {
     out
 }
 
-fn cel_type_name(v: &Value) -> &'static str {
+pub(crate) fn cel_type_name(v: &Value) -> &'static str {
     match v {
         Value::Bool(_) => "bool",
         Value::Number(n) if n.is_f64() => "double",
@@ -345,7 +364,7 @@ fn cel_type_name(v: &Value) -> &'static str {
 }
 
 /// Go's `utilerrors.NewAggregate(errs).Error()`.
-fn aggregate(errs: &[String]) -> String {
+pub(crate) fn aggregate(errs: &[String]) -> String {
     if errs.len() == 1 {
         errs[0].clone()
     } else {
@@ -353,7 +372,10 @@ fn aggregate(errs: &[String]) -> String {
     }
 }
 
-fn bindings<'a>(inputs: &Inputs<'a>, variables: &'a Value) -> Vec<(&'static str, Binding<'a>)> {
+pub(crate) fn bindings<'a>(
+    inputs: &Inputs<'a>,
+    variables: &'a Value,
+) -> Vec<(&'static str, Binding<'a>)> {
     vec![
         (
             "object",
@@ -396,7 +418,7 @@ pub struct MatchInput<'a> {
     pub is_namespace: bool,
 }
 
-fn strings(v: Option<&Value>) -> Vec<&str> {
+pub(crate) fn strings(v: Option<&Value>) -> Vec<&str> {
     v.and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default()
@@ -512,7 +534,7 @@ pub fn resources_match(criteria: &Value, m: &MatchInput<'_>) -> Result<bool, Str
 
 /// kube's `IsExemptAdmissionConfigurationResource`: policies and webhooks
 /// never apply to the objects that configure admission.
-fn exempt(group: &str, resource: &str) -> bool {
+pub(crate) fn exempt(group: &str, resource: &str) -> bool {
     group == "admissionregistration.k8s.io"
         && matches!(
             resource,
@@ -564,7 +586,7 @@ impl ValidatingAdmissionPolicy {
 }
 
 /// Every object of a store as this process's cache has it.
-async fn cached_list(
+pub(crate) async fn cached_list(
     registry: &Registry,
     group: &str,
     resource: &str,
@@ -631,7 +653,7 @@ pub fn request_value(attrs: &Attributes<'_>) -> Value {
 
 /// kube's `CreateNamespaceObject`: the namespace without managed fields
 /// and owner references.
-fn namespace_object(ns: &Value) -> Value {
+pub(crate) fn namespace_object(ns: &Value) -> Value {
     let mut out = json!({"apiVersion": "v1", "kind": "Namespace"});
     if let Some(meta) = ns.get("metadata").and_then(Value::as_object) {
         let mut m = meta.clone();
@@ -652,12 +674,12 @@ fn param_kind_text(api_version: &str, kind: &str) -> String {
     format!("&ParamKind{{APIVersion:{api_version},Kind:{kind},}}")
 }
 
-enum Params {
+pub(crate) enum Params {
     List(Vec<Value>),
     Error(String),
 }
 
-async fn collect_params(
+pub(crate) async fn collect_params(
     registry: &Registry,
     kind: Option<&(String, String)>,
     param_ref: Option<&Value>,

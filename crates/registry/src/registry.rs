@@ -288,6 +288,12 @@ impl Registry {
             .collect()
     }
 
+    /// The field manager the stores record ownership with (the server's
+    /// schema-aware one; `None` in tests that build a bare registry).
+    pub fn field_manager(&self) -> Option<Arc<dyn crate::managed_fields::FieldManager>> {
+        self.options.field_manager.clone()
+    }
+
     /// The namespaces store (core v1).
     pub fn namespaces(&self) -> Option<Arc<Store>> {
         self.get("", "v1", "namespaces")
