@@ -15,8 +15,9 @@
 //!   webhook that is down fail the request with kube's 500 and message
 //!   (`conversion webhook for example.com/v2, Kind=Widget failed: Post
 //!   "https://…": dial tcp …: connect: connection refused`), while the
-//!   storage version is still served; once the webhook is back, v2 writes
-//!   go through again.
+//!   storage version is still served; a change made in v1 meanwhile makes
+//!   v2 reads fail with that error; once the webhook is back, v2 writes go
+//!   through again and v2 reads catch up.
 
 mod kubectl_support;
 
@@ -322,6 +323,26 @@ fn a_webhook_converted_crd_is_read_written_and_watched_in_every_version() -> Res
         server.kubectl_get(&[v1, "w3", "-n", "default"])?.is_none(),
         "nothing was stored"
     );
+    // A change made in v1 meanwhile cannot reach v2: reads in v2 fail
+    // with the conversion error (of the stored v1 object), as kube's.
+    server.kubectl_ok(&[
+        "patch",
+        v1,
+        "w1",
+        "-n",
+        "default",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"size":"11"}}"#,
+    ])?;
+    let read_refused =
+        refused.replace("example.com/v2, Kind=Widget", "example.com/v1, Kind=Widget");
+    let err = eventually(SETTLE, || {
+        let out = server.kubectl(&["get", v2, "w1", "-n", "default"])?;
+        Ok((!out.status.success()).then(|| stderr_of(&out)))
+    })?;
+    assert!(err.contains(&read_refused), "{err}");
 
     // --- The webhook back on its port: v2 writes go through again.
     let hook = WebhookProcess::start(SCRIPT, tmp.path(), &cert, &key, port)?;
@@ -331,6 +352,11 @@ fn a_webhook_converted_crd_is_read_written_and_watched_in_every_version() -> Res
     })?;
     let w3 = kubectl_json(&server, &["get", v1, "w3", "-n", "default"])?;
     assert_eq!(w3["spec"], json!({"size": "4"}), "{w3}");
+    // ... and v2 reads catch up with the change made while it was down.
+    eventually(SETTLE, || {
+        let got = server.kubectl_get(&[v2, "w1", "-n", "default"])?;
+        Ok(got.filter(|g| g["spec"]["sizeInt"] == 11))
+    })?;
     let w3 = eventually(SETTLE, || {
         let got = server.kubectl_get(&[v2, "w3", "-n", "default"])?;
         Ok(got.filter(|g| g["spec"]["sizeInt"] == 4))

@@ -214,8 +214,20 @@ impl Registry {
         storage_api_version: &str,
         converter: Arc<dyn crate::conversion::review::ObjectConverter>,
     ) -> Result<Arc<Store>, ApiError> {
-        let storage: Arc<dyn Storage> = Arc::new(crate::conversion::review::Reviewed::new(
+        // Every version's store waits for the writes made through the others
+        // (read-your-writes across versions, as for converted built-ins).
+        let mark = self
+            .shared_writes
+            .lock()
+            .entry(crate::store::storage_prefix(strategy.info()))
+            .or_default()
+            .clone();
+        let marked: Arc<dyn Storage> = Arc::new(crate::conversion::WriteMarked::new(
             self.storage.clone(),
+            mark,
+        ));
+        let storage: Arc<dyn Storage> = Arc::new(crate::conversion::review::Reviewed::new(
+            marked,
             strategy.clone(),
             storage_api_version,
             converter,

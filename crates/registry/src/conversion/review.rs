@@ -17,8 +17,10 @@
 //! which the store answers as kube does: 500 with that message. A watch
 //! event that cannot be converted ends the upstream watch with that error;
 //! the watch cache above then re-lists (with backoff) until the webhook
-//! answers again, and meanwhile keeps serving what it had, as kube's watch
-//! cache does.
+//! answers again. Until a conversion succeeds again, the layer reports the
+//! error from [`Storage::consistent_read_revision`], so the store's reads
+//! fail with it too instead of serving a cache that cannot catch up (kube
+//! converts on each read from etcd, failing the same way).
 
 use std::sync::Arc;
 
@@ -66,6 +68,8 @@ struct Versions {
     converter: Arc<dyn ObjectConverter>,
     /// Run after conversion on every value read (schema defaults).
     on_read: Arc<dyn Strategy>,
+    /// The error of the last read conversion, while they fail.
+    failing: parking_lot::Mutex<Option<String>>,
 }
 
 /// Serves one version of objects stored in the storage version (or in any
@@ -92,6 +96,7 @@ impl Reviewed {
                 kind: info.kind.clone(),
                 converter,
                 on_read: strategy,
+                failing: parking_lot::Mutex::new(None),
             }),
         }
     }
@@ -162,7 +167,19 @@ impl Versions {
     /// Stored values as served: parsed, converted in one call, then the
     /// served version's read hook. A value that is not JSON is passed on as
     /// it is (the reader reports it, as for any corrupt value).
+    /// A failure of a watch event (what keeps the watch cache current) is
+    /// remembered for [`Storage::consistent_read_revision`]; any successful
+    /// conversion forgets it.
     async fn read(&self, values: Vec<&Bytes>, list: bool) -> Result<Vec<Bytes>, StorageError> {
+        self.read_tracked(values, list, false).await
+    }
+
+    async fn read_tracked(
+        &self,
+        values: Vec<&Bytes>,
+        list: bool,
+        track: bool,
+    ) -> Result<Vec<Bytes>, StorageError> {
         let mut parsed = Vec::with_capacity(values.len());
         let mut json_at = Vec::new();
         for (i, b) in values.iter().enumerate() {
@@ -171,7 +188,20 @@ impl Versions {
                 parsed.push(v);
             }
         }
-        let converted = self.convert(parsed, &self.served, list).await?;
+        let converted = match self.convert(parsed, &self.served, list).await {
+            Ok(c) => {
+                if self.failing.lock().take().is_some() {
+                    tracing::info!(version = %self.served, "conversions succeed again");
+                }
+                c
+            }
+            Err(e) => {
+                if track {
+                    *self.failing.lock() = Some(e.to_string());
+                }
+                return Err(e);
+            }
+        };
         let mut out: Vec<Bytes> = values.iter().map(|b| (*b).clone()).collect();
         for (i, mut v) in json_at.into_iter().zip(converted) {
             self.on_read.on_read(&mut v);
@@ -194,7 +224,7 @@ impl Versions {
         if let Some(p) = &ev.prev {
             values.push(&p.value);
         }
-        let mut out = self.read(values, false).await?.into_iter();
+        let mut out = self.read_tracked(values, false, true).await?.into_iter();
         if let Some(b) = out.next() {
             ev.kv.value = b;
         }
@@ -320,8 +350,12 @@ impl Storage for Reviewed {
     }
 
     // Forwarded, or consistent reads across replicas fall back to this
-    // process's own writes (as in `stamp.rs`).
+    // process's own writes (as in `stamp.rs`); the conversion error while
+    // reads cannot be converted (the module documentation).
     async fn consistent_read_revision(&self) -> Result<Option<Revision>, StorageError> {
+        if let Some(e) = self.v.failing.lock().clone() {
+            return Err(StorageError::Conversion(e));
+        }
         self.inner.consistent_read_revision().await
     }
 
@@ -534,5 +568,20 @@ mod tests {
             watch.next().await,
             Some(Err(StorageError::Conversion(_)))
         ));
+        // Consistent reads report it until a conversion succeeds again.
+        assert!(matches!(
+            v2.consistent_read_revision().await,
+            Err(StorageError::Conversion(_))
+        ));
+        converter.broken.store(false, Ordering::SeqCst);
+        assert_eq!(
+            v2.list(prefix, ListOptions::default())
+                .await
+                .unwrap()
+                .items
+                .len(),
+            2
+        );
+        assert!(v2.consistent_read_revision().await.is_ok());
     }
 }
