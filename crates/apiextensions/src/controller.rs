@@ -104,12 +104,15 @@ pub struct CrdController {
     served: Mutex<HashMap<String, Served>>,
 }
 
+/// A storage version (`group/version`) and the converter to and from it.
+type WebhookConversion = (String, Arc<dyn ObjectConverter>);
+
 /// For a CRD with `spec.conversion.strategy: Webhook`: its storage
-/// version (`group/version`) and the converter calling its webhook.
+/// version and the converter calling its webhook.
 fn webhook_conversion(
     registry: &Registry,
     crd: &Value,
-) -> Result<Option<(String, Arc<dyn ObjectConverter>)>, ApiError> {
+) -> Result<Option<WebhookConversion>, ApiError> {
     let Some(conversion) = crd
         .pointer("/spec/conversion")
         .filter(|c| c.get("strategy").and_then(Value::as_str) == Some("Webhook"))

@@ -92,7 +92,7 @@ impl ObjectConverter for WebhookConverter {
             "request": {
                 "uid": uid,
                 "desiredAPIVersion": desired_api_version,
-                "objects": objects,
+                "objects": &objects,
             },
         });
         tracing::debug!(input = %input_gvk, desired = %desired_api_version, count = objects.len(), %uid, "calling a conversion webhook");
