@@ -7,7 +7,8 @@
 //! is killed when its handle drops.
 //!
 //! The tests themselves live in `e2e/tests/`; [`federation`] starts a host
-//! and member clusters and joins them.
+//! and member clusters and joins them; [`webhook`] runs real HTTPS webhook
+//! servers with a CA of the test's own.
 #![forbid(unsafe_code)]
 
 use std::io::{BufRead, BufReader, Write};
@@ -21,6 +22,7 @@ use anyhow::{Context, Result, bail};
 pub mod fault_proxy;
 pub mod federation;
 pub mod real_kube;
+pub mod webhook;
 
 /// Path of the `ubernetes` binary built next to this test executable
 /// (`target/<profile>/ubernetes`); `scripts/test.sh` builds it first.

@@ -160,6 +160,10 @@ pub enum StorageError {
     /// The engine itself failed (I/O, corruption, connection).
     #[error("storage engine error: {0}")]
     Engine(String),
+    /// A value could not be converted between the served and the stored
+    /// version (a CRD's conversion webhook failed); the message is kube's.
+    #[error("{0}")]
+    Conversion(String),
 }
 
 /// The storage interface every engine implements. Object safe: the registry

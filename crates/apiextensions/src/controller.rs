@@ -10,6 +10,10 @@
 //!   the OpenAPI definitions, its stores followed by the garbage collector,
 //!   its printer columns remembered for Tables ([`printer_columns_of`]), and
 //!   the `customresourcecleanup.apiextensions.k8s.io` finalizer added;
+//! - a CRD with `spec.conversion.strategy: Webhook` has its versions served
+//!   through its webhook ([`Registry::add_reviewed_version`], the converter
+//!   from [`Registry::conversion_webhooks`]): objects are stored in the
+//!   storage version, others are converted on every read and write;
 //! - a CRD being deleted has every object of its resources deleted (all
 //!   namespaces), then stops being served and loses its finalizer, so it goes.
 //!
@@ -31,6 +35,7 @@ use tokio::sync::mpsc;
 use ubernetes_apimachinery::{ApiError, ResourceInfo};
 use ubernetes_registry::Registry;
 use ubernetes_registry::controllers::GarbageCollector;
+use ubernetes_registry::conversion::review::ObjectConverter;
 use ubernetes_registry::leader_election::Leadership;
 use ubernetes_registry::store::{DeleteOptions, ReadAt, Store, finalizers};
 use ubernetes_storage::EventType;
@@ -97,6 +102,46 @@ pub struct CrdController {
     leadership: Option<Leadership>,
     tx: mpsc::UnboundedSender<String>,
     served: Mutex<HashMap<String, Served>>,
+}
+
+/// A storage version (`group/version`) and the converter to and from it.
+type WebhookConversion = (String, Arc<dyn ObjectConverter>);
+
+/// For a CRD with `spec.conversion.strategy: Webhook`: its storage
+/// version and the converter calling its webhook.
+fn webhook_conversion(
+    registry: &Registry,
+    crd: &Value,
+) -> Result<Option<WebhookConversion>, ApiError> {
+    let Some(conversion) = crd
+        .pointer("/spec/conversion")
+        .filter(|c| c.get("strategy").and_then(Value::as_str) == Some("Webhook"))
+    else {
+        return Ok(None);
+    };
+    let name = name_of(crd).unwrap_or("");
+    let group = crd
+        .pointer("/spec/group")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let storage = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .and_then(|vs| {
+            vs.iter()
+                .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        })
+        .and_then(|v| v.get("name").and_then(Value::as_str))
+        .ok_or_else(|| ApiError::internal(format!("CRD {name} has no storage version")))?;
+    let webhooks = registry.conversion_webhooks().ok_or_else(|| {
+        ApiError::internal(format!(
+            "CRD {name} converts by webhook, and this server calls no conversion webhooks"
+        ))
+    })?;
+    let converter = webhooks
+        .converter(conversion.get("webhook").unwrap_or(&Value::Null))
+        .map_err(|e| ApiError::internal(format!("the conversion webhook of CRD {name}: {e}")))?;
+    Ok(Some((format!("{group}/{storage}"), converter)))
 }
 
 fn name_of(obj: &Value) -> Option<&str> {
@@ -360,10 +405,15 @@ impl CrdController {
                 }
                 replaced.push(old);
             }
-            let store = self
-                .registry
-                .add_shared_version(crate::custom::custom_resource_strategy(crd, &info.version))
-                .await?;
+            let strategy = crate::custom::custom_resource_strategy(crd, &info.version);
+            let store = match webhook_conversion(&self.registry, crd)? {
+                Some((storage_version, converter)) => {
+                    self.registry
+                        .add_reviewed_version(strategy, &storage_version, converter)
+                        .await?
+                }
+                None => self.registry.add_shared_version(strategy).await?,
+            };
             COLUMNS
                 .write()
                 .insert(gvr(info), printer_columns(crd, &info.version));

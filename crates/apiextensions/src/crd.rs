@@ -384,6 +384,11 @@ fn validate_spec(crd: &CustomResourceDefinition, raw: &Value) -> Vec<Cause> {
                         "required when strategy is set to Webhook",
                     ));
                 }
+                if let Some(w) = &conv.webhook {
+                    out.extend(validate_conversion_review_versions(
+                        &w.conversion_review_versions,
+                    ));
+                }
             }
             other => out.push(field::not_supported(
                 "spec.conversion.strategy",
@@ -391,6 +396,43 @@ fn validate_spec(crd: &CustomResourceDefinition, raw: &Value) -> Vec<Cause> {
                 &["None", "Webhook"],
             )),
         }
+    }
+    out
+}
+
+/// kube's `validateConversionReviewVersions` (recognised versions required,
+/// as for a CRD created or updated through v1): present, no duplicates,
+/// each a DNS-1035 label, one of them `v1` or `v1beta1`.
+fn validate_conversion_review_versions(versions: &[String]) -> Vec<Cause> {
+    const PATH: &str = "spec.conversion.webhook.conversionReviewVersions";
+    let mut out = Vec::new();
+    if versions.is_empty() {
+        out.push(field::required(PATH, ""));
+        return out;
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, v) in versions.iter().enumerate() {
+        if !seen.insert(v.as_str()) {
+            out.push(field::invalid(
+                &format!("{PATH}[{i}]"),
+                &Value::String(v.clone()),
+                "duplicate version",
+            ));
+        }
+        for msg in ubernetes_apimachinery::meta::is_dns1035_label(v) {
+            out.push(field::invalid(
+                &format!("{PATH}[{i}]"),
+                &Value::String(v.clone()),
+                &msg,
+            ));
+        }
+    }
+    if !versions.iter().any(|v| v == "v1" || v == "v1beta1") {
+        out.push(field::invalid(
+            PATH,
+            &serde_json::json!(versions),
+            "must include at least one of v1, v1beta1",
+        ));
     }
     out
 }
@@ -714,6 +756,23 @@ mod tests {
                 "n": {"type": "integer", "minimum": 0, "maximum": 5, "default": 0, "enum": [0, 1]},
                 "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
         );
+    }
+
+    #[test]
+    fn a_conversion_webhook_must_speak_a_review_version_we_know() {
+        let mut c = minimal();
+        c["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+            "clientConfig": {"url": "https://127.0.0.1:9443/convert"},
+            "conversionReviewVersions": ["v2", "v2"]}});
+        assert_eq!(
+            causes(c.clone()),
+            vec![
+                "spec.conversion.webhook.conversionReviewVersions[1]: Invalid value: \"v2\": duplicate version",
+                "spec.conversion.webhook.conversionReviewVersions: Invalid value: [\"v2\",\"v2\"]: must include at least one of v1, v1beta1",
+            ]
+        );
+        c["spec"]["conversion"]["webhook"]["conversionReviewVersions"] = json!(["v2", "v1"]);
+        assert!(causes(c).is_empty());
     }
 
     #[test]

@@ -318,6 +318,8 @@ pub async fn build_state_on(
         .chain(crate::discovery::review_resources())
         .chain(crate::discovery::core_extra_resources())
         .collect();
+    // CRDs with `conversion.strategy: Webhook` convert through their webhook.
+    registry.set_conversion_webhooks(ubernetes_webhook::conversion::Webhooks::new(&registry));
     // Every replica serves the Established CRDs; the leader writes.
     let crd_controller = ubernetes_apiextensions::controller::CrdController::start_with(
         registry.clone(),

@@ -173,6 +173,13 @@ fn storage_error(info: &ResourceInfo, name: &str, e: StorageError) -> ApiError {
             ApiError::gone("watch closed: the client fell too far behind")
         }
         StorageError::Engine(msg) => ApiError::internal(msg),
+        // kube answers a converter's error as it is: 500, no reason.
+        StorageError::Conversion(msg) => {
+            let mut e = ApiError::internal("");
+            e.reason = String::new();
+            e.message = msg;
+            e
+        }
     }
 }
 

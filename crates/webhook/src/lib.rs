@@ -3,9 +3,10 @@
 //! Calling webhooks as kube-apiserver does: [`client`] POSTs a JSON
 //! document to a `WebhookClientConfig` (a URL or a Service, with its
 //! `caBundle`) over HTTPS within a timeout and reads JSON back (admission
-//! webhooks here; CRD conversion webhooks can use it as it is), and
-//! [`admission`] is the admission plugin of `MutatingWebhookConfiguration`
-//! and `ValidatingWebhookConfiguration` on top of it.
+//! webhooks and CRD conversion webhooks), [`admission`] is the admission
+//! plugin of `MutatingWebhookConfiguration` and
+//! `ValidatingWebhookConfiguration` on top of it, and [`conversion`] the
+//! `ConversionReview` converter of CRDs with `conversion.strategy: Webhook`.
 //!
 //! A federation has no pods and no service proxy: a webhook named by a
 //! Service is reached through that Service's `Endpoints` (which the user
@@ -15,6 +16,7 @@
 
 pub mod admission;
 pub mod client;
+pub mod conversion;
 
 use std::sync::{Arc, Weak};
 

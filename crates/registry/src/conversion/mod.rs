@@ -19,6 +19,7 @@
 
 pub mod events;
 pub mod hpa;
+pub mod review;
 
 use std::sync::Arc;
 
