@@ -198,7 +198,22 @@ impl Server {
                 bail!("server exited with {status}; log:\n{}", self.log_tail());
             }
             if Instant::now() > deadline {
-                bail!("server not ready in 60 s; log:\n{}", self.log_tail());
+                // Which check is failing: the verbose readyz names it.
+                let verbose = self
+                    .kubectl(&["get", "--raw", "/readyz?verbose"])
+                    .map(|o| {
+                        let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+                        text.push_str(&String::from_utf8_lossy(&o.stderr));
+                        text.lines()
+                            .filter(|l| !l.ends_with(" ok"))
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    })
+                    .unwrap_or_default();
+                bail!(
+                    "server not ready in 60 s; failing readyz checks:\n{verbose}\nlog:\n{}",
+                    self.log_tail()
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }
