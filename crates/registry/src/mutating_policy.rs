@@ -35,10 +35,8 @@
 //! (as kube), the `authorizer` variable is not declared, and struct
 //! literals are not typed from the schema.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
-use parking_lot::Mutex;
 use serde_json::{Value, json};
 use ubernetes_apimachinery::{ApiError, Cause};
 
@@ -278,30 +276,19 @@ fn apply_json_patch(obj: &Value, ops: &json_patch::Patch) -> Result<Value, Strin
 /// The `MutatingAdmissionPolicy` admission plugin (mutating phase).
 pub struct MutatingAdmissionPolicy {
     registry: Weak<Registry>,
-    /// Compiled policies by name, with the resourceVersion compiled.
-    compiled: Mutex<HashMap<String, (String, Arc<Compiled>)>>,
+    compiled: crate::policy::CompileCache<Compiled>,
 }
 
 impl MutatingAdmissionPolicy {
     pub fn new(registry: &Arc<Registry>) -> Arc<Self> {
         Arc::new(Self {
             registry: Arc::downgrade(registry),
-            compiled: Mutex::new(HashMap::new()),
+            compiled: crate::policy::CompileCache::new(),
         })
     }
 
     fn compiled(&self, policy: &Value) -> Arc<Compiled> {
-        let name = meta(policy, "name");
-        let rv = meta(policy, "resourceVersion");
-        let mut cache = self.compiled.lock();
-        if let Some((have, c)) = cache.get(&name)
-            && *have == rv
-        {
-            return c.clone();
-        }
-        let c = Arc::new(Compiled::new(policy));
-        cache.insert(name, (rv, c.clone()));
-        c
+        self.compiled.get_or_compile(policy, Compiled::new)
     }
 }
 

@@ -550,36 +550,52 @@ pub(crate) fn exempt(group: &str, resource: &str) -> bool {
 /// The `ValidatingAdmissionPolicy` admission plugin (validating phase).
 pub struct ValidatingAdmissionPolicy {
     registry: Weak<Registry>,
-    /// Compiled policies by name, with the resourceVersion compiled.
-    compiled: Mutex<HashMap<String, (String, Arc<Compiled>)>>,
+    compiled: CompileCache<Compiled>,
 }
 
 impl ValidatingAdmissionPolicy {
     pub fn new(registry: &Arc<Registry>) -> Arc<Self> {
         Arc::new(Self {
             registry: Arc::downgrade(registry),
-            compiled: Mutex::new(HashMap::new()),
+            compiled: CompileCache::new(),
         })
     }
 
     fn compiled(&self, policy: &Value) -> Arc<Compiled> {
-        let name = policy
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let rv = policy
-            .pointer("/metadata/resourceVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let mut cache = self.compiled.lock();
+        self.compiled.get_or_compile(policy, Compiled::new)
+    }
+}
+
+/// Compiled policies by name, each with the resourceVersion it was compiled
+/// at: a policy is recompiled only when it changed (both policy plugins).
+pub(crate) struct CompileCache<T>(Mutex<HashMap<String, (String, Arc<T>)>>);
+
+impl<T> CompileCache<T> {
+    pub(crate) fn new() -> Self {
+        Self(Mutex::new(HashMap::new()))
+    }
+
+    /// The compiled form of `policy`, compiled by `compile` when missing or stale.
+    pub(crate) fn get_or_compile(
+        &self,
+        policy: &Value,
+        compile: impl FnOnce(&Value) -> T,
+    ) -> Arc<T> {
+        let field = |f: &str| {
+            policy
+                .pointer(&format!("/metadata/{f}"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (name, rv) = (field("name"), field("resourceVersion"));
+        let mut cache = self.0.lock();
         if let Some((have, c)) = cache.get(&name)
             && *have == rv
         {
             return c.clone();
         }
-        let c = Arc::new(Compiled::new(policy));
+        let c = Arc::new(compile(policy));
         cache.insert(name, (rv, c.clone()));
         c
     }
