@@ -18,7 +18,10 @@
 //! - watches are etcd watches from `from + 1` with previous values; progress
 //!   is asked of etcd (`WatchProgressRequest`) every second and shortly after
 //!   each write of this process, and etcd's progress notifications become
-//!   [`WatchItem::Progress`];
+//!   [`WatchItem::Progress`]; only of an etcd that answers such requests
+//!   correctly (3.4.31+, 3.5.13+; [`progress_requests_are_safe`]): an older
+//!   one is never asked, and [`Storage::serves_progress_requests`] says so,
+//!   so reads that must be current go to etcd rather than the watch cache;
 //! - compaction is etcd's; a list or watch below etcd's compacted revision is
 //!   [`StorageError::Compacted`] with etcd's compacted revision (found by
 //!   probing, as etcd does not report it on a range error).
@@ -99,6 +102,35 @@ pub struct EtcdStorage {
     /// Bumped after every successful write: open watches then ask etcd for
     /// progress, so a progress report past the write comes promptly.
     writes: watch::Sender<u64>,
+    /// Whether every endpoint's etcd answers a progress request only once the
+    /// watch has delivered every earlier event (see
+    /// [`progress_requests_are_safe`]); when not, watches never ask.
+    progress_requests: bool,
+}
+
+/// Whether etcd `version` answers a watch progress request correctly: etcd
+/// before 3.4.31 and 3.5.13 answers with its current revision even for a
+/// watch still catching up on older events (etcd-io/etcd#15220; 3.5.8-3.5.12
+/// fixed that but never answer a watch that has had no event yet, #17507).
+/// kube-apiserver asks etcd only from these versions on as well
+/// (`etcd3/feature`'s `RequestWatchProgress` check, v3.4.31+ / v3.5.13+).
+pub fn progress_requests_are_safe(version: &str) -> bool {
+    let mut parts = version
+        .trim()
+        .trim_start_matches('v')
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u64>().ok());
+    let (Some(Some(major)), Some(Some(minor)), Some(Some(patch))) =
+        (parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    match (major, minor) {
+        (3, 4) => patch >= 31,
+        (3, 5) => patch >= 13,
+        (3, m) => m >= 6,
+        (m, _) => m > 3,
+    }
 }
 
 impl std::fmt::Debug for EtcdStorage {
@@ -192,7 +224,7 @@ impl EtcdStorage {
             }
             connect = connect.with_tls(tls);
         }
-        let client = Client::connect(&endpoints, Some(connect))
+        let client = Client::connect(&endpoints, Some(connect.clone()))
             .await
             .map_err(engine)?;
         let prefix = options.prefix.trim_end_matches('/').to_string();
@@ -208,11 +240,19 @@ impl EtcdStorage {
             root,
             compacted_hint: AtomicU64::new(0),
             writes: watch::Sender::new(0),
+            progress_requests: false,
         };
         let deadline = Instant::now() + CONNECT_PATIENCE;
         loop {
             match tokio::time::timeout(Duration::from_secs(5), storage.current_revision()).await {
-                Ok(Ok(_)) => return Ok(storage),
+                Ok(Ok(_)) => {
+                    let progress_requests =
+                        progress_requests_everywhere(&endpoints, &connect).await;
+                    return Ok(Self {
+                        progress_requests,
+                        ..storage
+                    });
+                }
                 Ok(Err(e)) if Instant::now() >= deadline => {
                     return Err(StorageError::Engine(format!(
                         "cannot reach etcd at {}: {e}",
@@ -228,6 +268,12 @@ impl EtcdStorage {
                 _ => tokio::time::sleep(Duration::from_millis(500)).await,
             }
         }
+    }
+
+    /// Whether this engine's watches ask etcd for progress (every endpoint
+    /// runs an etcd that answers such requests correctly).
+    pub fn asks_for_progress(&self) -> bool {
+        self.progress_requests
     }
 
     /// The etcd key of a store key: the prefix, then the key with the store
@@ -404,6 +450,48 @@ impl Names {
     }
 }
 
+/// Ask each endpoint's etcd for its version: progress requests are used only
+/// when every one of them answers them correctly (an endpoint that does not
+/// say counts as one that does not). kube-apiserver checks every endpoint the
+/// same way.
+async fn progress_requests_everywhere(endpoints: &[String], connect: &ConnectOptions) -> bool {
+    let mut safe = true;
+    for endpoint in endpoints {
+        let version = async {
+            let mut client = Client::connect([endpoint.as_str()], Some(connect.clone()))
+                .await
+                .map_err(engine)?;
+            let status = client.status().await.map_err(engine)?;
+            Ok::<_, StorageError>(status.version().to_string())
+        };
+        match tokio::time::timeout(Duration::from_secs(5), version).await {
+            Ok(Ok(v)) if progress_requests_are_safe(&v) => {
+                tracing::debug!(%endpoint, version = %v, "etcd answers watch progress requests");
+            }
+            Ok(Ok(v)) => {
+                tracing::warn!(
+                    %endpoint,
+                    version = %v,
+                    "etcd {v} answers watch progress requests before the events they cover \
+                     (etcd-io/etcd#15220): reads that must be current are served from etcd, \
+                     not the watch cache; upgrade etcd to 3.4.31+ or 3.5.13+ to serve them \
+                     from the cache"
+                );
+                safe = false;
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(%endpoint, error = %e, "cannot read etcd's version; not asking its watches for progress");
+                safe = false;
+            }
+            Err(_) => {
+                tracing::warn!(%endpoint, "etcd did not tell its version in 5 s; not asking its watches for progress");
+                safe = false;
+            }
+        }
+    }
+    safe
+}
+
 /// Pump one etcd watch into `tx` until the receiver is dropped or the watch
 /// fails; asks etcd for progress every [`PROGRESS_EVERY`] and shortly after
 /// local writes.
@@ -413,6 +501,7 @@ async fn pump_watch(
     names: Names,
     from: Revision,
     mut writes: watch::Receiver<u64>,
+    ask_progress: bool,
     tx: mpsc::Sender<Result<WatchItem, StorageError>>,
 ) {
     let mut ticker = tokio::time::interval(PROGRESS_EVERY);
@@ -425,8 +514,8 @@ async fn pump_watch(
         let wake = tokio::time::Instant::from_std(last_request + PROGRESS_AFTER_WRITE);
         let ask = tokio::select! {
             () = tx.closed() => return,
-            _ = ticker.tick() => true,
-            Ok(()) = writes.changed() => {
+            _ = ticker.tick(), if ask_progress => true,
+            Ok(()) = writes.changed(), if ask_progress => {
                 if last_request.elapsed() >= PROGRESS_AFTER_WRITE {
                     true
                 } else {
@@ -708,6 +797,7 @@ impl Storage for EtcdStorage {
             },
             from,
             self.writes.subscribe(),
+            self.progress_requests,
             tx,
         ));
         Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
@@ -731,6 +821,10 @@ impl Storage for EtcdStorage {
 
     fn request_progress(&self) {
         self.writes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    fn serves_progress_requests(&self) -> bool {
+        self.progress_requests
     }
 
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
@@ -792,5 +886,25 @@ mod tests {
         assert_eq!(prefix_end(b"/registry/pods/"), b"/registry/pods0".to_vec());
         assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
         assert_eq!(prefix_end(b"\xff\xff"), vec![0]);
+    }
+
+    #[test]
+    fn progress_requests_are_used_from_the_fixed_etcd_releases_on() {
+        for (version, safe) in [
+            ("3.4.23", false), // Debian bookworm's etcd-server
+            ("3.4.30", false),
+            ("3.4.31", true),
+            ("3.5.12", false),
+            ("3.5.13", true),
+            ("3.5.30", true),
+            ("v3.6.0", true),
+            ("3.6.0-rc.1", true),
+            ("4.0.0", true),
+            ("3.3.27", false),
+            ("", false),
+            ("unknown", false),
+        ] {
+            assert_eq!(progress_requests_are_safe(version), safe, "{version}");
+        }
     }
 }

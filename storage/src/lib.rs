@@ -252,6 +252,15 @@ pub trait Storage: Send + Sync + 'static {
     /// tick (kube's `RequestWatchProgress`). Default: nothing to do.
     fn request_progress(&self) {}
 
+    /// Whether a watch cache over this engine can serve a read that must see
+    /// every acknowledged write ([`Storage::consistent_read_revision`] is
+    /// `Some`): its watches report progress on request, and a report never
+    /// runs ahead of the events it covers. `false`: such reads are served by
+    /// the engine itself (kube-apiserver does the same with an etcd older
+    /// than 3.4.31 / 3.5.13). No default, so a layer over an engine cannot
+    /// forget to pass the engine's answer on.
+    fn serves_progress_requests(&self) -> bool;
+
     /// Forget history at or below `revision` (events and old values kept for
     /// list-at-revision and watch resume).
     async fn compact(&self, revision: Revision) -> Result<(), StorageError>;

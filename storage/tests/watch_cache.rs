@@ -506,6 +506,9 @@ impl Storage for FailingWatch {
     async fn compacted_revision(&self) -> Result<Revision, StorageError> {
         self.inner.compacted_revision().await
     }
+    fn serves_progress_requests(&self) -> bool {
+        self.inner.serves_progress_requests()
+    }
 }
 
 #[tokio::test]

@@ -186,6 +186,10 @@ impl Storage for ApiVersionStamp {
         self.inner.request_progress();
     }
 
+    fn serves_progress_requests(&self) -> bool {
+        self.inner.serves_progress_requests()
+    }
+
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
         self.inner.compact(revision).await
     }

@@ -534,7 +534,12 @@ impl Store {
         self.last_write.fetch_max(rev, Ordering::AcqRel);
     }
 
-    async fn consistent(&self) -> Result<(), ApiError> {
+    /// Make a read see every write acknowledged so far. `None`: the watch
+    /// cache has caught up, read it. `Some(rev)`: the store is shared with
+    /// other servers and its watches cannot vouch for their progress (an etcd
+    /// older than 3.4.31 / 3.5.13, [`Storage::serves_progress_requests`]),
+    /// so read the store itself at `rev`, as kube-apiserver does then.
+    async fn consistent(&self) -> Result<Option<Revision>, ApiError> {
         let mut want = self.last_write.load(Ordering::Acquire);
         // A store shared with other servers (etcd): wait for its current
         // revision, so a write acknowledged by another replica is seen too.
@@ -545,6 +550,9 @@ impl Store {
             .map_err(|e| storage_error(self.info(), "", e))?
         {
             want = want.max(current);
+            if !self.storage.serves_progress_requests() {
+                return Ok(Some(want));
+            }
         }
         if self.cache.revision() < want {
             self.storage.request_progress();
@@ -553,14 +561,28 @@ impl Store {
                 .await
                 .map_err(|e| ApiError::timeout(format!("waiting for the watch cache: {e}")))?;
         }
-        Ok(())
+        Ok(None)
     }
 
     /// The object as served (final JSON), or 404.
     pub async fn get(&self, namespace: Option<&str>, name: &str) -> Result<Bytes, ApiError> {
-        self.consistent().await?;
+        let key = self.key(namespace, name);
+        if self.consistent().await?.is_some() {
+            let kv = self
+                .storage
+                .get(&key)
+                .await
+                .map_err(|e| storage_error(self.info(), name, e))?
+                .ok_or_else(|| {
+                    ApiError::not_found(&self.info().group, &self.info().resource, name)
+                })?;
+            let v = decode_stored(&kv)?;
+            return serde_json::to_vec(&v)
+                .map(Bytes::from)
+                .map_err(|e| ApiError::internal(e.to_string()));
+        }
         self.cache
-            .get(&self.key(namespace, name))
+            .get(&key)
             .map(|o| o.json.clone())
             .ok_or_else(|| ApiError::not_found(&self.info().group, &self.info().resource, name))
     }
@@ -647,7 +669,13 @@ impl Store {
                 });
         }
         match read_at {
-            ReadAt::Latest => self.consistent().await?,
+            ReadAt::Latest => {
+                if let Some(rev) = self.consistent().await? {
+                    return self
+                        .list_from_storage(&prefix, start_after, filter, limit, rev)
+                        .await;
+                }
+            }
             ReadAt::NotOlderThan(rev) => {
                 if self.cache.revision() < rev {
                     self.cache.wait_for_revision(rev).await.map_err(|_| {
@@ -1687,7 +1715,18 @@ impl Store {
     /// Make sure reads see every write acknowledged so far, then return the
     /// cache revision (start point of a watch with no resourceVersion).
     pub async fn sync_revision(&self) -> Result<Revision, ApiError> {
-        self.consistent().await?;
+        if self.consistent().await?.is_some() {
+            // The cache cannot vouch for other servers' writes: start where
+            // it is once it has this process's own (kube's cacher starts a
+            // watch without resourceVersion at its current revision too).
+            let mine = self.last_write.load(Ordering::Acquire);
+            if self.cache.revision() < mine {
+                self.cache
+                    .wait_for_revision(mine)
+                    .await
+                    .map_err(|e| ApiError::timeout(format!("waiting for the watch cache: {e}")))?;
+            }
+        }
         Ok(self.cache.revision())
     }
 }

@@ -717,3 +717,141 @@ async fn deleting_a_namespace_purges_it_and_refuses_new_content_meanwhile() {
     })
     .await;
 }
+
+/// A store shared with other servers whose watches cannot vouch for their
+/// progress (an etcd older than 3.4.31 / 3.5.13): this engine's watches
+/// never deliver anything, as a watch cache that has not caught up.
+struct SharedWithoutProgress {
+    inner: Arc<SledStorage>,
+}
+
+#[async_trait::async_trait]
+impl Storage for SharedWithoutProgress {
+    async fn get(
+        &self,
+        key: &str,
+    ) -> Result<Option<ubernetes_storage::KeyValue>, ubernetes_storage::StorageError> {
+        self.inner.get(key).await
+    }
+    async fn list(
+        &self,
+        prefix: &str,
+        opts: ubernetes_storage::ListOptions,
+    ) -> Result<ubernetes_storage::ListResult, ubernetes_storage::StorageError> {
+        self.inner.list(prefix, opts).await
+    }
+    async fn create(
+        &self,
+        key: &str,
+        value: bytes::Bytes,
+    ) -> Result<ubernetes_storage::KeyValue, ubernetes_storage::StorageError> {
+        self.inner.create(key, value).await
+    }
+    async fn update(
+        &self,
+        key: &str,
+        value: bytes::Bytes,
+        expected: u64,
+    ) -> Result<ubernetes_storage::KeyValue, ubernetes_storage::StorageError> {
+        self.inner.update(key, value, expected).await
+    }
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<u64>,
+    ) -> Result<ubernetes_storage::KeyValue, ubernetes_storage::StorageError> {
+        self.inner.delete(key, expected).await
+    }
+    async fn watch(
+        &self,
+        _prefix: &str,
+        _from: u64,
+    ) -> Result<ubernetes_storage::WatchStream, ubernetes_storage::StorageError> {
+        Ok(Box::pin(futures::stream::pending()))
+    }
+    async fn watch_progress(
+        &self,
+        _prefix: &str,
+        _from: u64,
+    ) -> Result<ubernetes_storage::ProgressWatchStream, ubernetes_storage::StorageError> {
+        Ok(Box::pin(futures::stream::pending()))
+    }
+    async fn current_revision(&self) -> Result<u64, ubernetes_storage::StorageError> {
+        self.inner.current_revision().await
+    }
+    async fn consistent_read_revision(
+        &self,
+    ) -> Result<Option<u64>, ubernetes_storage::StorageError> {
+        self.inner.current_revision().await.map(Some)
+    }
+    fn serves_progress_requests(&self) -> bool {
+        false
+    }
+    async fn compact(&self, revision: u64) -> Result<(), ubernetes_storage::StorageError> {
+        self.inner.compact(revision).await
+    }
+    async fn compacted_revision(&self) -> Result<u64, ubernetes_storage::StorageError> {
+        self.inner.compacted_revision().await
+    }
+}
+
+/// Another server's write, which this server's watch cache has not seen, is
+/// read anyway when the engine cannot report watch progress: a get and a
+/// list that must be current go to the store (kube-apiserver's fallback for
+/// an old etcd), while a list at any resourceVersion is served by the cache.
+#[tokio::test]
+async fn current_reads_go_to_the_store_when_its_watches_cannot_report_progress() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sled = Arc::new(SledStorage::open(dir.path()).expect("open sled"));
+    let storage: Arc<dyn Storage> = Arc::new(SharedWithoutProgress {
+        inner: sled.clone(),
+    });
+    let registry = Registry::new(
+        storage,
+        ubernetes_registry::kinds::builtin(),
+        RegistryOptions::default(),
+    )
+    .await
+    .expect("registry");
+    let store = registry.get("", "v1", "configmaps").expect("configmaps");
+    // "Another server" writes straight to the engine.
+    let mut obj = cm("elsewhere");
+    obj["metadata"]["namespace"] = json!("default");
+    obj["metadata"]["uid"] = json!("7d3c8a4e-0000-4000-8000-000000000001");
+    let written = sled
+        .create(
+            &store.key(Some("default"), "elsewhere"),
+            bytes::Bytes::from(serde_json::to_vec(&obj).expect("json")),
+        )
+        .await
+        .expect("raw write");
+
+    let got = store
+        .get_value(Some("default"), "elsewhere")
+        .await
+        .unwrap_or_else(|e| panic!("get: {}", e.message));
+    assert_eq!(got["data"]["a"], "1");
+    assert_eq!(
+        got["metadata"]["resourceVersion"],
+        written.mod_revision.to_string()
+    );
+    let names = |list: &ubernetes_registry::store::ListResult| -> Vec<String> {
+        list.items
+            .iter()
+            .filter_map(|b| serde_json::from_slice::<Value>(b).ok())
+            .filter_map(|v| v["metadata"]["name"].as_str().map(String::from))
+            .collect()
+    };
+    let latest = store
+        .list(Some("default"), None, 0, None, ReadAt::Latest)
+        .await
+        .unwrap_or_else(|e| panic!("list: {}", e.message));
+    assert_eq!(names(&latest), ["elsewhere"]);
+    assert_eq!(latest.resource_version, written.mod_revision);
+    // resourceVersion=0 ("any"): the cache, which has not seen it.
+    let any = store
+        .list(Some("default"), None, 0, None, ReadAt::Any)
+        .await
+        .unwrap_or_else(|e| panic!("list: {}", e.message));
+    assert!(names(&any).is_empty(), "{:?}", names(&any));
+}

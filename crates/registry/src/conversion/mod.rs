@@ -247,6 +247,10 @@ impl Storage for WriteMarked {
         self.inner.request_progress();
     }
 
+    fn serves_progress_requests(&self) -> bool {
+        self.inner.serves_progress_requests()
+    }
+
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
         self.inner.compact(revision).await
     }
@@ -404,6 +408,10 @@ impl Storage for Converted {
 
     fn request_progress(&self) {
         self.inner.request_progress();
+    }
+
+    fn serves_progress_requests(&self) -> bool {
+        self.inner.serves_progress_requests()
     }
 
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
