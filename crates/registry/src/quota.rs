@@ -481,6 +481,20 @@ impl Admission for ResourceQuotaAdmission {
 
 // --------------------------------------------------------------- controller
 
+/// kube's `addQuota`: a quota changed is counted again only when its
+/// `spec.hard` is not what its status says, or a limit has no usage yet.
+fn needs_recount(quota: &Value) -> bool {
+    let spec_hard = quota.pointer("/spec/hard");
+    if spec_hard != quota.pointer("/status/hard") {
+        return true;
+    }
+    let used = quota.pointer("/status/used").and_then(Value::as_object);
+    spec_hard.and_then(Value::as_object).is_some_and(|hard| {
+        hard.keys()
+            .any(|k| !used.is_some_and(|u| u.contains_key(k)))
+    })
+}
+
 /// The store counting `resource` (a quota's resource name), and whether
 /// the name is a count.
 fn counted_store(registry: &Registry, resource: &str) -> Option<Arc<Store>> {
@@ -585,6 +599,12 @@ impl QuotaController {
                 }
                 set.insert(name.to_string());
             }
+            // kube's controller: a status change (an admission charge, this
+            // controller's own write) is no reason to recount; recounting
+            // then could undo the charge of an object still being created.
+            if kind == EventType::Modified && !needs_recount(&obj) {
+                return;
+            }
             observer.queue.add((ns.to_string(), name.to_string()));
         });
         // Every namespaced store, and those served later (custom
@@ -678,8 +698,20 @@ impl QuotaController {
             .iter()
             .map(|(k, v)| (k.clone(), json!(text(v))))
             .collect();
+        // Written only over the quota counted from: an admission charge
+        // since then is for an object the count may not have seen yet
+        // (kube's controller updates with the resourceVersion it read).
+        let counted_from = quota.pointer("/metadata/resourceVersion").cloned();
         let res = store
             .system_update(Some(ns), name, |mut cur| {
+                if cur.pointer("/metadata/resourceVersion").cloned() != counted_from {
+                    return Err(ApiError::conflict(
+                        "",
+                        "resourcequotas",
+                        name,
+                        "the quota changed while its usage was counted",
+                    ));
+                }
                 let status = json!({"hard": hard, "used": used_json});
                 if cur.get("status") == Some(&status) {
                     return Ok(None);
@@ -718,6 +750,26 @@ mod tests {
             subresources: Vec::new(),
             definition: String::new(),
         }
+    }
+
+    #[test]
+    fn only_a_changed_spec_or_a_limit_without_usage_is_counted_again() {
+        let quota = |spec: Value, status: Value| json!({"spec": {"hard": spec}, "status": status});
+        let synced = json!({"hard": {"configmaps": "3"}, "used": {"configmaps": "1"}});
+        // An admission charge or the controller's own write: no recount.
+        assert!(!needs_recount(&quota(
+            json!({"configmaps": "3"}),
+            synced.clone()
+        )));
+        assert!(needs_recount(&quota(
+            json!({"configmaps": "4"}),
+            synced.clone()
+        )));
+        assert!(needs_recount(&quota(
+            json!({"configmaps": "3"}),
+            json!({"hard": {"configmaps": "3"}})
+        )));
+        assert!(needs_recount(&quota(json!({"configmaps": "3"}), json!({}))));
     }
 
     #[test]
