@@ -274,25 +274,12 @@ pub fn sign_certificate_request(
     not_before: jiff::Timestamp,
     not_after: jiff::Timestamp,
 ) -> Result<String> {
-    let mut reader = csr_pem.as_bytes();
-    let der = loop {
-        match rustls_pemfile::read_one(&mut reader) {
-            Ok(Some(rustls_pemfile::Item::Csr(der))) => break der,
-            Ok(Some(_)) => continue,
-            Ok(None) => {
-                return Err(Error::Parse(
-                    "PEM block type must be CERTIFICATE REQUEST".into(),
-                ));
-            }
-            Err(e) => return Err(Error::Parse(format!("reading the request's PEM: {e:?}"))),
-        }
-    };
-    let mut request = rcgen::CertificateSigningRequestParams::from_der(&der).map_err(|source| {
-        Error::Generate {
+    let der = request_der(csr_pem)?;
+    let mut request = rcgen::CertificateSigningRequestParams::from_der(&der.clone().into())
+        .map_err(|source| Error::Generate {
             what: "certificate request (parsing and checking its signature)",
             source,
-        }
-    })?;
+        })?;
     let subject = {
         use x509_parser::prelude::FromDer;
         let (_, parsed) =
@@ -371,6 +358,39 @@ pub fn sign_certificate_request(
         })?;
     let der = with_subject(cert.der(), &subject, issuer.key())?;
     Ok(pem_encode("CERTIFICATE", &der))
+}
+
+/// The DER of the first `CERTIFICATE REQUEST` block of a PEM text.
+fn request_der(csr_pem: &str) -> Result<Vec<u8>> {
+    let mut reader = csr_pem.as_bytes();
+    loop {
+        match rustls_pemfile::read_one(&mut reader) {
+            Ok(Some(rustls_pemfile::Item::Csr(der))) => return Ok(der.to_vec()),
+            Ok(Some(_)) => continue,
+            Ok(None) => {
+                return Err(Error::Parse(
+                    "PEM block type must be CERTIFICATE REQUEST".into(),
+                ));
+            }
+            Err(e) => return Err(Error::Parse(format!("reading the request's PEM: {e:?}"))),
+        }
+    }
+}
+
+/// The organizations (every O) of a PEM certificate request's subject: the
+/// groups a client certificate signed from it would carry.
+pub fn certificate_request_organizations(csr_pem: &str) -> Result<Vec<String>> {
+    use x509_parser::prelude::FromDer;
+    let der = request_der(csr_pem)?;
+    let (_, parsed) = x509_parser::certification_request::X509CertificationRequest::from_der(&der)
+        .map_err(|e| Error::Parse(e.to_string()))?;
+    Ok(parsed
+        .certification_request_info
+        .subject
+        .iter_organization()
+        .filter_map(|a| a.as_str().ok())
+        .map(str::to_string)
+        .collect())
 }
 
 /// The user (CN) and groups (every O) of a DER certificate, as

@@ -202,3 +202,76 @@ fn an_approved_client_csr_is_signed_by_the_server_ca_and_authenticates_as_its_cn
     assert!(conditions(&pending).is_empty(), "{pending}");
     Ok(())
 }
+
+/// kube's CSR rules about who asks and who approves: the requestor recorded
+/// is the caller whatever the body claims, a new request carries no status,
+/// approving needs `approve` on the signer (`certificates.k8s.io/signers`,
+/// by name or `<domain>/*`) besides the `approval` subresource, and no
+/// request for the API server's client signer may ask for `system:masters`.
+#[test]
+fn the_requestor_is_the_caller_and_only_the_signers_approvers_approve() -> Result<()> {
+    let server = Server::start()?;
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: csr-requester\nrules:\n- apiGroups: [certificates.k8s.io]\n  resources: [certificatesigningrequests]\n  verbs: [create, get, list]\n- apiGroups: [certificates.k8s.io]\n  resources: [certificatesigningrequests/approval]\n  verbs: [update]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: csr-requester-bob\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: csr-requester\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: bob\n",
+    )?;
+    let (_, request) = key_and_request("bob", "devs")?;
+    // The body claims another requestor and a pre-approval.
+    let manifest = format!(
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  name: bobs\nspec:\n  request: {}\n  signerName: example.com/team-signer\n  usages: [client auth]\n  username: mallory\n  groups: [system:masters]\nstatus:\n  conditions:\n  - type: Approved\n    status: \"True\"\n    reason: SelfApproved\n",
+        B64.encode(&request)
+    );
+    server.kubectl_stdin_ok(&["--as", "bob", "create", "-f", "-"], &manifest)?;
+    let csr = json(&server, &["get", "csr", "bobs"])?;
+    assert_eq!(csr["spec"]["username"], "bob", "{csr}");
+    let groups: Vec<&str> = csr["spec"]["groups"]
+        .as_array()
+        .map(|g| g.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(groups, ["system:authenticated"], "{csr}");
+    assert!(conditions(&csr).is_empty(), "{csr}");
+    // The approval subresource alone is not enough.
+    let out = server.kubectl(&["--as", "bob", "certificate", "approve", "bobs"])?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success()
+            && err.contains(
+                "certificatesigningrequests.certificates.k8s.io \"bobs\" is forbidden: \
+                 user not permitted to approve requests with signerName \"example.com/team-signer\""
+            ),
+        "{err}"
+    );
+    assert!(conditions(&json(&server, &["get", "csr", "bobs"])?).is_empty());
+    // `approve` on the signer's domain wildcard is.
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: team-signer-approver\nrules:\n- apiGroups: [certificates.k8s.io]\n  resources: [signers]\n  resourceNames: [\"example.com/*\"]\n  verbs: [approve]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: team-signer-approver-bob\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: team-signer-approver\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: bob\n",
+    )?;
+    eventually(SETTLE, || {
+        let out = server.kubectl(&["--as", "bob", "certificate", "approve", "bobs"])?;
+        Ok(out.status.success().then_some(()))
+    })?;
+    let csr = json(&server, &["get", "csr", "bobs"])?;
+    assert_eq!(
+        conditions(&csr),
+        [("Approved".to_string(), "KubectlApprove".to_string())],
+        "{csr}"
+    );
+
+    // CertificateSubjectRestriction, even for an administrator.
+    let (_, masters) = key_and_request("root", "system:masters")?;
+    let out = server.kubectl_stdin(
+        &["create", "-f", "-"],
+        &csr_manifest("masters", &masters, &["client auth"], 3600),
+    )?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success()
+            && err.contains(
+                "certificatesigningrequests.certificates.k8s.io \"masters\" is forbidden: use of \
+                 kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed"
+            ),
+        "{err}"
+    );
+    Ok(())
+}

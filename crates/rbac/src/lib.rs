@@ -11,6 +11,7 @@
 //!   LocalSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview
 //!   (`reviews`);
 //! - escalation prevention on writes of roles and bindings (`escalation`);
+//! - the signer permissions of certificate requests (`signers`);
 //! - impersonation headers (`impersonation`);
 //! - the 403 Status (`forbidden`).
 //!
@@ -30,6 +31,7 @@ pub mod impersonation;
 pub mod request_info;
 pub mod reviews;
 pub mod rules;
+pub mod signers;
 pub mod user;
 
 pub use aggregation::{aggregate_cluster_roles, aggregated_rules};
@@ -42,4 +44,5 @@ pub use escalation::{check_binding_write, check_role_write, confirm_no_escalatio
 pub use filter::{Authorized, RequestRefused, authorize_request};
 pub use forbidden::{forbidden_error, forbidden_message};
 pub use request_info::{Attributes, RequestInfo};
+pub use signers::authorized_for_signer;
 pub use user::UserInfo;

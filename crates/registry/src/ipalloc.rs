@@ -60,6 +60,15 @@ struct AllocState {
 
 impl ClusterIpAllocator {
     /// An allocator over `cidr` (IPv4).
+    /// The Service kind's admission plugin (its [`crate::strategy::AdmissionFn`]),
+    /// on `--service-cluster-ip-range`.
+    pub fn plugin(registry: &Registry) -> Result<Arc<dyn Admission>, ApiError> {
+        Ok(Arc::new(Self::new(
+            &registry.options().service_cluster_ip_range,
+            registry,
+        )?))
+    }
+
     pub fn new(cidr: &str, registry: &Registry) -> Result<Self, ApiError> {
         let net: Ipv4Net = cidr.parse().map_err(|e| {
             ApiError::internal(format!(

@@ -92,13 +92,11 @@ impl Registry {
     /// Serve one more resource (used at start and for CRDs).
     pub async fn add(&self, strategy: Arc<dyn Strategy>) -> Result<Arc<Store>, ApiError> {
         let info = strategy.info().clone();
-        let mut admission: Vec<Arc<dyn Admission>> = Vec::new();
-        if info.group.is_empty() && info.resource == "services" {
-            admission.push(Arc::new(crate::ipalloc::ClusterIpAllocator::new(
-                &self.options.service_cluster_ip_range,
-                self,
-            )?));
-        }
+        let admission = strategy
+            .admission()
+            .iter()
+            .map(|plugin| plugin(self))
+            .collect::<Result<Vec<Arc<dyn Admission>>, ApiError>>()?;
         let (storage, converted_prefix) = self.storage_for(&info).await?;
         let shared = self
             .stores
@@ -369,6 +367,11 @@ impl Registry {
     /// Cancelled by [`Registry::shutdown`]; background work selects on it.
     pub fn stop_token(&self) -> tokio_util::sync::CancellationToken {
         self.stop.clone()
+    }
+
+    /// What the registry was built with.
+    pub fn options(&self) -> &RegistryOptions {
+        &self.options
     }
 
     /// The storage engine (for the server's own housekeeping).

@@ -172,7 +172,21 @@ pub trait Strategy: Send + Sync {
     fn finalize(&self) -> Option<FinalizeFn> {
         None
     }
+
+    /// The kind's own admission plugins, run on its store before the
+    /// registry-wide chain (kube's per-kind REST logic that runs as part of a
+    /// write: a Service's ClusterIP allocation). Built when the kind's store
+    /// is made. Empty: none.
+    fn admission(&self) -> Vec<AdmissionFn> {
+        Vec::new()
+    }
 }
+
+/// See [`Strategy::admission`]: builds one plugin from the registry the kind
+/// is served by (its storage and options).
+pub type AdmissionFn = fn(
+    &crate::registry::Registry,
+) -> Result<std::sync::Arc<dyn crate::admission::Admission>, ApiError>;
 
 /// See [`Strategy::finalize`]: `(current, requested) -> next`.
 pub type FinalizeFn = fn(&Value, &Value) -> Value;
@@ -191,6 +205,13 @@ pub enum WriteAuthority {
     /// the writer must hold the referenced role's permissions (or may
     /// `bind` it).
     BindingEscalation,
+    /// kube's CertificateApproval and CertificateSigning admission for
+    /// CertificateSigningRequests: approving or denying (the `approval`
+    /// subresource) needs the `approve` verb, and issuing a certificate (a
+    /// `status` write that changes `status.certificate`) the `sign` verb, on
+    /// `certificates.k8s.io` `signers` named the request's `signerName` or
+    /// its `<domain>/*`.
+    SignerPermission,
 }
 
 /// Generates a kind's OpenAPI schema into a generator; returns its

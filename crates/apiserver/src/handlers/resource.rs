@@ -150,31 +150,72 @@ fn is_namespace_subresource(state: &crate::state::AppState, seg: &str) -> bool {
 
 /// A check every write of this resource must pass on its final object
 /// (`new`, and the stored `old` for updates): RBAC's escalation prevention
-/// for roles and bindings (kube-apiserver's RBAC REST storage).
+/// for roles and bindings (kube-apiserver's RBAC REST storage), the signer
+/// permissions of CertificateSigningRequests.
 type WriteGuard = Arc<dyn Fn(&Value, Option<&Value>) -> Result<(), ApiError> + Send + Sync>;
 
 fn write_guard(
     state: &State,
     strategy: &dyn ubernetes_registry::Strategy,
     ns: Option<&str>,
+    subresource: Option<&str>,
     user: Option<&UserInfo>,
 ) -> Option<WriteGuard> {
     let info = strategy.info();
-    let is_role = match strategy.write_authority() {
-        WriteAuthority::RoleEscalation => true,
-        WriteAuthority::BindingEscalation => false,
-        WriteAuthority::None => return None,
+    let authority = strategy.write_authority();
+    let checked = match authority {
+        WriteAuthority::None => false,
+        WriteAuthority::SignerPermission => matches!(subresource, Some("approval" | "status")),
+        WriteAuthority::RoleEscalation | WriteAuthority::BindingEscalation => true,
     };
+    if !checked {
+        return None;
+    }
     let user = crate::authz::to_rbac_user(user?);
     let authz = state.authz.clone();
     let resource = info.resource.clone();
+    let group = info.group.clone();
     let ns = ns.unwrap_or("").to_string();
+    let subresource = subresource.map(str::to_string);
     Some(Arc::new(move |new: &Value, old: Option<&Value>| {
         let authorizer = authz.authorizer();
-        if is_role {
-            ubernetes_rbac::check_role_write(&authorizer, &user, &resource, &ns, new, old)
-        } else {
-            ubernetes_rbac::check_binding_write(&authorizer, &user, &resource, &ns, new, old)
+        match authority {
+            WriteAuthority::RoleEscalation => {
+                ubernetes_rbac::check_role_write(&authorizer, &user, &resource, &ns, new, old)
+            }
+            WriteAuthority::BindingEscalation => {
+                ubernetes_rbac::check_binding_write(&authorizer, &user, &resource, &ns, new, old)
+            }
+            WriteAuthority::SignerPermission => {
+                let verb = match subresource.as_deref() {
+                    Some("approval") => "approve",
+                    Some("status")
+                        if new.pointer("/status/certificate")
+                            != old.and_then(|o| o.pointer("/status/certificate")) =>
+                    {
+                        "sign"
+                    }
+                    _ => return Ok(()),
+                };
+                let signer = new
+                    .pointer("/spec/signerName")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if ubernetes_rbac::authorized_for_signer(&authorizer, &user, verb, signer) {
+                    return Ok(());
+                }
+                let name = new
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                Err(ApiError::forbidden(
+                    &group,
+                    &resource,
+                    name,
+                    &format!("user not permitted to {verb} requests with signerName \"{signer}\""),
+                ))
+            }
+            WriteAuthority::None => Ok(()),
         }
     }))
 }
@@ -227,9 +268,13 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             let mut opts = write_options(&query, &headers)?;
             opts.user = user.clone();
             opts.duplicate_fields = duplicate_fields(&info, &headers, &body, &opts);
-            if let Some(guard) =
-                write_guard(&state, target.store.strategy().as_ref(), ns, user.as_ref())
-            {
+            if let Some(guard) = write_guard(
+                &state,
+                target.store.strategy().as_ref(),
+                ns,
+                None,
+                user.as_ref(),
+            ) {
                 guard(&obj, None)?;
             }
             let namespaces = state.registry.namespaces();
@@ -265,8 +310,13 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             let res = match sub {
                 Some("scale") => update_scale(&target.store, ns, name, obj, &opts).await?,
                 Some("finalize") => finalize(&target.store, name, obj, &opts).await?,
-                _ => match write_guard(&state, target.store.strategy().as_ref(), ns, user.as_ref())
-                {
+                _ => match write_guard(
+                    &state,
+                    target.store.strategy().as_ref(),
+                    ns,
+                    sub,
+                    user.as_ref(),
+                ) {
                     // Checked against the stored object inside the update loop.
                     Some(guard) => {
                         target
@@ -294,7 +344,13 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             )
         }
         (Method::PATCH, Some(name), sub) => {
-            let guard = write_guard(&state, target.store.strategy().as_ref(), ns, user.as_ref());
+            let guard = write_guard(
+                &state,
+                target.store.strategy().as_ref(),
+                ns,
+                sub,
+                user.as_ref(),
+            );
             let (obj, warnings, created) = patch(
                 &state,
                 &target,

@@ -17,7 +17,9 @@ use ubernetes_storage::cache::Attrs;
 
 use super::names::NameValidation;
 use crate::printers::Printer;
-use crate::strategy::{FinalizeFn, ScalePaths, SchemaFn, Strategy, WriteAuthority, default_attrs};
+use crate::strategy::{
+    AdmissionFn, FinalizeFn, ScalePaths, SchemaFn, Strategy, WriteAuthority, default_attrs,
+};
 
 /// Whether a `k8s-openapi` scope marker is namespaced.
 pub trait Scope {
@@ -140,6 +142,7 @@ pub struct Builtin<T> {
     federated: bool,
     write_authority: WriteAuthority,
     finalize: Option<FinalizeFn>,
+    admission: Vec<AdmissionFn>,
     /// The kind's schema, for Go's `omitempty` after encoding.
     schema: std::sync::Arc<super::omitempty::SchemaTree>,
     _type: PhantomData<fn() -> T>,
@@ -178,6 +181,7 @@ where
             federated: false,
             write_authority: WriteAuthority::None,
             finalize: None,
+            admission: Vec::new(),
             schema: std::sync::Arc::new(super::omitempty::SchemaTree::of::<T>()),
             _type: PhantomData,
         }
@@ -322,6 +326,13 @@ where
     /// The `finalize` subresource's update: `(current, requested) -> next`.
     pub fn on_finalize(mut self, f: FinalizeFn) -> Self {
         self.finalize = Some(f);
+        self
+    }
+
+    /// One more admission plugin of the kind's own (see
+    /// [`Strategy::admission`]).
+    pub fn admission(mut self, f: AdmissionFn) -> Self {
+        self.admission.push(f);
         self
     }
 
@@ -487,6 +498,10 @@ where
 
     fn finalize(&self) -> Option<FinalizeFn> {
         self.finalize
+    }
+
+    fn admission(&self) -> Vec<AdmissionFn> {
+        self.admission.clone()
     }
 }
 

@@ -201,6 +201,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .validate_update(validate_service_update)
                 .on_create(prepare_service)
                 .on_update(prepare_service_update)
+                .admission(crate::ipalloc::ClusterIpAllocator::plugin)
                 .returns_deleted_object(),
         ),
     ]

@@ -23,6 +23,7 @@ use ubernetes_apimachinery::{ApiError, Cause};
 use super::builtin::{Builtin, info};
 use super::names;
 use super::validation::{immutable_str, invalid_num, invalid_str};
+use crate::csr_signer::KUBE_APISERVER_CLIENT_SIGNER;
 use crate::printers::Printer;
 use crate::registry::Registry;
 use crate::store::WriteOptions;
@@ -124,6 +125,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["approval", "status"],
             ))
             .printer(Printer::Default)
+            .admission(|_| Ok(Arc::new(CsrRequestor)))
+            .write_authority(crate::strategy::WriteAuthority::SignerPermission)
             .validate(|csr| {
                 let mut out = Vec::new();
                 if csr.spec.request.0.is_empty() {
@@ -347,3 +350,84 @@ pub const SYSTEM_PRIORITY_CLASSES: [(&str, i32, &str); 2] = [
         "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
     ),
 ];
+
+/// kube's CSR strategy `PrepareForCreate`: who asks is the request's user,
+/// whatever the body says (`spec.username`, `uid`, `groups`, `extra`), and a
+/// new request has no status (no pre-approved certificates). Declared as the
+/// kind's own admission because the strategy does not see the user. Its
+/// validating phase is kube's `CertificateSubjectRestriction` plugin: no
+/// request for the API server's client signer may ask for the
+/// `system:masters` group.
+struct CsrRequestor;
+
+#[async_trait::async_trait]
+impl crate::admission::Admission for CsrRequestor {
+    async fn mutate(
+        &self,
+        attrs: &crate::admission::Attributes<'_>,
+        obj: &mut Value,
+    ) -> Result<Vec<String>, ApiError> {
+        if attrs.operation != crate::admission::Operation::Create || attrs.subresource.is_some() {
+            return Ok(Vec::new());
+        }
+        if !obj["spec"].is_object() {
+            obj["spec"] = json!({});
+        }
+        if let Some(spec) = obj["spec"].as_object_mut() {
+            for field in ["username", "uid", "groups", "extra"] {
+                spec.remove(field);
+            }
+            if let Some(user) = attrs.user {
+                spec.insert("username".into(), json!(user.name));
+                if !user.uid.is_empty() {
+                    spec.insert("uid".into(), json!(user.uid));
+                }
+                if !user.groups.is_empty() {
+                    spec.insert("groups".into(), json!(user.groups));
+                }
+                if !user.extra.is_empty() {
+                    spec.insert("extra".into(), json!(user.extra));
+                }
+            }
+        }
+        if let Some(o) = obj.as_object_mut() {
+            o.remove("status");
+        }
+        Ok(Vec::new())
+    }
+
+    async fn validate(
+        &self,
+        attrs: &crate::admission::Attributes<'_>,
+        obj: &Value,
+    ) -> Result<Vec<String>, ApiError> {
+        if attrs.operation != crate::admission::Operation::Create
+            || attrs.subresource.is_some()
+            || obj.pointer("/spec/signerName").and_then(Value::as_str)
+                != Some(KUBE_APISERVER_CLIENT_SIGNER)
+        {
+            return Ok(Vec::new());
+        }
+        let forbidden = |why: String| {
+            ApiError::forbidden(&attrs.info.group, &attrs.info.resource, attrs.name, &why)
+        };
+        // `spec.request` is base64 of the PEM (a `[]byte` in JSON).
+        let pem = obj
+            .pointer("/spec/request")
+            .and_then(Value::as_str)
+            .and_then(|b64| {
+                use base64::Engine;
+                base64::engine::general_purpose::STANDARD.decode(b64).ok()
+            })
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default();
+        let groups = ubernetes_certs::certificate_request_organizations(&pem)
+            .map_err(|e| forbidden(format!("failed to parse CSR: {e}")))?;
+        if groups.iter().any(|g| g == "system:masters") {
+            return Err(forbidden(format!(
+                "use of {KUBE_APISERVER_CLIENT_SIGNER} signer with system:masters group is not allowed"
+            )));
+        }
+        Ok(Vec::new())
+    }
+}
