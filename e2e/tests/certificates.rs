@@ -230,6 +230,13 @@ fn the_requestor_is_the_caller_and_only_the_signers_approvers_approve() -> Resul
         .unwrap_or_default();
     assert_eq!(groups, ["system:authenticated"], "{csr}");
     assert!(conditions(&csr).is_empty(), "{csr}");
+    // kubectl get csr shows who asked.
+    let listed = server.kubectl_ok(&["get", "csr", "bobs"])?;
+    assert!(
+        listed.contains("bob") && listed.contains("Pending"),
+        "{listed}"
+    );
+
     // The approval subresource alone is not enough.
     let out = server.kubectl(&["--as", "bob", "certificate", "approve", "bobs"])?;
     let err = String::from_utf8_lossy(&out.stderr);

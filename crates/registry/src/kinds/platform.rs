@@ -44,7 +44,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 API_EXTENSIONS,
                 &[],
             ))
-            .printer(Printer::Default)
+            .printer(Printer::MutatingAdmissionPolicy)
             .federated()
             .without_protobuf(),
         ),
@@ -57,7 +57,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 API_EXTENSIONS,
                 &[],
             ))
-            .printer(Printer::Default)
+            .printer(Printer::AdmissionPolicyBinding)
             .federated()
             .without_protobuf(),
         ),
@@ -70,7 +70,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 API_EXTENSIONS,
                 &[],
             ))
-            .printer(Printer::Default)
+            .printer(Printer::WebhookConfiguration)
             .federated()
             .without_protobuf()
             .validate(|w| webhook_names(w.webhooks.iter().flatten().map(|h| h.name.as_str()))),
@@ -84,7 +84,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 API_EXTENSIONS,
                 &["status"],
             ))
-            .printer(Printer::Default)
+            .printer(Printer::ValidatingAdmissionPolicy)
             .federated()
             .without_protobuf()
             .generation(),
@@ -98,7 +98,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 API_EXTENSIONS,
                 &[],
             ))
-            .printer(Printer::Default)
+            .printer(Printer::AdmissionPolicyBinding)
             .federated()
             .without_protobuf(),
         ),
@@ -111,7 +111,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 API_EXTENSIONS,
                 &[],
             ))
-            .printer(Printer::Default)
+            .printer(Printer::WebhookConfiguration)
             .federated()
             .without_protobuf()
             .validate(|w| webhook_names(w.webhooks.iter().flatten().map(|h| h.name.as_str()))),
@@ -124,7 +124,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["approval", "status"],
             ))
-            .printer(Printer::Default)
+            .printer(Printer::CertificateSigningRequest)
             .admission(|_| Ok(Arc::new(CsrRequestor)))
             .write_authority(crate::strategy::WriteAuthority::SignerPermission)
             .validate(|csr| {
@@ -151,7 +151,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         // node.k8s.io/v1
         Arc::new(
             Builtin::<RuntimeClass>::new(info::<RuntimeClass>("runtimeclass", &[], &[], &[]))
-                .printer(Printer::Default)
+                .printer(Printer::RuntimeClass)
                 .federated()
                 .without_protobuf()
                 .validate(|rc| {
@@ -178,7 +178,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
-            .printer(Printer::Default)
+            .printer(Printer::PriorityClass)
             .federated()
             .without_protobuf()
             .defaults(|pc| {
@@ -205,12 +205,12 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
-            .printer(Printer::Default)
+            .printer(Printer::CSIDriver)
             .without_protobuf(),
         ),
         Arc::new(
             Builtin::<storage::CSINode>::new(info::<storage::CSINode>("csinode", &[], &[], &[]))
-                .printer(Printer::Default)
+                .printer(Printer::CSINode)
                 .without_protobuf(),
         ),
         Arc::new(
@@ -236,7 +236,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
-            .printer(Printer::Default)
+            .printer(Printer::StorageClass)
             .federated()
             .without_protobuf()
             .defaults(|sc| {
@@ -268,7 +268,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
-            .printer(Printer::Default)
+            .printer(Printer::VolumeAttachment)
             .without_protobuf(),
         ),
         Arc::new(
@@ -278,7 +278,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
-            .printer(Printer::Default)
+            .printer(Printer::VolumeAttributesClass)
             .federated()
             .without_protobuf()
             .validate(|v| {

@@ -28,7 +28,11 @@ pub struct Column {
     pub priority: i32,
 }
 
-const fn col(name: &'static str, kind: &'static str, description: &'static str) -> Column {
+pub(super) const fn col(
+    name: &'static str,
+    kind: &'static str,
+    description: &'static str,
+) -> Column {
     Column {
         name,
         kind,
@@ -51,14 +55,14 @@ const fn wide(name: &'static str, kind: &'static str, description: &'static str)
 const NAME_DESC: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
 const AGE_DESC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
-const NAME: Column = Column {
+pub(super) const NAME: Column = Column {
     name: "Name",
     kind: "string",
     format: "name",
     description: NAME_DESC,
     priority: 0,
 };
-const AGE: Column = col("Age", "string", AGE_DESC);
+pub(super) const AGE: Column = col("Age", "string", AGE_DESC);
 const CONTAINERS: Column = wide(
     "Containers",
     "string",
@@ -117,6 +121,20 @@ pub enum Printer {
     PriorityLevelConfiguration,
     IPAddress,
     ServiceCIDR,
+    /// Mutating and validating webhook configurations.
+    WebhookConfiguration,
+    ValidatingAdmissionPolicy,
+    MutatingAdmissionPolicy,
+    /// Validating and mutating admission policy bindings.
+    AdmissionPolicyBinding,
+    CertificateSigningRequest,
+    RuntimeClass,
+    PriorityClass,
+    StorageClass,
+    CSIDriver,
+    CSINode,
+    VolumeAttachment,
+    VolumeAttributesClass,
     /// kube's printers with only Name and Age (DeviceClass,
     /// ResourceClaimTemplate).
     NameAge,
@@ -446,6 +464,18 @@ pub(crate) fn columns(p: Printer, kind: &str) -> Vec<Column> {
         PriorityLevelConfiguration => super::platform::priority_level_columns(),
         IPAddress => super::platform::ip_address_columns(),
         ServiceCIDR => super::platform::service_cidr_columns(),
+        WebhookConfiguration => super::cluster_policy::webhook_configuration_columns(),
+        ValidatingAdmissionPolicy => super::cluster_policy::validating_policy_columns(),
+        MutatingAdmissionPolicy => super::cluster_policy::mutating_policy_columns(),
+        AdmissionPolicyBinding => super::cluster_policy::policy_binding_columns(),
+        CertificateSigningRequest => super::cluster_policy::csr_columns(),
+        RuntimeClass => super::cluster_policy::runtime_class_columns(),
+        PriorityClass => super::cluster_policy::priority_class_columns(),
+        StorageClass => super::cluster_policy::storage_class_columns(),
+        CSIDriver => super::cluster_policy::csi_driver_columns(),
+        CSINode => super::cluster_policy::csi_node_columns(),
+        VolumeAttachment => super::cluster_policy::volume_attachment_columns(),
+        VolumeAttributesClass => super::cluster_policy::volume_attributes_class_columns(),
         NameAge => vec![NAME, AGE],
         Default => vec![NAME, col("Created At", "date", AGE_DESC)],
     }
@@ -457,7 +487,7 @@ fn at<'a>(obj: &'a Value, ptr: &str) -> Option<&'a Value> {
     obj.pointer(ptr).filter(|v| !v.is_null())
 }
 
-fn s<'a>(obj: &'a Value, ptr: &str) -> &'a str {
+pub(super) fn s<'a>(obj: &'a Value, ptr: &str) -> &'a str {
     at(obj, ptr).and_then(Value::as_str).unwrap_or_default()
 }
 
@@ -480,11 +510,11 @@ fn len_of(obj: &Value, ptr: &str) -> i64 {
     }
 }
 
-fn name(obj: &Value) -> Value {
+pub(super) fn name(obj: &Value) -> Value {
     json!(s(obj, "/metadata/name"))
 }
 
-fn age(obj: &Value, now: Timestamp) -> Value {
+pub(super) fn age(obj: &Value, now: Timestamp) -> Value {
     json!(since(obj.pointer("/metadata/creationTimestamp"), now))
 }
 
@@ -1018,6 +1048,18 @@ pub(crate) fn cells(p: Printer, obj: &Value, now: Timestamp) -> (Vec<Value>, Opt
         PriorityLevelConfiguration => super::platform::priority_level(obj, now),
         IPAddress => super::platform::ip_address(obj),
         ServiceCIDR => super::platform::service_cidr(obj, now),
+        WebhookConfiguration => super::cluster_policy::webhook_configuration(obj, now),
+        ValidatingAdmissionPolicy => super::cluster_policy::policy(obj, "validations", now),
+        MutatingAdmissionPolicy => super::cluster_policy::policy(obj, "mutations", now),
+        AdmissionPolicyBinding => super::cluster_policy::policy_binding(obj, now),
+        CertificateSigningRequest => super::cluster_policy::csr(obj, now),
+        RuntimeClass => super::cluster_policy::runtime_class(obj, now),
+        PriorityClass => super::cluster_policy::priority_class(obj, now),
+        StorageClass => super::cluster_policy::storage_class(obj, now),
+        CSIDriver => super::cluster_policy::csi_driver(obj, now),
+        CSINode => super::cluster_policy::csi_node(obj, now),
+        VolumeAttachment => super::cluster_policy::volume_attachment(obj, now),
+        VolumeAttributesClass => super::cluster_policy::volume_attributes_class(obj, now),
         NameAge => vec![name(obj), age(obj, now)],
         Default => {
             let created = parse_time(obj.pointer("/metadata/creationTimestamp"))

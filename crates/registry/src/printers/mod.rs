@@ -8,6 +8,7 @@
 //! columns and cells are in `kinds.rs`, the formatting helpers
 //! (`HumanDuration`, selectors) in `format.rs`.
 
+mod cluster_policy;
 mod format;
 mod kinds;
 mod platform;

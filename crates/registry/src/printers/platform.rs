@@ -7,20 +7,7 @@
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::format::since;
-use super::kinds::Column;
-
-const NAME_DESC: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
-const AGE_DESC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
-
-const NAME: Column = Column {
-    name: "Name",
-    kind: "string",
-    format: "name",
-    description: NAME_DESC,
-    priority: 0,
-};
-const AGE: Column = col("Age", AGE_DESC);
+use super::kinds::{AGE, Column, NAME, age, name, s};
 
 /// A priority-0 string column (every column of these tables is one).
 const fn col(name: &'static str, description: &'static str) -> Column {
@@ -31,18 +18,6 @@ const fn col(name: &'static str, description: &'static str) -> Column {
         description,
         priority: 0,
     }
-}
-
-fn s<'a>(obj: &'a Value, ptr: &str) -> &'a str {
-    obj.pointer(ptr).and_then(Value::as_str).unwrap_or_default()
-}
-
-fn name(obj: &Value) -> Value {
-    json!(s(obj, "/metadata/name"))
-}
-
-fn age(obj: &Value, now: Timestamp) -> Value {
-    json!(since(obj.pointer("/metadata/creationTimestamp"), now))
 }
 
 /// An integer cell, or `<none>` when absent (kube's `interface{}("<none>")`).
