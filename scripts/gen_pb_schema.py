@@ -56,6 +56,21 @@ ROOTS = [
     ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema"),
     ("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration"),
     ("networking.k8s.io/v1", "IPAddress"), ("networking.k8s.io/v1", "ServiceCIDR"),
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"),
+    ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("node.k8s.io/v1", "RuntimeClass"),
+] + [
+    ("storage.k8s.io/v1", k) for k in [
+        "StorageClass", "CSIDriver", "CSINode", "CSIStorageCapacity", "VolumeAttachment",
+        "VolumeAttributesClass",
+    ]
+] + [
+    # MutatingAdmissionPolicy(Binding) v1 is newer than k8s-pb's v1 messages:
+    # served as JSON only.
+    ("admissionregistration.k8s.io/v1", k) for k in [
+        "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+    ]
 ]
 EXTRA_ROOTS = [
     "meta.v1.DeleteOptions", "meta.v1.Status", "meta.v1.WatchEvent",
@@ -267,6 +282,22 @@ while stack:
         for ref in re.findall(r"@([\w.]+)", ty):
             stack.append(ref)
 
+def inlined(msg, parent_keys):
+    """Whether every JSON field of `msg` is one of the parent's: Go embeds it
+    inline, and so on down (`NamedRuleWithOperations` inlines
+    `RuleWithOperations`, which inlines `Rule`)."""
+    fields = messages.get(msg, [])
+    if not fields:
+        return False
+    for rust, _, ty in fields:
+        if norm(rust) in parent_keys:
+            continue
+        if ty.startswith("@") and inlined(ty[1:], parent_keys):
+            continue
+        return False
+    return True
+
+
 out = []
 for av, k in ROOTS:
     if (av, k) in resources:
@@ -284,9 +315,7 @@ for m in sorted(seen):
         parent = json_names.get(m.lower())
         key = norm(rust)
         if ty.startswith("@") and parent is not None and key not in parent:
-            child = messages.get(ty[1:], [])
-            child_keys = [norm(c[0]) for c in child]
-            if child_keys and all(k in parent for k in child_keys):
+            if inlined(ty[1:], parent):
                 # Go embeds this struct inline: JSON flattens its fields.
                 parts.append(f"{rust}={tag}:^{ty}")
                 continue

@@ -726,6 +726,21 @@ fn imperative_creates_send_protobuf_and_store_the_right_objects() -> Result<()> 
     assert_eq!(sec["data"]["password"], "aHVudGVyMg==");
     assert_eq!(sec["type"], "example.com/custom");
 
+    // Cluster-policy kinds kubectl creates through its typed clients.
+    let out = protobuf_post(&[
+        "create",
+        "priorityclass",
+        "proto-high",
+        "--value=1000",
+        "--description=created in protobuf",
+        "--preemption-policy=Never",
+    ])?;
+    assert_eq!(out.trim(), "priorityclass.scheduling.k8s.io/proto-high created");
+    let pc = json(&server, &["get", "priorityclass", "proto-high"])?;
+    assert_eq!(pc["value"], 1000);
+    assert_eq!(pc["description"], "created in protobuf");
+    assert_eq!(pc["preemptionPolicy"], "Never");
+
     // The field manager is kubectl's (the fieldManager query parameter).
     let cm = json(
         &server,

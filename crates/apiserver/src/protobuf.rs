@@ -1387,7 +1387,6 @@ const SCHEMA_TEXT: &str = r#"
 =rbac.authorization.k8s.io/v1 RoleBinding rbac.v1.RoleBinding
 =rbac.authorization.k8s.io/v1 ClusterRole rbac.v1.ClusterRole
 =rbac.authorization.k8s.io/v1 ClusterRoleBinding rbac.v1.ClusterRoleBinding
-=certificates.k8s.io/v1 CertificateSigningRequest certificates.v1.CertificateSigningRequest
 =coordination.k8s.io/v1 Lease coordination.v1.Lease
 =events.k8s.io/v1 Event events.v1.Event
 =discovery.k8s.io/v1 EndpointSlice discovery.v1.EndpointSlice
@@ -1409,6 +1408,19 @@ const SCHEMA_TEXT: &str = r#"
 =flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfiguration flowcontrol.v1.PriorityLevelConfiguration
 =networking.k8s.io/v1 IPAddress networking.v1.IPAddress
 =networking.k8s.io/v1 ServiceCIDR networking.v1.ServiceCIDR
+=certificates.k8s.io/v1 CertificateSigningRequest certificates.v1.CertificateSigningRequest
+=scheduling.k8s.io/v1 PriorityClass scheduling.v1.PriorityClass
+=node.k8s.io/v1 RuntimeClass node.v1.RuntimeClass
+=storage.k8s.io/v1 StorageClass storage.v1.StorageClass
+=storage.k8s.io/v1 CSIDriver storage.v1.CSIDriver
+=storage.k8s.io/v1 CSINode storage.v1.CSINode
+=storage.k8s.io/v1 CSIStorageCapacity storage.v1.CSIStorageCapacity
+=storage.k8s.io/v1 VolumeAttachment storage.v1.VolumeAttachment
+=storage.k8s.io/v1 VolumeAttributesClass storage.v1.VolumeAttributesClass
+=admissionregistration.k8s.io/v1 MutatingWebhookConfiguration admissionregistration.v1.MutatingWebhookConfiguration
+=admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration admissionregistration.v1.ValidatingWebhookConfiguration
+=admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy admissionregistration.v1.ValidatingAdmissionPolicy
+=admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding admissionregistration.v1.ValidatingAdmissionPolicyBinding
 =v1 NamespaceList core.v1.NamespaceList
 =v1 ConfigMapList core.v1.ConfigMapList
 =v1 SecretList core.v1.SecretList
@@ -1441,7 +1453,6 @@ const SCHEMA_TEXT: &str = r#"
 =rbac.authorization.k8s.io/v1 RoleBindingList rbac.v1.RoleBindingList
 =rbac.authorization.k8s.io/v1 ClusterRoleList rbac.v1.ClusterRoleList
 =rbac.authorization.k8s.io/v1 ClusterRoleBindingList rbac.v1.ClusterRoleBindingList
-=certificates.k8s.io/v1 CertificateSigningRequestList certificates.v1.CertificateSigningRequestList
 =coordination.k8s.io/v1 LeaseList coordination.v1.LeaseList
 =events.k8s.io/v1 EventList events.v1.EventList
 =discovery.k8s.io/v1 EndpointSliceList discovery.v1.EndpointSliceList
@@ -1456,11 +1467,51 @@ const SCHEMA_TEXT: &str = r#"
 =flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfigurationList flowcontrol.v1.PriorityLevelConfigurationList
 =networking.k8s.io/v1 IPAddressList networking.v1.IPAddressList
 =networking.k8s.io/v1 ServiceCIDRList networking.v1.ServiceCIDRList
+=certificates.k8s.io/v1 CertificateSigningRequestList certificates.v1.CertificateSigningRequestList
+=scheduling.k8s.io/v1 PriorityClassList scheduling.v1.PriorityClassList
+=node.k8s.io/v1 RuntimeClassList node.v1.RuntimeClassList
+=storage.k8s.io/v1 StorageClassList storage.v1.StorageClassList
+=storage.k8s.io/v1 CSIDriverList storage.v1.CSIDriverList
+=storage.k8s.io/v1 CSINodeList storage.v1.CSINodeList
+=storage.k8s.io/v1 CSIStorageCapacityList storage.v1.CSIStorageCapacityList
+=storage.k8s.io/v1 VolumeAttachmentList storage.v1.VolumeAttachmentList
+=storage.k8s.io/v1 VolumeAttributesClassList storage.v1.VolumeAttributesClassList
+=admissionregistration.k8s.io/v1 MutatingWebhookConfigurationList admissionregistration.v1.MutatingWebhookConfigurationList
+=admissionregistration.k8s.io/v1 ValidatingWebhookConfigurationList admissionregistration.v1.ValidatingWebhookConfigurationList
+=admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyList admissionregistration.v1.ValidatingAdmissionPolicyList
+=admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBindingList admissionregistration.v1.ValidatingAdmissionPolicyBindingList
 =v1 Status meta.v1.Status
 =meta.k8s.io/v1 PartialObjectMetadata meta.v1.PartialObjectMetadata
 =meta.k8s.io/v1 PartialObjectMetadataList meta.v1.PartialObjectMetadataList
 =federation/v1beta1 Cluster federation.v1beta1.Cluster
 =federation/v1beta1 ClusterList federation.v1beta1.ClusterList
+admissionregistration.v1.AuditAnnotation key=1:s valueExpression=2:s
+admissionregistration.v1.ExpressionWarning fieldRef=2:s warning=3:s
+admissionregistration.v1.MatchCondition name=1:s expression=2:s
+admissionregistration.v1.MatchResources namespaceSelector=1:@meta.v1.LabelSelector objectSelector=2:@meta.v1.LabelSelector resourceRules=3:*@admissionregistration.v1.NamedRuleWithOperations excludeResourceRules=4:*@admissionregistration.v1.NamedRuleWithOperations matchPolicy=7:s
+admissionregistration.v1.MutatingWebhook name=1:s clientConfig=2:@admissionregistration.v1.WebhookClientConfig rules=3:*@admissionregistration.v1.RuleWithOperations failurePolicy=4:s namespaceSelector=5:@meta.v1.LabelSelector sideEffects=6:s timeoutSeconds=7:i32 admissionReviewVersions=8:*s matchPolicy=9:s reinvocationPolicy=10:s objectSelector=11:@meta.v1.LabelSelector matchConditions=12:*@admissionregistration.v1.MatchCondition
+admissionregistration.v1.MutatingWebhookConfiguration metadata=1:@meta.v1.ObjectMeta webhooks=2:*@admissionregistration.v1.MutatingWebhook
+admissionregistration.v1.MutatingWebhookConfigurationList metadata=1:@meta.v1.ListMeta items=2:*@admissionregistration.v1.MutatingWebhookConfiguration
+admissionregistration.v1.NamedRuleWithOperations resourceNames=1:*s rule_with_operations=2:^@admissionregistration.v1.RuleWithOperations
+admissionregistration.v1.ParamKind apiVersion=1:s kind=2:s
+admissionregistration.v1.ParamRef name=1:s namespace=2:s selector=3:@meta.v1.LabelSelector parameterNotFoundAction=4:s
+admissionregistration.v1.Rule apiGroups=1:*s apiVersions=2:*s resources=3:*s scope=4:s
+admissionregistration.v1.RuleWithOperations operations=1:*s rule=2:^@admissionregistration.v1.Rule
+admissionregistration.v1.ServiceReference namespace=1:s name=2:s path=3:s port=4:i32
+admissionregistration.v1.TypeChecking expressionWarnings=1:*@admissionregistration.v1.ExpressionWarning
+admissionregistration.v1.ValidatingAdmissionPolicy metadata=1:@meta.v1.ObjectMeta spec=2:@admissionregistration.v1.ValidatingAdmissionPolicySpec status=3:@admissionregistration.v1.ValidatingAdmissionPolicyStatus
+admissionregistration.v1.ValidatingAdmissionPolicyBinding metadata=1:@meta.v1.ObjectMeta spec=2:@admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec
+admissionregistration.v1.ValidatingAdmissionPolicyBindingList metadata=1:@meta.v1.ListMeta items=2:*@admissionregistration.v1.ValidatingAdmissionPolicyBinding
+admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec policyName=1:s paramRef=2:@admissionregistration.v1.ParamRef matchResources=3:@admissionregistration.v1.MatchResources validationActions=4:*s
+admissionregistration.v1.ValidatingAdmissionPolicyList metadata=1:@meta.v1.ListMeta items=2:*@admissionregistration.v1.ValidatingAdmissionPolicy
+admissionregistration.v1.ValidatingAdmissionPolicySpec paramKind=1:@admissionregistration.v1.ParamKind matchConstraints=2:@admissionregistration.v1.MatchResources validations=3:*@admissionregistration.v1.Validation failurePolicy=4:s auditAnnotations=5:*@admissionregistration.v1.AuditAnnotation matchConditions=6:*@admissionregistration.v1.MatchCondition variables=7:*@admissionregistration.v1.Variable
+admissionregistration.v1.ValidatingAdmissionPolicyStatus observedGeneration=1:i64 typeChecking=2:@admissionregistration.v1.TypeChecking conditions=3:*@meta.v1.Condition
+admissionregistration.v1.ValidatingWebhook name=1:s clientConfig=2:@admissionregistration.v1.WebhookClientConfig rules=3:*@admissionregistration.v1.RuleWithOperations failurePolicy=4:s namespaceSelector=5:@meta.v1.LabelSelector sideEffects=6:s timeoutSeconds=7:i32 admissionReviewVersions=8:*s matchPolicy=9:s objectSelector=10:@meta.v1.LabelSelector matchConditions=11:*@admissionregistration.v1.MatchCondition
+admissionregistration.v1.ValidatingWebhookConfiguration metadata=1:@meta.v1.ObjectMeta webhooks=2:*@admissionregistration.v1.ValidatingWebhook
+admissionregistration.v1.ValidatingWebhookConfigurationList metadata=1:@meta.v1.ListMeta items=2:*@admissionregistration.v1.ValidatingWebhookConfiguration
+admissionregistration.v1.Validation expression=1:s message=2:s reason=3:s messageExpression=4:s
+admissionregistration.v1.Variable name=1:s expression=2:s
+admissionregistration.v1.WebhookClientConfig service=1:@admissionregistration.v1.ServiceReference caBundle=2:y url=3:s
 apiextensions.v1.CustomResourceColumnDefinition name=1:s type=2:s format=3:s description=4:s priority=5:i32 jsonPath=6:s
 apiextensions.v1.CustomResourceConversion strategy=1:s webhook=2:@apiextensions.v1.WebhookConversion
 apiextensions.v1.CustomResourceDefinition metadata=1:@meta.v1.ObjectMeta spec=2:@apiextensions.v1.CustomResourceDefinitionSpec status=3:@apiextensions.v1.CustomResourceDefinitionStatus
@@ -1811,6 +1862,8 @@ core.v1.Sysctl name=1:s value=2:s
 core.v1.Taint key=1:s value=2:s effect=3:s timeAdded=4:@meta.v1.Time
 core.v1.TcpSocketAction port=1:@intstr.IntOrString host=2:s
 core.v1.Toleration key=1:s operator=2:s value=3:s effect=4:s tolerationSeconds=5:i64
+core.v1.TopologySelectorLabelRequirement key=1:s values=2:*s
+core.v1.TopologySelectorTerm matchLabelExpressions=1:*@core.v1.TopologySelectorLabelRequirement
 core.v1.TopologySpreadConstraint maxSkew=1:i32 topologyKey=2:s whenUnsatisfiable=3:s labelSelector=4:@meta.v1.LabelSelector minDomains=5:i32 nodeAffinityPolicy=6:s nodeTaintsPolicy=7:s matchLabelKeys=8:*s
 core.v1.TypedLocalObjectReference apiGroup=1:s kind=2:s name=3:s
 core.v1.TypedObjectReference apiGroup=1:s kind=2:s name=3:s namespace=4:s
@@ -1911,6 +1964,10 @@ networking.v1.ServiceCIDR metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.S
 networking.v1.ServiceCIDRList metadata=1:@meta.v1.ListMeta items=2:*@networking.v1.ServiceCIDR
 networking.v1.ServiceCIDRSpec cidrs=1:*s
 networking.v1.ServiceCIDRStatus conditions=1:*@meta.v1.Condition
+node.v1.Overhead podFixed=1:{s,@resource.Quantity}
+node.v1.RuntimeClass metadata=1:@meta.v1.ObjectMeta handler=2:s overhead=3:@node.v1.Overhead scheduling=4:@node.v1.Scheduling
+node.v1.RuntimeClassList metadata=1:@meta.v1.ListMeta items=2:*@node.v1.RuntimeClass
+node.v1.Scheduling nodeSelector=1:{s,s} tolerations=2:*@core.v1.Toleration
 policy.v1.Eviction metadata=1:@meta.v1.ObjectMeta deleteOptions=2:@meta.v1.DeleteOptions
 policy.v1.PodDisruptionBudget metadata=1:@meta.v1.ObjectMeta spec=2:@policy.v1.PodDisruptionBudgetSpec status=3:@policy.v1.PodDisruptionBudgetStatus
 policy.v1.PodDisruptionBudgetList metadata=1:@meta.v1.ListMeta items=2:*@policy.v1.PodDisruptionBudget
@@ -1971,6 +2028,29 @@ resource.v1.ResourcePool name=1:s generation=2:i64 resourceSliceCount=3:i64
 resource.v1.ResourceSlice metadata=1:@meta.v1.ObjectMeta spec=2:@resource.v1.ResourceSliceSpec
 resource.v1.ResourceSliceList metadata=1:@meta.v1.ListMeta items=2:*@resource.v1.ResourceSlice
 resource.v1.ResourceSliceSpec driver=1:s pool=2:@resource.v1.ResourcePool nodeName=3:s nodeSelector=4:@core.v1.NodeSelector allNodes=5:b devices=6:*@resource.v1.Device perDeviceNodeSelection=7:b sharedCounters=8:*@resource.v1.CounterSet
+scheduling.v1.PriorityClass metadata=1:@meta.v1.ObjectMeta value=2:i32 globalDefault=3:b description=4:s preemptionPolicy=5:s
+scheduling.v1.PriorityClassList metadata=1:@meta.v1.ListMeta items=2:*@scheduling.v1.PriorityClass
+storage.v1.CSIDriver metadata=1:@meta.v1.ObjectMeta spec=2:@storage.v1.CSIDriverSpec
+storage.v1.CSIDriverList metadata=1:@meta.v1.ListMeta items=2:*@storage.v1.CSIDriver
+storage.v1.CSIDriverSpec attachRequired=1:b podInfoOnMount=2:b volumeLifecycleModes=3:*s storageCapacity=4:b fsGroupPolicy=5:s tokenRequests=6:*@storage.v1.TokenRequest requiresRepublish=7:b seLinuxMount=8:b nodeAllocatableUpdatePeriodSeconds=9:i64 serviceAccountTokenInSecrets=10:b
+storage.v1.CSINode metadata=1:@meta.v1.ObjectMeta spec=2:@storage.v1.CSINodeSpec
+storage.v1.CSINodeDriver name=1:s nodeID=2:s topologyKeys=3:*s allocatable=4:@storage.v1.VolumeNodeResources
+storage.v1.CSINodeList metadata=1:@meta.v1.ListMeta items=2:*@storage.v1.CSINode
+storage.v1.CSINodeSpec drivers=1:*@storage.v1.CSINodeDriver
+storage.v1.CSIStorageCapacity metadata=1:@meta.v1.ObjectMeta nodeTopology=2:@meta.v1.LabelSelector storageClassName=3:s capacity=4:@resource.Quantity maximumVolumeSize=5:@resource.Quantity
+storage.v1.CSIStorageCapacityList metadata=1:@meta.v1.ListMeta items=2:*@storage.v1.CSIStorageCapacity
+storage.v1.StorageClass metadata=1:@meta.v1.ObjectMeta provisioner=2:s parameters=3:{s,s} reclaimPolicy=4:s mountOptions=5:*s allowVolumeExpansion=6:b volumeBindingMode=7:s allowedTopologies=8:*@core.v1.TopologySelectorTerm
+storage.v1.StorageClassList metadata=1:@meta.v1.ListMeta items=2:*@storage.v1.StorageClass
+storage.v1.TokenRequest audience=1:s expirationSeconds=2:i64
+storage.v1.VolumeAttachment metadata=1:@meta.v1.ObjectMeta spec=2:@storage.v1.VolumeAttachmentSpec status=3:@storage.v1.VolumeAttachmentStatus
+storage.v1.VolumeAttachmentList metadata=1:@meta.v1.ListMeta items=2:*@storage.v1.VolumeAttachment
+storage.v1.VolumeAttachmentSource persistentVolumeName=1:s inlineVolumeSpec=2:@core.v1.PersistentVolumeSpec
+storage.v1.VolumeAttachmentSpec attacher=1:s source=2:@storage.v1.VolumeAttachmentSource nodeName=3:s
+storage.v1.VolumeAttachmentStatus attached=1:b attachmentMetadata=2:{s,s} attachError=3:@storage.v1.VolumeError detachError=4:@storage.v1.VolumeError
+storage.v1.VolumeAttributesClass metadata=1:@meta.v1.ObjectMeta driverName=2:s parameters=3:{s,s}
+storage.v1.VolumeAttributesClassList metadata=1:@meta.v1.ListMeta items=2:*@storage.v1.VolumeAttributesClass
+storage.v1.VolumeError time=1:@meta.v1.Time message=2:s errorCode=3:i32
+storage.v1.VolumeNodeResources count=1:i32
 federation.v1beta1.Cluster metadata=1:@meta.v1.ObjectMeta spec=2:@federation.v1beta1.ClusterSpec status=3:@federation.v1beta1.ClusterStatus
 federation.v1beta1.ClusterCondition type=1:s status=2:s lastProbeTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
 federation.v1beta1.ClusterList metadata=1:@meta.v1.ListMeta items=2:*@federation.v1beta1.Cluster

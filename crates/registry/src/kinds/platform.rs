@@ -72,7 +72,6 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .printer(Printer::WebhookConfiguration)
             .federated()
-            .without_protobuf()
             .validate(|w| webhook_names(w.webhooks.iter().flatten().map(|h| h.name.as_str()))),
         ),
         Arc::new(
@@ -86,7 +85,6 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .printer(Printer::ValidatingAdmissionPolicy)
             .federated()
-            .without_protobuf()
             .generation(),
         ),
         Arc::new(
@@ -99,8 +97,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(Printer::AdmissionPolicyBinding)
-            .federated()
-            .without_protobuf(),
+            .federated(),
         ),
         Arc::new(
             Builtin::<admission::ValidatingWebhookConfiguration>::new(info::<
@@ -113,7 +110,6 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .printer(Printer::WebhookConfiguration)
             .federated()
-            .without_protobuf()
             .validate(|w| webhook_names(w.webhooks.iter().flatten().map(|h| h.name.as_str()))),
         ),
         // certificates.k8s.io/v1
@@ -153,7 +149,6 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             Builtin::<RuntimeClass>::new(info::<RuntimeClass>("runtimeclass", &[], &[], &[]))
                 .printer(Printer::RuntimeClass)
                 .federated()
-                .without_protobuf()
                 .validate(|rc| {
                     if rc.handler.is_empty() {
                         return vec![field::required("handler", "")];
@@ -180,7 +175,6 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .printer(Printer::PriorityClass)
             .federated()
-            .without_protobuf()
             .defaults(|pc| {
                 if pc.preemption_policy.is_none() {
                     pc.preemption_policy = Some("PreemptLowerPriority".into());
@@ -205,13 +199,11 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
-            .printer(Printer::CSIDriver)
-            .without_protobuf(),
+            .printer(Printer::CSIDriver),
         ),
         Arc::new(
             Builtin::<storage::CSINode>::new(info::<storage::CSINode>("csinode", &[], &[], &[]))
-                .printer(Printer::CSINode)
-                .without_protobuf(),
+                .printer(Printer::CSINode),
         ),
         Arc::new(
             Builtin::<storage::CSIStorageCapacity>::new(info::<storage::CSIStorageCapacity>(
@@ -221,7 +213,6 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(Printer::Default)
-            .without_protobuf()
             .validate(|c| {
                 if c.storage_class_name.is_empty() {
                     return vec![field::required("storageClassName", "")];
@@ -238,7 +229,6 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .printer(Printer::StorageClass)
             .federated()
-            .without_protobuf()
             .defaults(|sc| {
                 if sc.reclaim_policy.is_none() {
                     sc.reclaim_policy = Some("Delete".into());
@@ -268,8 +258,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
-            .printer(Printer::VolumeAttachment)
-            .without_protobuf(),
+            .printer(Printer::VolumeAttachment),
         ),
         Arc::new(
             Builtin::<storage::VolumeAttributesClass>::new(info::<storage::VolumeAttributesClass>(
@@ -280,7 +269,6 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .printer(Printer::VolumeAttributesClass)
             .federated()
-            .without_protobuf()
             .validate(|v| {
                 if v.driver_name.is_empty() {
                     return vec![field::required("driverName", "")];
