@@ -67,6 +67,7 @@ kind: MutatingAdmissionPolicy
 metadata:
   name: three-replicas
 spec:
+  reinvocationPolicy: Never
   matchConstraints:
     resourceRules:
     - apiGroups: ["apps"]
@@ -96,6 +97,7 @@ metadata:
   name: broken
 spec:
   failurePolicy: Fail
+  reinvocationPolicy: Never
   matchConstraints:
     resourceRules:
     - apiGroups: [""]

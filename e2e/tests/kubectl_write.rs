@@ -735,7 +735,10 @@ fn imperative_creates_send_protobuf_and_store_the_right_objects() -> Result<()> 
         "--description=created in protobuf",
         "--preemption-policy=Never",
     ])?;
-    assert_eq!(out.trim(), "priorityclass.scheduling.k8s.io/proto-high created");
+    assert_eq!(
+        out.trim(),
+        "priorityclass.scheduling.k8s.io/proto-high created"
+    );
     let pc = json(&server, &["get", "priorityclass", "proto-high"])?;
     assert_eq!(pc["value"], 1000);
     assert_eq!(pc["description"], "created in protobuf");

@@ -16,6 +16,7 @@ use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::node::v1::RuntimeClass;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1 as storage;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{Value, json};
 use ubernetes_apimachinery::error::field;
 use ubernetes_apimachinery::{ApiError, Cause};
@@ -30,6 +31,22 @@ use crate::store::WriteOptions;
 use crate::strategy::Strategy;
 
 const API_EXTENSIONS: &[&str] = &["api-extensions"];
+
+/// [`default_webhook`] on a `MutatingWebhook` or `ValidatingWebhook` (two
+/// types with the same fields).
+macro_rules! webhook_defaults {
+    ($h:expr) => {
+        default_webhook(
+            &mut $h.failure_policy,
+            &mut $h.match_policy,
+            &mut $h.namespace_selector,
+            &mut $h.object_selector,
+            &mut $h.timeout_seconds,
+            $h.rules.iter_mut().flatten().map(|r| &mut r.scope),
+            $h.client_config.service.as_mut().map(|s| &mut s.port),
+        )
+    };
+}
 
 /// The strategies of these groups, in discovery order within each group.
 pub fn strategies() -> Vec<Arc<dyn Strategy>> {
@@ -46,7 +63,26 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .printer(Printer::MutatingAdmissionPolicy)
             .federated()
-            .without_protobuf(),
+            .without_protobuf()
+            .defaults(|p| {
+                if let Some(spec) = p.spec.as_mut() {
+                    default_to(&mut spec.failure_policy, "Fail");
+                    if let Some(m) = spec.match_constraints.as_mut() {
+                        default_match_resources(m);
+                    }
+                }
+            })
+            // kube has no default for it.
+            .validate(|p| {
+                let policy = p
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.reinvocation_policy.as_deref());
+                if policy.is_none_or(str::is_empty) {
+                    return vec![field::required("spec.reinvocationPolicy", "")];
+                }
+                Vec::new()
+            }),
         ),
         Arc::new(
             Builtin::<admission::MutatingAdmissionPolicyBinding>::new(info::<
@@ -72,6 +108,12 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .printer(Printer::WebhookConfiguration)
             .federated()
+            .defaults(|w| {
+                for h in w.webhooks.iter_mut().flatten() {
+                    webhook_defaults!(h);
+                    default_to(&mut h.reinvocation_policy, "Never");
+                }
+            })
             .validate(|w| webhook_names(w.webhooks.iter().flatten().map(|h| h.name.as_str()))),
         ),
         Arc::new(
@@ -85,7 +127,17 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .printer(Printer::ValidatingAdmissionPolicy)
             .federated()
-            .generation(),
+            .generation()
+            // Go's status is a struct: `{}` from create on.
+            .on_create(|obj| obj["status"] = json!({}))
+            .defaults(|p| {
+                if let Some(spec) = p.spec.as_mut() {
+                    default_to(&mut spec.failure_policy, "Fail");
+                    if let Some(m) = spec.match_constraints.as_mut() {
+                        default_match_resources(m);
+                    }
+                }
+            }),
         ),
         Arc::new(
             Builtin::<admission::ValidatingAdmissionPolicyBinding>::new(info::<
@@ -110,6 +162,11 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .printer(Printer::WebhookConfiguration)
             .federated()
+            .defaults(|w| {
+                for h in w.webhooks.iter_mut().flatten() {
+                    webhook_defaults!(h);
+                }
+            })
             .validate(|w| webhook_names(w.webhooks.iter().flatten().map(|h| h.name.as_str()))),
         ),
         // certificates.k8s.io/v1
@@ -121,6 +178,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["approval", "status"],
             ))
             .printer(Printer::CertificateSigningRequest)
+            // Go's status is a struct: `{}` from create on.
+            .on_create(|obj| obj["status"] = json!({}))
             .admission(|_| Ok(Arc::new(CsrRequestor)))
             .write_authority(crate::strategy::WriteAuthority::SignerPermission)
             .validate(|csr| {
@@ -199,11 +258,41 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
-            .printer(Printer::CSIDriver),
+            .printer(Printer::CSIDriver)
+            // kube's SetDefaults_CSIDriver.
+            .defaults(|d| {
+                let spec = &mut d.spec;
+                spec.attach_required.get_or_insert(true);
+                spec.pod_info_on_mount.get_or_insert(false);
+                spec.storage_capacity.get_or_insert(false);
+                default_to(&mut spec.fs_group_policy, "ReadWriteOnceWithFSType");
+                if spec
+                    .volume_lifecycle_modes
+                    .as_ref()
+                    .is_none_or(Vec::is_empty)
+                {
+                    spec.volume_lifecycle_modes = Some(vec!["Persistent".into()]);
+                }
+                spec.requires_republish.get_or_insert(false);
+                spec.se_linux_mount.get_or_insert(false);
+            }),
         ),
         Arc::new(
             Builtin::<storage::CSINode>::new(info::<storage::CSINode>("csinode", &[], &[], &[]))
-                .printer(Printer::CSINode),
+                .printer(Printer::CSINode)
+                // Go's `TopologyKeys []string` has no omitempty: null when unset.
+                .after_normalize(|obj| {
+                    for d in obj
+                        .pointer_mut("/spec/drivers")
+                        .and_then(Value::as_array_mut)
+                        .into_iter()
+                        .flatten()
+                    {
+                        if let Some(d) = d.as_object_mut() {
+                            d.entry("topologyKeys").or_insert(Value::Null);
+                        }
+                    }
+                }),
         ),
         Arc::new(
             Builtin::<storage::CSIStorageCapacity>::new(info::<storage::CSIStorageCapacity>(
@@ -258,7 +347,18 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
-            .printer(Printer::VolumeAttachment),
+            .printer(Printer::VolumeAttachment)
+            // Go's status is a struct and `attached` a plain bool: always
+            // there, from create on (kube's PrepareForCreate resets it).
+            .on_create(|obj| obj["status"] = json!({"attached": false}))
+            .after_normalize(|obj| {
+                if let Some(o) = obj.as_object_mut() {
+                    let status = o.entry("status").or_insert_with(|| json!({}));
+                    if let Some(st) = status.as_object_mut() {
+                        st.entry("attached").or_insert(json!(false));
+                    }
+                }
+            }),
         ),
         Arc::new(
             Builtin::<storage::VolumeAttributesClass>::new(info::<storage::VolumeAttributesClass>(
@@ -277,6 +377,56 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             }),
         ),
     ]
+}
+
+fn default_to(field: &mut Option<String>, value: &str) {
+    if field.is_none() {
+        *field = Some(value.to_string());
+    }
+}
+
+/// kube's `SetDefaults_ValidatingWebhook` / `SetDefaults_MutatingWebhook`
+/// (`pkg/apis/admissionregistration/v1/defaults.go`): failurePolicy Fail,
+/// matchPolicy Equivalent, empty (match-all) selectors, a 10 s timeout, rule
+/// scope `*`, service port 443.
+#[allow(clippy::too_many_arguments)]
+fn default_webhook<'a>(
+    failure_policy: &mut Option<String>,
+    match_policy: &mut Option<String>,
+    namespace_selector: &mut Option<LabelSelector>,
+    object_selector: &mut Option<LabelSelector>,
+    timeout_seconds: &mut Option<i32>,
+    rule_scopes: impl Iterator<Item = &'a mut Option<String>>,
+    service_port: Option<&mut Option<i32>>,
+) {
+    default_to(failure_policy, "Fail");
+    default_to(match_policy, "Equivalent");
+    namespace_selector.get_or_insert_with(LabelSelector::default);
+    object_selector.get_or_insert_with(LabelSelector::default);
+    timeout_seconds.get_or_insert(10);
+    for scope in rule_scopes {
+        default_to(scope, "*");
+    }
+    if let Some(port) = service_port {
+        port.get_or_insert(443);
+    }
+}
+
+/// kube's `SetDefaults_MatchResources` and `SetDefaults_Rule` of a policy's
+/// `matchConstraints`.
+fn default_match_resources(m: &mut admission::MatchResources) {
+    default_to(&mut m.match_policy, "Equivalent");
+    m.namespace_selector
+        .get_or_insert_with(LabelSelector::default);
+    m.object_selector.get_or_insert_with(LabelSelector::default);
+    for rule in m
+        .resource_rules
+        .iter_mut()
+        .flatten()
+        .chain(m.exclude_resource_rules.iter_mut().flatten())
+    {
+        default_to(&mut rule.scope, "*");
+    }
 }
 
 /// Webhook names: required, a DNS-1123 subdomain with at least three
@@ -378,9 +528,7 @@ impl crate::admission::Admission for CsrRequestor {
                 }
             }
         }
-        if let Some(o) = obj.as_object_mut() {
-            o.remove("status");
-        }
+        obj["status"] = json!({});
         Ok(Vec::new())
     }
 
