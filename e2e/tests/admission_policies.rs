@@ -285,6 +285,61 @@ spec:
     defaultRequest: {cpu: 100m, memory: 64Mi}
 "#;
 
+/// A binding's `validationActions` and `policyName` are checked as kube
+/// checks them (the messages are kube-apiserver 1.36.2's, from kubectl
+/// create against it).
+#[test]
+fn invalid_policy_bindings_are_refused_with_kube_messages() -> Result<()> {
+    let server = Server::start()?;
+    let binding = |name: &str, spec: &str| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {{name: {name}}}\nspec:\n{spec}"
+        )
+    };
+    let cases = [
+        (
+            "  policyName: p\n  validationActions: [Deny, Warn]\n",
+            "spec.validationActions: Invalid value: [\"Deny\",\"Warn\"]: must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
+        ),
+        (
+            "  policyName: p\n  validationActions: []\n",
+            "spec.validationActions: Required value: at least one validation action is required",
+        ),
+        (
+            "  policyName: p\n  validationActions: [Deny, Deny]\n",
+            "spec.validationActions[1]: Duplicate value: \"Deny\"",
+        ),
+        (
+            "  policyName: p\n  validationActions: [Block]\n",
+            "spec.validationActions[0]: Unsupported value: \"Block\": supported values: \"Audit\", \"Deny\", \"Warn\"",
+        ),
+        (
+            "  validationActions: [Deny]\n",
+            "spec.policyName: Required value",
+        ),
+    ];
+    for (spec, message) in cases {
+        let out = server.kubectl_stdin(&["create", "-f", "-"], &binding("b1", spec))?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        ensure!(
+            !out.status.success()
+                && err.contains(&format!(
+                    "The ValidatingAdmissionPolicyBinding \"b1\" is invalid: {message}"
+                )),
+            "{spec}: {err}"
+        );
+    }
+    // A valid one is stored.
+    server.kubectl_stdin_ok(
+        &["create", "-f", "-"],
+        &binding(
+            "b1",
+            "  policyName: p\n  validationActions: [Warn, Audit]\n",
+        ),
+    )?;
+    Ok(())
+}
+
 fn pod(name: &str, resources: &str) -> String {
     format!(
         r#"

@@ -149,7 +149,16 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(Printer::AdmissionPolicyBinding)
-            .federated(),
+            .federated()
+            .validate(|b| {
+                let spec = &b.spec;
+                let mut out = Vec::new();
+                if spec.policy_name.is_empty() {
+                    out.push(field::required("spec.policyName", ""));
+                }
+                out.extend(validation_actions(&spec.validation_actions));
+                out
+            }),
         ),
         Arc::new(
             Builtin::<admission::ValidatingWebhookConfiguration>::new(info::<
@@ -427,6 +436,41 @@ fn default_match_resources(m: &mut admission::MatchResources) {
     {
         default_to(&mut rule.scope, "*");
     }
+}
+
+/// kube's `validateValidationActions` of a ValidatingAdmissionPolicyBinding.
+fn validation_actions(actions: &[String]) -> Vec<Cause> {
+    const SUPPORTED: [&str; 3] = ["Audit", "Deny", "Warn"];
+    let path = "spec.validationActions";
+    let mut out = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, action) in actions.iter().enumerate() {
+        if !SUPPORTED.contains(&action.as_str()) {
+            out.push(field::not_supported(
+                &format!("{path}[{i}]"),
+                &json!(action),
+                &SUPPORTED,
+            ));
+        }
+        if seen.contains(&action.as_str()) {
+            out.push(field::duplicate(&format!("{path}[{i}]"), &json!(action)));
+        }
+        seen.push(action);
+    }
+    if seen.contains(&"Deny") && seen.contains(&"Warn") {
+        out.push(field::invalid(
+            path,
+            &json!(actions),
+            "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
+        ));
+    }
+    if seen.is_empty() {
+        out.push(field::required(
+            path,
+            "at least one validation action is required",
+        ));
+    }
+    out
 }
 
 /// Webhook names: required, a DNS-1123 subdomain with at least three
