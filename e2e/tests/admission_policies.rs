@@ -340,6 +340,46 @@ fn invalid_policy_bindings_are_refused_with_kube_messages() -> Result<()> {
     Ok(())
 }
 
+/// A quota scoped by `scopeSelector` (PriorityClass In [high]) limits and
+/// counts only the pods of that class, as kube's pod evaluator does.
+#[test]
+fn a_priority_class_scoped_quota_counts_and_limits_only_its_pods() -> Result<()> {
+    let server = Server::start()?;
+    server.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: pq}\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n---\napiVersion: v1\nkind: ResourceQuota\nmetadata: {name: high-pods, namespace: pq}\nspec:\n  hard: {pods: \"1\"}\n  scopeSelector:\n    matchExpressions:\n    - {scopeName: PriorityClass, operator: In, values: [high]}\n",
+    )?;
+    let pod = |name: &str, class: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: pq}}\nspec:\n  {class}containers:\n  - {{name: app, image: nginx:1.27}}\n"
+        )
+    };
+    let used_pods = || -> Result<Option<String>> {
+        let q = json(&server, &["get", "resourcequota", "high-pods", "-n", "pq"])?;
+        Ok(q["status"]["used"]["pods"].as_str().map(str::to_string))
+    };
+    eventually(SETTLE, || Ok(used_pods()?.filter(|u| u == "0")))?;
+    server.kubectl_stdin_ok(
+        &["create", "-f", "-"],
+        &pod("h1", "priorityClassName: high\n  "),
+    )?;
+    // Pods of no class, or another, are not this quota's.
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &pod("plain1", ""))?;
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &pod("plain2", ""))?;
+    let out = server.kubectl_stdin(
+        &["create", "-f", "-"],
+        &pod("h2", "priorityClassName: high\n  "),
+    )?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success()
+            && err.contains("pods \"h2\" is forbidden: exceeded quota: high-pods, requested: pods=1, used: pods=1, limited: pods=1"),
+        "{err}"
+    );
+    eventually(SETTLE, || Ok(used_pods()?.filter(|u| u == "1")))?;
+    Ok(())
+}
+
 fn pod(name: &str, resources: &str) -> String {
     format!(
         r#"

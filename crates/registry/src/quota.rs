@@ -167,25 +167,53 @@ pub fn growth(after: &Usage, before: &Usage) -> Usage {
         .collect()
 }
 
-/// Whether a quota's `scopes` admit `obj` (only pods can match a scope).
+/// Whether a quota's `scopes` and `scopeSelector` admit `obj` (kube's pod
+/// evaluator `podMatchesScopeFunc`: only pods match a scope; every scope
+/// and every selector expression must match).
 fn scopes_match(quota: &Value, info: &ResourceInfo, obj: &Value) -> bool {
     let scopes: Vec<&str> = quota
         .pointer("/spec/scopes")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let has_selector = quota
+    let expressions: &[Value] = quota
         .pointer("/spec/scopeSelector/matchExpressions")
-        .is_some();
-    if scopes.is_empty() && !has_selector {
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    if scopes.is_empty() && expressions.is_empty() {
         return true;
     }
-    if !(info.group.is_empty() && info.resource == "pods") || has_selector {
+    if !(info.group.is_empty() && info.resource == "pods") {
         return false;
     }
-    let terminating = obj.pointer("/spec/activeDeadlineSeconds").is_some();
+    scopes
+        .iter()
+        .all(|scope| pod_in_scope(obj, scope, "Exists", &[]))
+        && expressions.iter().all(|e| {
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|v| v.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            pod_in_scope(
+                obj,
+                e.get("scopeName")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+                e.get("operator")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+                &values,
+            )
+        })
+}
+
+/// One scope (`operator` over `values` for PriorityClass; the others are
+/// `Exists` only) against a pod.
+fn pod_in_scope(pod: &Value, scope: &str, operator: &str, values: &[&str]) -> bool {
+    let terminating = pod.pointer("/spec/activeDeadlineSeconds").is_some();
     let best_effort = ["containers", "initContainers"].iter().all(|f| {
-        obj.pointer(&format!("/spec/{f}"))
+        pod.pointer(&format!("/spec/{f}"))
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
@@ -197,12 +225,54 @@ fn scopes_match(quota: &Value, info: &ResourceInfo, obj: &Value) -> bool {
                 })
             })
     });
-    scopes.iter().all(|s| match *s {
+    match scope {
         "Terminating" => terminating,
         "NotTerminating" => !terminating,
         "BestEffort" => best_effort,
         "NotBestEffort" => !best_effort,
+        "CrossNamespacePodAffinity" => cross_namespace_affinity(pod),
+        "PriorityClass" => {
+            let class = pod
+                .pointer("/spec/priorityClassName")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            match operator {
+                "In" => values.contains(&class),
+                "NotIn" => !values.contains(&class),
+                "Exists" => !class.is_empty(),
+                "DoesNotExist" => class.is_empty(),
+                _ => false,
+            }
+        }
         _ => false,
+    }
+}
+
+/// Whether a pod's (anti-)affinity terms reach other namespaces
+/// (`namespaces` or a `namespaceSelector`), kube's
+/// `usesCrossNamespacePodAffinity`.
+fn cross_namespace_affinity(pod: &Value) -> bool {
+    ["podAffinity", "podAntiAffinity"].iter().any(|kind| {
+        let Some(a) = pod.pointer(&format!("/spec/affinity/{kind}")) else {
+            return false;
+        };
+        let required = a
+            .get("requiredDuringSchedulingIgnoredDuringExecution")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
+        let preferred = a
+            .get("preferredDuringSchedulingIgnoredDuringExecution")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|w| w.get("podAffinityTerm"));
+        required.chain(preferred).any(|term| {
+            term.get("namespaces")
+                .and_then(Value::as_array)
+                .is_some_and(|n| !n.is_empty())
+                || term.get("namespaceSelector").is_some_and(|s| !s.is_null())
+        })
     })
 }
 
@@ -844,6 +914,49 @@ mod tests {
         assert_eq!(g.keys().collect::<Vec<_>>(), ["services.nodeports"]);
         assert_eq!(text(&g["services.nodeports"]), "1");
         assert!(growth(&before, &after).is_empty());
+    }
+
+    #[test]
+    fn a_scope_selector_matches_pods_by_priority_class() {
+        let pods = info("", "pods");
+        let quota = |op: &str, values: Value| {
+            json!({"spec": {"scopeSelector": {"matchExpressions": [
+                {"scopeName": "PriorityClass", "operator": op, "values": values}]}}})
+        };
+        let high = json!({"spec": {"priorityClassName": "high", "containers": [{"name": "a"}]}});
+        let plain = json!({"spec": {"containers": [{"name": "a"}]}});
+        let in_high = quota("In", json!(["high", "critical"]));
+        assert!(scopes_match(&in_high, &pods, &high));
+        assert!(!scopes_match(&in_high, &pods, &plain));
+        assert!(!scopes_match(&in_high, &info("", "configmaps"), &json!({})));
+        assert!(!scopes_match(
+            &quota("NotIn", json!(["high"])),
+            &pods,
+            &high
+        ));
+        assert!(scopes_match(
+            &quota("NotIn", json!(["high"])),
+            &pods,
+            &plain
+        ));
+        assert!(scopes_match(&quota("Exists", json!([])), &pods, &high));
+        assert!(!scopes_match(&quota("Exists", json!([])), &pods, &plain));
+        assert!(scopes_match(
+            &quota("DoesNotExist", json!([])),
+            &pods,
+            &plain
+        ));
+        // With scopes too: both must match.
+        let mut both = in_high.clone();
+        both["spec"]["scopes"] = json!(["NotBestEffort"]);
+        assert!(!scopes_match(&both, &pods, &high));
+        let cross = json!({"spec": {"affinity": {"podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": "zone", "namespaces": ["other"]}]}}}});
+        let selector = json!({"spec": {"scopeSelector": {"matchExpressions": [
+            {"scopeName": "CrossNamespacePodAffinity", "operator": "Exists"}]}}});
+        assert!(scopes_match(&selector, &pods, &cross));
+        assert!(!scopes_match(&selector, &pods, &plain));
     }
 
     #[test]
