@@ -87,6 +87,17 @@ pub(crate) fn follow<H>(stop: CancellationToken, store: Arc<Store>, handle: H)
 where
     H: Fn(&Arc<Store>, EventType, Value) + Send + Sync + 'static,
 {
+    follow_listed(stop, store, handle, |_| {});
+}
+
+/// [`follow`], and `listed` after each (re)list has been handed to `handle`:
+/// what changed before the list, a delete above all, has no event of its
+/// own, so a controller counting objects counts again then.
+pub(crate) fn follow_listed<H, L>(stop: CancellationToken, store: Arc<Store>, handle: H, listed: L)
+where
+    H: Fn(&Arc<Store>, EventType, Value) + Send + Sync + 'static,
+    L: Fn(&Arc<Store>) + Send + Sync + 'static,
+{
     spawn_until(stop, async move {
         loop {
             let list = match store.list(None, None, 0, None, ReadAt::Latest).await {
@@ -102,6 +113,7 @@ where
                     handle(&store, EventType::Added, v);
                 }
             }
+            listed(&store);
             let mut rx = match store.watch(None, list.resource_version, None).await {
                 Ok(rx) => rx,
                 Err(e) => {

@@ -41,7 +41,7 @@ use ubernetes_cel::library::Quantity;
 use ubernetes_storage::EventType;
 
 use crate::admission::{Admission, Attributes, Operation};
-use crate::controllers::{Queue, follow, spawn_until};
+use crate::controllers::{Queue, follow, follow_listed, spawn_until};
 use crate::registry::Registry;
 use crate::store::{ReadAt, Store};
 
@@ -713,18 +713,23 @@ impl QuotaController {
         spawn_until(stop, async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(300)).await;
-                let all: Vec<(String, String)> = resync
-                    .by_namespace
-                    .lock()
-                    .iter()
-                    .flat_map(|(ns, names)| names.iter().map(|n| (ns.clone(), n.clone())))
-                    .collect();
-                for item in all {
-                    resync.queue.add(item);
-                }
+                resync.recount_all();
             }
         });
         Some(c)
+    }
+
+    /// Queue every known quota for a recount.
+    fn recount_all(&self) {
+        let all: Vec<(String, String)> = self
+            .by_namespace
+            .lock()
+            .iter()
+            .flat_map(|(ns, names)| names.iter().map(|n| (ns.clone(), n.clone())))
+            .collect();
+        for item in all {
+            self.queue.add(item);
+        }
     }
 
     /// Follow one store's objects: their creates and deletes (and changes
@@ -736,7 +741,8 @@ impl QuotaController {
                 store.info().resource.as_str(),
                 "pods" | "services" | "persistentvolumeclaims"
             );
-        follow(self.stop.clone(), store, move |_, kind, obj| {
+        let relisted = self.clone();
+        let handle = move |_: &Arc<Store>, kind, obj: Value| {
             if kind == EventType::Modified && !usage_changes {
                 return;
             }
@@ -750,7 +756,12 @@ impl QuotaController {
             for n in names {
                 c.queue.add((ns.to_string(), n));
             }
-        });
+        };
+        // After each (re)list, every quota is counted again: objects deleted
+        // before this store was followed (a custom resource served moments
+        // ago) or during a relist have no event.
+        let listed = move |_: &Arc<Store>| relisted.recount_all();
+        follow_listed(self.stop.clone(), store, handle, listed);
     }
 
     async fn sync(&self, ns: &str, name: &str) -> Result<(), ApiError> {
