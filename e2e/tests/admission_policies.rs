@@ -380,6 +380,95 @@ fn a_priority_class_scoped_quota_counts_and_limits_only_its_pods() -> Result<()>
     Ok(())
 }
 
+/// kube's Priority admission: a pod's priority and preemption policy come
+/// from its PriorityClass or the global default one; an unknown class, or a
+/// priority that disagrees, is refused; only one class may be the default.
+/// The messages are kube-apiserver 1.36.2's (kubectl create against it).
+#[test]
+fn pods_take_their_priority_from_their_class_as_kube_admits_them() -> Result<()> {
+    let server = Server::start()?;
+    server.kubectl_ok(&["create", "namespace", "prio"])?;
+    let pod = |name: &str, spec: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: prio}}\nspec:\n{spec}  containers:\n  - {{name: app, image: nginx:1.27}}\n"
+        )
+    };
+    let refused = |manifest: String, message: &str| -> Result<()> {
+        let out = server.kubectl_stdin(&["create", "-f", "-"], &manifest)?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        ensure!(
+            !out.status.success() && err.contains(message),
+            "{message}: {err}"
+        );
+        Ok(())
+    };
+    let priority = |name: &str| -> Result<(Value, Value, Value)> {
+        let p = json(&server, &["get", "pod", name, "-n", "prio"])?;
+        Ok((
+            p["spec"]["priority"].clone(),
+            p["spec"]["preemptionPolicy"].clone(),
+            p["spec"]["priorityClassName"].clone(),
+        ))
+    };
+    refused(
+        pod("p1", "  priorityClassName: nope\n"),
+        "pods \"p1\" is forbidden: no PriorityClass with name nope was found",
+    )?;
+    // No class and no default: 0.
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &pod("plain", ""))?;
+    assert_eq!(
+        priority("plain")?,
+        (
+            serde_json::json!(0),
+            serde_json::json!("PreemptLowerPriority"),
+            Value::Null
+        )
+    );
+    server.kubectl_stdin_ok(
+        &["create", "-f", "-"],
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\nglobalDefault: true\npreemptionPolicy: Never\n",
+    )?;
+    refused(
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high2}\nvalue: 2000\nglobalDefault: true\n".to_string(),
+        "priorityclasses.scheduling.k8s.io \"high2\" is forbidden: PriorityClass high is already marked as default. Only one default can exist",
+    )?;
+    server.kubectl_stdin_ok(
+        &["create", "-f", "-"],
+        &pod("named", "  priorityClassName: high\n"),
+    )?;
+    let high = (
+        serde_json::json!(1000),
+        serde_json::json!("Never"),
+        serde_json::json!("high"),
+    );
+    assert_eq!(priority("named")?, high);
+    // No class: the global default's, name included.
+    server.kubectl_stdin_ok(&["create", "-f", "-"], &pod("defaulted", ""))?;
+    assert_eq!(priority("defaulted")?, high);
+    refused(
+        pod("p8", "  priorityClassName: high\n  priority: 7\n"),
+        "pods \"p8\" is forbidden: the integer value of priority (7) must not be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass name",
+    )?;
+    refused(
+        pod(
+            "p10",
+            "  priorityClassName: high\n  preemptionPolicy: PreemptLowerPriority\n",
+        ),
+        "pods \"p10\" is forbidden: the string value of PreemptionPolicy (PreemptLowerPriority) must not be provided in pod spec; priority admission controller computed Never from the given PriorityClass name",
+    )?;
+    // The same value given is fine; a system class is kube's.
+    server.kubectl_stdin_ok(
+        &["create", "-f", "-"],
+        &pod("same", "  priorityClassName: high\n  priority: 1000\n"),
+    )?;
+    server.kubectl_stdin_ok(
+        &["create", "-f", "-"],
+        &pod("critical", "  priorityClassName: system-cluster-critical\n"),
+    )?;
+    assert_eq!(priority("critical")?.0, serde_json::json!(2_000_000_000));
+    Ok(())
+}
+
 fn pod(name: &str, resources: &str) -> String {
     format!(
         r#"

@@ -27,6 +27,7 @@ pub mod managed_fields;
 pub mod mutating_policy;
 pub mod policy;
 pub mod printers;
+pub mod priority;
 pub mod quota;
 pub mod rbac_sync;
 pub mod registry;

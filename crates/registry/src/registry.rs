@@ -47,6 +47,9 @@ type Gvr = (String, String, String);
 
 /// All stores.
 pub struct Registry {
+    /// This registry, for the plugins built from `&Registry` that read its
+    /// stores later (a kind's admission plugins).
+    me: std::sync::Weak<Registry>,
     storage: Arc<dyn Storage>,
     stores: RwLock<Vec<Arc<Store>>>,
     by_gvr: RwLock<HashMap<Gvr, Arc<Store>>>,
@@ -73,7 +76,8 @@ impl Registry {
         strategies: Vec<Arc<dyn Strategy>>,
         options: RegistryOptions,
     ) -> Result<Arc<Self>, ApiError> {
-        let registry = Arc::new(Self {
+        let registry = Arc::new_cyclic(|me| Self {
+            me: me.clone(),
             storage: storage.clone(),
             stores: RwLock::new(Vec::new()),
             by_gvr: RwLock::new(HashMap::new()),
@@ -367,6 +371,11 @@ impl Registry {
     /// Cancelled by [`Registry::shutdown`]; background work selects on it.
     pub fn stop_token(&self) -> tokio_util::sync::CancellationToken {
         self.stop.clone()
+    }
+
+    /// A weak handle on this registry (for what it owns that reads it).
+    pub fn weak(&self) -> std::sync::Weak<Registry> {
+        self.me.clone()
     }
 
     /// What the registry was built with.

@@ -131,6 +131,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .fields(POD_FIELDS)
             .attrs(pod_attrs)
             .on_create(prepare_pod)
+            .admission(crate::priority::pod_plugin)
             .returns_deleted_object(),
         ),
         Arc::new(
@@ -939,9 +940,9 @@ fn qos_class(obj: &Value) -> &'static str {
 
 /// The pod strategy's `PrepareForCreate` (`status: {phase: Pending, qosClass}`)
 /// plus what kube-apiserver's default admission chain adds to every pod:
-/// the `default` service account (ServiceAccount), `priority: 0` and
-/// `preemptionPolicy` (Priority), and the not-ready/unreachable tolerations
-/// (DefaultTolerationSeconds).
+/// the `default` service account (ServiceAccount) and the
+/// not-ready/unreachable tolerations (DefaultTolerationSeconds). Priority
+/// is the kind's admission plugin (`crate::priority`).
 fn prepare_pod(obj: &mut Value) {
     let qos = qos_class(obj);
     obj["status"] = json!({"phase": "Pending", "qosClass": qos});
@@ -956,16 +957,6 @@ fn prepare_pod(obj: &mut Value) {
         .to_string();
     spec.insert("serviceAccountName".into(), json!(sa));
     spec.insert("serviceAccount".into(), json!(sa));
-    if spec
-        .get("priorityClassName")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .is_empty()
-    {
-        spec.entry("priority").or_insert(json!(0));
-    }
-    spec.entry("preemptionPolicy")
-        .or_insert(json!("PreemptLowerPriority"));
     let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
     if let Some(t) = tolerations.as_array_mut() {
         for key in [

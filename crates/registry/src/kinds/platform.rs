@@ -242,6 +242,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(Printer::PriorityClass)
+            .admission(crate::priority::class_plugin)
             .federated()
             .defaults(|pc| {
                 if pc.preemption_policy.is_none() {
