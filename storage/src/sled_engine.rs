@@ -74,6 +74,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
@@ -123,6 +124,41 @@ impl Default for SledOptions {
 
 fn engine<E: std::fmt::Display>(e: E) -> StorageError {
     StorageError::Engine(e.to_string())
+}
+
+/// How long [`SledStorage::open`] waits for the store's file lock.
+///
+/// sled locks its data file for one process. Within a process, sled's own
+/// background threads may keep a just-dropped database (and its lock) open
+/// for a moment, so an open right after a close waits that out instead of
+/// failing; any longer means another process holds the store.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// Open `config`, waiting up to `wait` while another holder has the lock,
+/// then failing with an error that says so and what to do.
+fn open_locked(
+    config: &sled::Config,
+    path: &Path,
+    wait: Duration,
+) -> Result<sled::Db, StorageError> {
+    let deadline = Instant::now() + wait;
+    loop {
+        match config.open() {
+            Ok(db) => return Ok(db),
+            // sled reports a held lock as this `Other` I/O error (config.rs).
+            Err(sled::Error::Io(e)) if e.to_string().starts_with("could not acquire lock") => {
+                if Instant::now() >= deadline {
+                    return Err(StorageError::Engine(format!(
+                        "the store in {} is in use: another process holds its lock ({e}); \
+                         stop the other ubernetes serving this directory or pass another --data-dir",
+                        path.display()
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => return Err(engine(e)),
+        }
+    }
 }
 
 fn corrupt(what: &str) -> StorageError {
@@ -186,13 +222,12 @@ impl SledStorage {
 
     /// Open (or create) the store in directory `path`.
     pub fn open_with(path: &Path, options: SledOptions) -> Result<Self, StorageError> {
-        let db = sled::Config::new()
+        let config = sled::Config::new()
             .path(path)
             .cache_capacity(options.cache_capacity)
             .flush_every_ms(None)
-            .mode(sled::Mode::HighThroughput)
-            .open()
-            .map_err(engine)?;
+            .mode(sled::Mode::HighThroughput);
+        let db = open_locked(&config, path, LOCK_WAIT)?;
         let data: sled::Tree = (*db).clone();
 
         match data.get(META_FORMAT).map_err(engine)? {
@@ -399,7 +434,7 @@ fn flusher_loop(shared: &Shared, sync_file: Option<&std::fs::File>, mut flushed:
             tracing::error!(error = %e, "sled flush failed; failing pending writes");
             shared.flushed.send_modify(|s| s.failed = Some(e));
             // Writers see the failure; keep trying so later writes may succeed.
-            std::thread::sleep(std::time::Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(100));
             continue;
         }
         flushed = target;
@@ -1218,6 +1253,33 @@ mod tests {
         encode_event(&Event { kind, kv, prev }).expect("encode")
     }
 
+    /// The store's tree opened with sled's defaults, as a crash left it.
+    fn raw_open(path: &Path) -> sled::Db {
+        open_locked(&sled::Config::new().path(path), path, LOCK_WAIT).expect("raw open")
+    }
+
+    #[test]
+    fn a_store_held_open_is_a_clear_error_and_opens_once_released() {
+        let dir = tempfile::TempDir::new().expect("tempdir");
+        let held = raw_open(dir.path());
+        let config = sled::Config::new().path(dir.path());
+        let err = open_locked(&config, dir.path(), Duration::from_millis(200))
+            .expect_err("a held store does not open twice");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("is in use") && msg.contains("--data-dir"),
+            "{msg}"
+        );
+        // Released while an open waits: that open succeeds.
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(held);
+        });
+        let db = open_locked(&config, dir.path(), Duration::from_secs(20));
+        release.join().expect("release");
+        db.expect("opens once the other holder lets go");
+    }
+
     #[tokio::test]
     async fn a_write_cut_in_half_by_a_crash_is_rolled_back_on_open() {
         let dir = tempfile::TempDir::new().expect("tempdir");
@@ -1237,7 +1299,7 @@ mod tests {
         ] {
             {
                 // What a crash between the two inserts leaves: the log entry only.
-                let db = sled::open(dir.path()).expect("raw open");
+                let db = raw_open(dir.path());
                 let prev_mod = if key == "/a" { 1 } else { 2 };
                 db.insert(log_key(3), raw_event(kind, key, b"2", 3, prev_mod))
                     .expect("insert");

@@ -160,7 +160,7 @@ async fn corrupt_values_are_engine_errors() {
         }
     }
     let corrupt = |key: &[u8]| {
-        let db = sled::open(dir.path()).expect("raw open");
+        let db = raw_open(dir.path());
         db.insert(key, &b"\x09bad"[..]).expect("insert");
         db.flush().expect("flush");
     };
@@ -217,4 +217,24 @@ async fn a_watcher_far_behind_the_live_broadcast_catches_up_from_the_log() {
         .await
         .expect("create");
     assert_eq!(conformance::next_event(&mut w).await.kv, last);
+}
+
+/// sled's tree under the store, opened the way a crash or a tool would. The
+/// store just dropped may hold sled's file lock a moment longer (its
+/// background threads), so wait for it as `SledStorage::open` does.
+fn raw_open(path: &std::path::Path) -> sled::Db {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match sled::open(path) {
+            Ok(db) => return db,
+            Err(e) if std::time::Instant::now() < deadline => {
+                assert!(
+                    e.to_string().contains("could not acquire lock"),
+                    "raw open: {e}"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(e) => panic!("raw open: {e}"),
+        }
+    }
 }
