@@ -42,12 +42,10 @@ use ubernetes_apimachinery::{ApiError, Cause};
 
 use crate::admission::{Admission, Attributes, Operation};
 use crate::policy::{
-    Expr, Inputs, MatchInput, Params, aggregate, bindings, cached_list, collect_params, exempt,
-    forbidden_name, namespace_object, request_value, resources_match,
+    BindingUse, Expr, Inputs, PolicyHeader, RequestScope, aggregate, applicable_bindings, bindings,
+    exempt, forbidden_name, namespace_object, request_value, sorted_list, spec_list,
 };
 use crate::registry::Registry;
-
-const GROUP: &str = "admissionregistration.k8s.io";
 
 /// One of a policy's `mutations`.
 enum Mutation {
@@ -57,28 +55,16 @@ enum Mutation {
     Unknown,
 }
 
-/// A policy with its expressions compiled.
+/// A MutatingAdmissionPolicy with its expressions compiled.
 struct Compiled {
-    name: String,
-    fail_open: bool,
+    head: PolicyHeader,
     reinvoke_if_needed: bool,
-    match_constraints: Option<Value>,
-    param_kind: Option<(String, String)>,
-    match_conditions: Vec<Expr>,
-    variables: Vec<(String, Expr)>,
     mutations: Vec<Mutation>,
 }
 
 impl Compiled {
     fn new(policy: &Value) -> Self {
-        let spec = policy.get("spec").cloned().unwrap_or(Value::Null);
-        let list = |field: &str| {
-            spec.get(field)
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        };
-        let s = |v: &Value, f: &str| v.get(f).and_then(Value::as_str).map(str::to_string);
+        let spec = policy.get("spec").unwrap_or(&Value::Null);
         let expr = |v: &Value, f: &str| {
             v.get(f)
                 .and_then(|x| x.get("expression"))
@@ -87,28 +73,10 @@ impl Compiled {
                 .to_string()
         };
         Self {
-            name: s(&policy["metadata"], "name").unwrap_or_default(),
-            fail_open: spec.get("failurePolicy").and_then(Value::as_str) == Some("Ignore"),
+            head: PolicyHeader::new(policy),
             reinvoke_if_needed: spec.get("reinvocationPolicy").and_then(Value::as_str)
                 == Some("IfNeeded"),
-            match_constraints: spec.get("matchConstraints").cloned(),
-            param_kind: spec
-                .get("paramKind")
-                .and_then(|p| Some((s(p, "apiVersion")?, s(p, "kind")?))),
-            match_conditions: list("matchConditions")
-                .iter()
-                .map(|c| Expr::new(&s(c, "expression").unwrap_or_default()))
-                .collect(),
-            variables: list("variables")
-                .iter()
-                .map(|c| {
-                    (
-                        s(c, "name").unwrap_or_default(),
-                        Expr::new(&s(c, "expression").unwrap_or_default()),
-                    )
-                })
-                .collect(),
-            mutations: list("mutations")
+            mutations: spec_list(spec, "mutations")
                 .iter()
                 .map(
                     |m| match m.get("patchType").and_then(Value::as_str).unwrap_or("") {
@@ -165,7 +133,7 @@ fn invoke(
         let empty = json!({});
         let vars = bindings(&inp, &empty);
         let mut errors = Vec::new();
-        for cond in &p.match_conditions {
+        for (_, cond) in &p.head.match_conditions {
             match cond.eval(&vars, &mut budget) {
                 Ok(Value::Bool(false)) => return Ok((false, Vec::new())),
                 Ok(_) => {}
@@ -173,7 +141,7 @@ fn invoke(
             }
         }
         if !errors.is_empty() {
-            if p.fail_open {
+            if p.head.fail_open {
                 return Ok((false, Vec::new()));
             }
             return Ok((false, vec![aggregate(&errors)]));
@@ -191,7 +159,7 @@ fn invoke(
         };
         // Variables see the object as the previous mutation left it.
         let mut variables = serde_json::Map::new();
-        for (name, expr) in &p.variables {
+        for (name, expr) in &p.head.variables {
             let vars_json = Value::Object(variables.clone());
             let vars = bindings(&inp, &vars_json);
             if let Ok(v) = expr.eval(&vars, &mut budget) {
@@ -292,13 +260,6 @@ impl MutatingAdmissionPolicy {
     }
 }
 
-fn meta(v: &Value, field: &str) -> String {
-    v.pointer(&format!("/metadata/{field}"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// The registry's field manager and the resource's strategy.
 struct StorePatcher<'a> {
     registry: &'a Registry,
@@ -397,11 +358,11 @@ fn dispatch(
             let before = obj.clone();
             let (ran, failed) = invoke(&inv.policy, &ctx, patcher, obj)?;
             for message in failed {
-                tracing::debug!(policy = %inv.policy.name, binding = %inv.binding, error = %message, "MutatingAdmissionPolicy mutation failed");
+                tracing::debug!(policy = %inv.policy.head.name, binding = %inv.binding, error = %message, "MutatingAdmissionPolicy mutation failed");
                 errors.push((
-                    inv.policy.fail_open,
+                    inv.policy.head.fail_open,
                     PolicyError {
-                        policy: inv.policy.name.clone(),
+                        policy: inv.policy.head.name.clone(),
                         binding: Some(inv.binding.clone()),
                         message,
                         reason: "Invalid",
@@ -441,113 +402,39 @@ impl Admission for MutatingAdmissionPolicy {
         let Some(registry) = self.registry.upgrade() else {
             return Ok(Vec::new());
         };
-        let mut policies = cached_list(&registry, GROUP, "mutatingadmissionpolicies", None).await;
+        let policies = sorted_list(&registry, "mutatingadmissionpolicies").await;
         if policies.is_empty() {
             return Ok(Vec::new());
         }
-        policies.sort_by_key(|p| meta(p, "name"));
-        let mut all_bindings =
-            cached_list(&registry, GROUP, "mutatingadmissionpolicybindings", None).await;
-        all_bindings.sort_by_key(|b| meta(b, "name"));
-        let is_namespace = info.group.is_empty() && info.resource == "namespaces";
-        let namespace = if is_namespace { None } else { attrs.namespace };
-        let ns_obj = match namespace {
-            Some(ns) => match registry.namespaces() {
-                Some(store) => store.get_value(None, ns).await.ok(),
-                None => None,
-            },
-            None => None,
-        };
-        let ns_labels = ns_obj.as_ref().and_then(|n| n.pointer("/metadata/labels"));
+        let all_bindings = sorted_list(&registry, "mutatingadmissionpolicybindings").await;
+        let scope = RequestScope::of(&registry, attrs).await;
         let request = request_value(attrs);
-        let ns_value = ns_obj.as_ref().map(namespace_object);
+        let ns_value = scope.namespace_object.as_ref().map(namespace_object);
         let mut errors: Vec<(bool, PolicyError)> = Vec::new();
         let mut invocations = Vec::new();
         let before_all = obj.clone();
         {
             let object = obj.clone();
-            let m = MatchInput {
-                operation: attrs.operation,
-                group: &info.group,
-                version: &info.version,
-                resource: &info.resource,
-                subresource: attrs.subresource,
-                namespace,
-                name: attrs.name,
-                object: Some(&object),
-                old_object: attrs.old,
-                namespace_labels: ns_labels,
-                is_namespace,
-            };
+            let m = scope.match_input(attrs, Some(&object), attrs.old);
             for policy in &policies {
                 let p = self.compiled(policy);
-                let Some(constraints) = &p.match_constraints else {
-                    continue;
-                };
-                match resources_match(constraints, &m) {
-                    Ok(true) => {}
-                    Ok(false) => continue,
-                    Err(e) => {
-                        errors.push((
-                            p.fail_open,
-                            PolicyError {
-                                policy: p.name.clone(),
-                                binding: None,
-                                message: format!("failed to configure policy: {e}"),
-                                reason: "",
-                            },
-                        ));
-                        continue;
-                    }
-                }
-                for binding in all_bindings.iter().filter(|b| {
-                    b.pointer("/spec/policyName").and_then(Value::as_str) == Some(&p.name)
-                }) {
-                    let bname = meta(binding, "name");
-                    if let Some(mr) = binding
-                        .pointer("/spec/matchResources")
-                        .filter(|v| !v.is_null())
-                    {
-                        match resources_match(mr, &m) {
-                            Ok(true) => {}
-                            Ok(false) => continue,
-                            Err(e) => {
-                                errors.push((
-                                    p.fail_open,
-                                    PolicyError {
-                                        policy: p.name.clone(),
-                                        binding: Some(bname),
-                                        message: format!("failed to configure binding: {e}"),
-                                        reason: "",
-                                    },
-                                ));
-                                continue;
-                            }
-                        }
-                    }
-                    match collect_params(
-                        &registry,
-                        p.param_kind.as_ref(),
-                        binding.pointer("/spec/paramRef").filter(|v| !v.is_null()),
-                        namespace,
-                    )
-                    .await
-                    {
-                        Params::List(params) => {
+                for found in applicable_bindings(&registry, &p.head, &all_bindings, &m).await {
+                    match found {
+                        BindingUse::Run { name, params, .. } => {
                             for param in params {
                                 invocations.push(Invocation {
                                     policy: p.clone(),
-                                    binding: bname.clone(),
+                                    binding: name.clone(),
                                     param,
                                 });
                             }
                         }
-                        Params::Error(e) => errors.push((
-                            p.fail_open,
+                        BindingUse::Misconfigured { binding, message } => errors.push((
+                            p.head.fail_open,
                             PolicyError {
-                                policy: p.name.clone(),
-                                binding: Some(bname),
-                                message: format!("failed to configure binding: {e}"),
+                                policy: p.head.name.clone(),
+                                binding,
+                                message,
                                 reason: "",
                             },
                         )),

@@ -38,6 +38,9 @@ use crate::admission::{Admission, Attributes, Operation};
 use crate::registry::Registry;
 use crate::store::ReadAt;
 
+/// The API group of the admission policy kinds.
+const GROUP: &str = "admissionregistration.k8s.io";
+
 /// The audit annotation a failed validation with the `Audit` action sets.
 pub const VALIDATION_FAILURE_ANNOTATION: &str =
     "validation.policy.admission.k8s.io/validation_failure";
@@ -128,6 +131,67 @@ impl Expr {
 pub(crate) const OUT_OF_BUDGET: &str =
     "validation failed due to running out of cost budget, no further validation rules will be run";
 
+/// What both kinds of admission policy declare around their validations
+/// or mutations, compiled: the name, `failurePolicy`, `matchConstraints`,
+/// `paramKind`, `matchConditions` and `variables`.
+pub(crate) struct PolicyHeader {
+    pub(crate) name: String,
+    pub(crate) fail_open: bool,
+    pub(crate) match_constraints: Option<Value>,
+    pub(crate) param_kind: Option<(String, String)>,
+    pub(crate) match_conditions: Vec<(String, Expr)>,
+    pub(crate) variables: Vec<(String, Expr)>,
+}
+
+impl PolicyHeader {
+    pub(crate) fn new(policy: &Value) -> Self {
+        let spec = policy.get("spec").unwrap_or(&Value::Null);
+        let named = |field: &str| {
+            spec_list(spec, field)
+                .iter()
+                .map(|c| {
+                    (
+                        text(c, "name").unwrap_or_default(),
+                        Expr::new(&text(c, "expression").unwrap_or_default()),
+                    )
+                })
+                .collect()
+        };
+        Self {
+            name: meta(policy, "name"),
+            fail_open: spec.get("failurePolicy").and_then(Value::as_str) == Some("Ignore"),
+            match_constraints: spec.get("matchConstraints").cloned(),
+            param_kind: spec
+                .get("paramKind")
+                .and_then(|p| Some((text(p, "apiVersion")?, text(p, "kind")?))),
+            match_conditions: named("matchConditions"),
+            variables: named("variables"),
+        }
+    }
+}
+
+/// `spec.<field>` of a policy as a list (empty when absent).
+pub(crate) fn spec_list<'a>(spec: &'a Value, field: &str) -> &'a [Value] {
+    spec.get(field)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+/// The string field `f` of `v`, if set.
+pub(crate) fn text(v: &Value, f: &str) -> Option<String> {
+    v.get(f).and_then(Value::as_str).map(str::to_string)
+}
+
+/// `metadata.<field>` of an object ("" when absent).
+pub(crate) fn meta(v: &Value, field: &str) -> String {
+    v.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
 struct Validation {
     expr: Expr,
     message: Option<String>,
@@ -135,68 +199,33 @@ struct Validation {
     reason: Option<String>,
 }
 
-/// A policy with its expressions compiled.
+/// A ValidatingAdmissionPolicy with its expressions compiled.
 struct Compiled {
-    name: String,
-    fail_open: bool,
-    match_constraints: Option<Value>,
-    param_kind: Option<(String, String)>,
-    match_conditions: Vec<(String, Expr)>,
-    variables: Vec<(String, Expr)>,
+    head: PolicyHeader,
     validations: Vec<Validation>,
     audit_annotations: Vec<(String, Expr)>,
 }
 
 impl Compiled {
     fn new(policy: &Value) -> Self {
-        let spec = policy.get("spec").cloned().unwrap_or(Value::Null);
-        let list = |field: &str| {
-            spec.get(field)
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        };
-        let s = |v: &Value, f: &str| v.get(f).and_then(Value::as_str).map(str::to_string);
+        let spec = policy.get("spec").unwrap_or(&Value::Null);
         Self {
-            name: s(&policy["metadata"], "name").unwrap_or_default(),
-            fail_open: spec.get("failurePolicy").and_then(Value::as_str) == Some("Ignore"),
-            match_constraints: spec.get("matchConstraints").cloned(),
-            param_kind: spec
-                .get("paramKind")
-                .and_then(|p| Some((s(p, "apiVersion")?, s(p, "kind")?))),
-            match_conditions: list("matchConditions")
-                .iter()
-                .map(|c| {
-                    (
-                        s(c, "name").unwrap_or_default(),
-                        Expr::new(&s(c, "expression").unwrap_or_default()),
-                    )
-                })
-                .collect(),
-            variables: list("variables")
-                .iter()
-                .map(|c| {
-                    (
-                        s(c, "name").unwrap_or_default(),
-                        Expr::new(&s(c, "expression").unwrap_or_default()),
-                    )
-                })
-                .collect(),
-            validations: list("validations")
+            head: PolicyHeader::new(policy),
+            validations: spec_list(spec, "validations")
                 .iter()
                 .map(|v| Validation {
-                    expr: Expr::new(&s(v, "expression").unwrap_or_default()),
-                    message: s(v, "message"),
-                    message_expr: s(v, "messageExpression").map(|m| Expr::new(&m)),
-                    reason: s(v, "reason"),
+                    expr: Expr::new(&text(v, "expression").unwrap_or_default()),
+                    message: text(v, "message"),
+                    message_expr: text(v, "messageExpression").map(|m| Expr::new(&m)),
+                    reason: text(v, "reason"),
                 })
                 .collect(),
-            audit_annotations: list("auditAnnotations")
+            audit_annotations: spec_list(spec, "auditAnnotations")
                 .iter()
                 .map(|a| {
                     (
-                        s(a, "key").unwrap_or_default(),
-                        Expr::new(&s(a, "valueExpression").unwrap_or_default()),
+                        text(a, "key").unwrap_or_default(),
+                        Expr::new(&text(a, "valueExpression").unwrap_or_default()),
                     )
                 })
                 .collect(),
@@ -236,7 +265,7 @@ pub struct Inputs<'a> {
 fn evaluate(p: &Compiled, inputs: &Inputs<'_>) -> Evaluation {
     let error_decision = |message: String| Evaluation {
         decisions: vec![Decision {
-            deny: !p.fail_open,
+            deny: !p.head.fail_open,
             message,
             reason: "Invalid".into(),
             index: 0,
@@ -251,7 +280,7 @@ fn evaluate(p: &Compiled, inputs: &Inputs<'_>) -> Evaluation {
         let vars_json = Value::Object(variables.clone());
         let vars = bindings(inputs, &vars_json);
         let mut errors = Vec::new();
-        for (_, cond) in &p.match_conditions {
+        for (_, cond) in &p.head.match_conditions {
             match cond.eval(&vars, &mut budget) {
                 Ok(Value::Bool(false)) => return Evaluation::default(),
                 Ok(_) => {}
@@ -262,7 +291,7 @@ fn evaluate(p: &Compiled, inputs: &Inputs<'_>) -> Evaluation {
             return error_decision(aggregate(&errors));
         }
     }
-    for (name, expr) in &p.variables {
+    for (name, expr) in &p.head.variables {
         let vars_json = Value::Object(variables.clone());
         let vars = bindings(inputs, &vars_json);
         match expr.eval(&vars, &mut budget) {
@@ -270,7 +299,7 @@ fn evaluate(p: &Compiled, inputs: &Inputs<'_>) -> Evaluation {
                 variables.insert(name.clone(), v);
             }
             Err(e) => {
-                tracing::debug!(policy = %p.name, variable = %name, error = %e, "composited variable failed to evaluate");
+                tracing::debug!(policy = %p.head.name, variable = %name, error = %e, "composited variable failed to evaluate");
             }
         }
     }
@@ -309,7 +338,7 @@ fn evaluate(p: &Compiled, inputs: &Inputs<'_>) -> Evaluation {
             }
             Err(e) if e == OUT_OF_BUDGET => return error_decision(e),
             Err(e) => out.decisions.push(Decision {
-                deny: !p.fail_open,
+                deny: !p.head.fail_open,
                 message: e,
                 reason: "Invalid".into(),
                 index: i,
@@ -323,7 +352,7 @@ fn evaluate(p: &Compiled, inputs: &Inputs<'_>) -> Evaluation {
             }
             Ok(Value::String(_)) | Ok(Value::Null) => {}
             Ok(other) => {
-                if !p.fail_open {
+                if !p.head.fail_open {
                     out.decisions.push(Decision {
                         deny: true,
                         message: format!(
@@ -337,7 +366,7 @@ fn evaluate(p: &Compiled, inputs: &Inputs<'_>) -> Evaluation {
                 }
             }
             Err(e) => {
-                if !p.fail_open {
+                if !p.head.fail_open {
                     out.decisions.push(Decision {
                         deny: true,
                         message: e,
@@ -775,6 +804,143 @@ pub(crate) async fn collect_params(
     Params::List(params)
 }
 
+/// The objects of one policy kind's resource (`validatingadmissionpolicies`,
+/// `...bindings`, ...) in this process's cache, sorted by name: kube
+/// evaluates policies and bindings in name order.
+pub(crate) async fn sorted_list(registry: &Registry, resource: &str) -> Vec<Value> {
+    let mut items = cached_list(registry, GROUP, resource, None).await;
+    items.sort_by_key(|o| meta(o, "name"));
+    items
+}
+
+/// The request as both policy plugins match it: its namespace (none for a
+/// Namespace itself, which is cluster-scoped) and that namespace's object.
+pub(crate) struct RequestScope<'a> {
+    pub(crate) namespace: Option<&'a str>,
+    pub(crate) namespace_object: Option<Value>,
+    pub(crate) is_namespace: bool,
+}
+
+impl<'a> RequestScope<'a> {
+    pub(crate) async fn of(registry: &Registry, attrs: &Attributes<'a>) -> Self {
+        let info = attrs.info;
+        let is_namespace = info.group.is_empty() && info.resource == "namespaces";
+        let namespace = if is_namespace { None } else { attrs.namespace };
+        let namespace_object = match (namespace, registry.namespaces()) {
+            (Some(ns), Some(store)) => store.get_value(None, ns).await.ok(),
+            _ => None,
+        };
+        Self {
+            namespace,
+            namespace_object,
+            is_namespace,
+        }
+    }
+
+    /// What the matchers look at for this request, with `object` and
+    /// `old_object` as the plugin sees them.
+    pub(crate) fn match_input<'b>(
+        &'b self,
+        attrs: &'b Attributes<'a>,
+        object: Option<&'b Value>,
+        old_object: Option<&'b Value>,
+    ) -> MatchInput<'b> {
+        let info = attrs.info;
+        MatchInput {
+            operation: attrs.operation,
+            group: &info.group,
+            version: &info.version,
+            resource: &info.resource,
+            subresource: attrs.subresource,
+            namespace: self.namespace,
+            name: attrs.name,
+            object,
+            old_object,
+            namespace_labels: self
+                .namespace_object
+                .as_ref()
+                .and_then(|n| n.pointer("/metadata/labels")),
+            is_namespace: self.is_namespace,
+        }
+    }
+}
+
+/// How one binding of a policy applies to a request.
+pub(crate) enum BindingUse<'b> {
+    /// The binding matches: the policy runs once per param (one `null`
+    /// without a `paramKind`).
+    Run {
+        binding: &'b Value,
+        name: String,
+        params: Vec<Value>,
+    },
+    /// The policy (`binding: None`) or a binding cannot be configured for
+    /// this request; it counts as a failure under the failure policy.
+    Misconfigured {
+        binding: Option<String>,
+        message: String,
+    },
+}
+
+/// The bindings of `policy` among `bindings` (its kind's, in name order)
+/// that apply to the request `m`, as kube's policy dispatcher finds them:
+/// the policy's `matchConstraints`, then each binding's `matchResources`,
+/// then the params its `paramRef` selects.
+pub(crate) async fn applicable_bindings<'b>(
+    registry: &Registry,
+    policy: &PolicyHeader,
+    bindings: &'b [Value],
+    m: &MatchInput<'_>,
+) -> Vec<BindingUse<'b>> {
+    let Some(constraints) = &policy.match_constraints else {
+        return Vec::new();
+    };
+    match resources_match(constraints, m) {
+        Ok(true) => {}
+        Ok(false) => return Vec::new(),
+        Err(e) => {
+            return vec![BindingUse::Misconfigured {
+                binding: None,
+                message: format!("failed to configure policy: {e}"),
+            }];
+        }
+    }
+    let mut uses = Vec::new();
+    let of_policy = bindings
+        .iter()
+        .filter(|b| b.pointer("/spec/policyName").and_then(Value::as_str) == Some(&policy.name));
+    for binding in of_policy {
+        let name = meta(binding, "name");
+        let misconfigured = |name: String, e: String| BindingUse::Misconfigured {
+            binding: Some(name),
+            message: format!("failed to configure binding: {e}"),
+        };
+        if let Some(mr) = binding
+            .pointer("/spec/matchResources")
+            .filter(|v| !v.is_null())
+        {
+            match resources_match(mr, m) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    uses.push(misconfigured(name, e));
+                    continue;
+                }
+            }
+        }
+        let param_ref = binding.pointer("/spec/paramRef").filter(|v| !v.is_null());
+        match collect_params(registry, policy.param_kind.as_ref(), param_ref, m.namespace).await {
+            Params::List(params) => uses.push(BindingUse::Run {
+                binding,
+                name,
+                params,
+            }),
+            Params::Error(e) => uses.push(misconfigured(name, e)),
+        }
+    }
+    uses
+}
+
 /// A denial: which policy and binding, and the decision.
 struct Denied {
     policy: String,
@@ -793,119 +959,38 @@ impl Admission for ValidatingAdmissionPolicy {
         let Some(registry) = self.registry.upgrade() else {
             return Ok(Vec::new());
         };
-        const GROUP: &str = "admissionregistration.k8s.io";
-        let mut policies = cached_list(&registry, GROUP, "validatingadmissionpolicies", None).await;
+        let policies = sorted_list(&registry, "validatingadmissionpolicies").await;
         if policies.is_empty() {
             return Ok(Vec::new());
         }
-        policies.sort_by(|a, b| {
-            a.pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .cmp(&b.pointer("/metadata/name").and_then(Value::as_str))
-        });
-        let mut bindings =
-            cached_list(&registry, GROUP, "validatingadmissionpolicybindings", None).await;
-        bindings.sort_by(|a, b| {
-            a.pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .cmp(&b.pointer("/metadata/name").and_then(Value::as_str))
-        });
+        let bindings = sorted_list(&registry, "validatingadmissionpolicybindings").await;
         let (object, old_object) = match attrs.operation {
             Operation::Delete => (None, attrs.old.or(Some(obj))),
             _ => (Some(obj), attrs.old),
         };
-        let is_namespace = info.group.is_empty() && info.resource == "namespaces";
-        let namespace = if is_namespace { None } else { attrs.namespace };
-        let ns_obj = match namespace {
-            Some(ns) => match registry.namespaces() {
-                Some(store) => store.get_value(None, ns).await.ok(),
-                None => None,
-            },
-            None => None,
-        };
-        let ns_labels = ns_obj.as_ref().and_then(|n| n.pointer("/metadata/labels"));
-        let m = MatchInput {
-            operation: attrs.operation,
-            group: &info.group,
-            version: &info.version,
-            resource: &info.resource,
-            subresource: attrs.subresource,
-            namespace,
-            name: attrs.name,
-            object,
-            old_object,
-            namespace_labels: ns_labels,
-            is_namespace,
-        };
+        let scope = RequestScope::of(&registry, attrs).await;
+        let m = scope.match_input(attrs, object, old_object);
         let request = request_value(attrs);
-        let ns_value = ns_obj.as_ref().map(namespace_object);
+        let ns_value = scope.namespace_object.as_ref().map(namespace_object);
         let mut warnings = Vec::new();
         let mut denied: Vec<Denied> = Vec::new();
         for policy in &policies {
             let p = self.compiled(policy);
-            let Some(constraints) = &p.match_constraints else {
-                continue;
-            };
-            match resources_match(constraints, &m) {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => {
-                    if !p.fail_open {
-                        denied.push(Denied {
-                            policy: p.name.clone(),
-                            binding: None,
-                            message: format!("failed to configure policy: {e}"),
-                            reason: "Invalid".into(),
-                        });
-                    }
-                    continue;
-                }
-            }
+            let name = &p.head.name;
             let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
-            for binding in bindings
-                .iter()
-                .filter(|b| b.pointer("/spec/policyName").and_then(Value::as_str) == Some(&p.name))
-            {
-                let bname = binding
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                if let Some(mr) = binding
-                    .pointer("/spec/matchResources")
-                    .filter(|v| !v.is_null())
-                {
-                    match resources_match(mr, &m) {
-                        Ok(true) => {}
-                        Ok(false) => continue,
-                        Err(e) => {
-                            if !p.fail_open {
-                                denied.push(Denied {
-                                    policy: p.name.clone(),
-                                    binding: Some(bname.clone()),
-                                    message: format!("failed to configure binding: {e}"),
-                                    reason: "Invalid".into(),
-                                });
-                            }
-                            continue;
-                        }
-                    }
-                }
-                let params = match collect_params(
-                    &registry,
-                    p.param_kind.as_ref(),
-                    binding.pointer("/spec/paramRef").filter(|v| !v.is_null()),
-                    namespace,
-                )
-                .await
-                {
-                    Params::List(l) => l,
-                    Params::Error(e) => {
-                        if !p.fail_open {
+            for found in applicable_bindings(&registry, &p.head, &bindings, &m).await {
+                let (binding, bname, params) = match found {
+                    BindingUse::Run {
+                        binding,
+                        name,
+                        params,
+                    } => (binding, name, params),
+                    BindingUse::Misconfigured { binding, message } => {
+                        if !p.head.fail_open {
                             denied.push(Denied {
-                                policy: p.name.clone(),
-                                binding: Some(bname.clone()),
-                                message: format!("failed to configure binding: {e}"),
+                                policy: name.clone(),
+                                binding,
+                                message,
                                 reason: "Invalid".into(),
                             });
                         }
@@ -926,19 +1011,19 @@ impl Admission for ValidatingAdmissionPolicy {
                         for action in &actions {
                             match *action {
                                 "Deny" => denied.push(Denied {
-                                    policy: p.name.clone(),
+                                    policy: name.clone(),
                                     binding: Some(bname.clone()),
                                     message: d.message.clone(),
                                     reason: d.reason.clone(),
                                 }),
                                 "Warn" => warnings.push(format!(
-                                    "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
-                                    p.name, bname, d.message
+                                    "Validation failed for ValidatingAdmissionPolicy '{name}' with binding '{bname}': {}",
+                                    d.message
                                 )),
                                 "Audit" => {
                                     let value = json!([{
                                         "message": d.message,
-                                        "policy": p.name,
+                                        "policy": name,
                                         "binding": bname,
                                         "expressionIndex": d.index,
                                         "validationActions": actions,
@@ -969,7 +1054,7 @@ impl Admission for ValidatingAdmissionPolicy {
             }
             for (k, vals) in annotations {
                 tracing::info!(
-                    annotation = %format!("{}/{k}", p.name),
+                    annotation = %format!("{name}/{k}"),
                     value = %vals.join(", "),
                     resource = %info.resource,
                     name = %attrs.name,
