@@ -380,6 +380,32 @@ fn a_priority_class_scoped_quota_counts_and_limits_only_its_pods() -> Result<()>
     Ok(())
 }
 
+/// A mutating policy that labels a new pod with the priority it has then.
+const SEE_PRIORITY: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: see-priority}
+spec:
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["pods"]
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >
+        [JSONPatch{op: "add", path: "/metadata/labels", value:
+          {"seen-priority": has(object.spec.priority) ? string(object.spec.priority) : "none"}}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: see-priority}
+spec: {policyName: see-priority}
+"#;
+
 /// kube's Priority admission: a pod's priority and preemption policy come
 /// from its PriorityClass or the global default one; an unknown class, or a
 /// priority that disagrees, is refused; only one class may be the default.
@@ -445,6 +471,26 @@ fn pods_take_their_priority_from_their_class_as_kube_admits_them() -> Result<()>
     // No class: the global default's, name included.
     server.kubectl_stdin_ok(&["create", "-f", "-"], &pod("defaulted", ""))?;
     assert_eq!(priority("defaulted")?, high);
+    // Priority runs before the mutating policies and webhooks, as in kube:
+    // a MutatingAdmissionPolicy reads the priority it computed.
+    server.kubectl_stdin_ok(&["apply", "-f", "-"], SEE_PRIORITY)?;
+    let seen = || -> Result<Value> {
+        server.kubectl_stdin(&["create", "-f", "-"], &pod("seen", ""))?;
+        let p = json(&server, &["get", "pod", "seen", "-n", "prio"])?;
+        server.kubectl(&["delete", "pod", "seen", "-n", "prio", "--wait=false"])?;
+        Ok(p["metadata"]["labels"]["seen-priority"].clone())
+    };
+    // The policy is served once the cache has it.
+    let mut label = Value::Null;
+    for _ in 0..50 {
+        label = seen()?;
+        if !label.is_null() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(label, serde_json::json!("1000"));
+    server.kubectl_ok(&["delete", "mutatingadmissionpolicybindings", "see-priority"])?;
     refused(
         pod("p8", "  priorityClassName: high\n  priority: 7\n"),
         "pods \"p8\" is forbidden: the integer value of priority (7) must not be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass name",

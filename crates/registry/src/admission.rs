@@ -112,6 +112,16 @@ pub trait Admission: Send + Sync {
         let _ = (attrs, obj);
         Ok(Vec::new())
     }
+
+    /// For a kind's own plugin: whether it mutates in the mutating phase,
+    /// before the registry-wide plugins, as kube's built-in admission
+    /// plugins (Priority, ...) do, so that mutating webhooks and policies
+    /// see what it set. Otherwise (the default) it mutates after the kind's
+    /// validation, as kube's storage allocates (a ClusterIP only for a
+    /// valid Service). Registry-wide plugins ignore this.
+    fn mutates_before_webhooks(&self) -> bool {
+        false
+    }
 }
 
 /// The registry-wide plugins (webhooks, policies, quota), run on every

@@ -8,8 +8,8 @@
 //!   with kube's words;
 //! - a PriorityClass may be `globalDefault` only when no other one is.
 //!
-//! Difference: kube runs it before the mutating webhooks; a kind's plugins
-//! run after the kind's validation here, so a webhook does not see the
+//! As in kube, the pod plugin mutates before the mutating webhooks and
+//! admission policies ([`Admission::mutates_before_webhooks`]): they see the
 //! computed priority.
 
 use std::sync::{Arc, Weak};
@@ -143,6 +143,10 @@ impl Admission for PodPriority {
             spec.insert("preemptionPolicy".into(), json!(policy));
         }
         Ok(Vec::new())
+    }
+
+    fn mutates_before_webhooks(&self) -> bool {
+        true
     }
 }
 

@@ -437,29 +437,42 @@ impl Store {
         self.registry_admission = chain;
     }
 
-    /// The mutating phase of the registry-wide plugins (kube's mutating
-    /// admission: before the kind's validation).
+    /// The mutating phase (kube's mutating admission: before the kind's
+    /// validation): the kind's plugins that mutate as kube's built-in
+    /// admission plugins, then the registry-wide plugins (webhooks last).
     async fn admit_mutate(
         &self,
         attrs: &Attributes<'_>,
         obj: &mut Value,
     ) -> Result<Vec<String>, ApiError> {
         let mut warnings = Vec::new();
+        for plugin in self
+            .admission
+            .iter()
+            .filter(|p| p.mutates_before_webhooks())
+        {
+            warnings.extend(plugin.mutate(attrs, obj).await?);
+        }
         for plugin in self.registry_admission.plugins() {
             warnings.extend(plugin.mutate(attrs, obj).await?);
         }
         Ok(warnings)
     }
 
-    /// After the kind's validation: the resource's own plugins (both
-    /// phases), then the registry-wide validating phase.
+    /// After the kind's validation: the kind's other plugins mutate (as
+    /// kube's storage allocates), the kind's plugins validate, then the
+    /// registry-wide validating phase.
     async fn admit_validate(
         &self,
         attrs: &Attributes<'_>,
         obj: &mut Value,
     ) -> Result<Vec<String>, ApiError> {
         let mut warnings = Vec::new();
-        for plugin in &self.admission {
+        for plugin in self
+            .admission
+            .iter()
+            .filter(|p| !p.mutates_before_webhooks())
+        {
             warnings.extend(plugin.mutate(attrs, obj).await?);
         }
         for plugin in &self.admission {
