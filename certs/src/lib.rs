@@ -377,6 +377,69 @@ fn request_der(csr_pem: &str) -> Result<Vec<u8>> {
     }
 }
 
+/// kube's check of a CertificateSigningRequest's `spec.request`
+/// (`certificates.ParseCSR` and `CheckSignature`): the first PEM block is a
+/// `CERTIFICATE REQUEST` that parses and whose signature verifies. The
+/// error is the reason, as kube's validation puts it after the value.
+pub fn check_certificate_request(pem_data: &[u8]) -> std::result::Result<(), String> {
+    let block = pem::parse_many(pem_data)
+        .ok()
+        .and_then(|blocks| blocks.into_iter().next())
+        .filter(|b| b.tag() == "CERTIFICATE REQUEST")
+        .ok_or_else(|| "PEM block type must be CERTIFICATE REQUEST".to_string())?;
+    use x509_parser::oid_registry::{
+        OID_KEY_TYPE_EC_PUBLIC_KEY, OID_PKCS1_RSAENCRYPTION, OID_SIG_ED25519,
+    };
+    use x509_parser::prelude::FromDer;
+    let (_, request) =
+        x509_parser::certification_request::X509CertificationRequest::from_der(block.contents())
+            .map_err(|e| format!("x509: malformed certificate request: {e}"))?;
+    request.verify_signature().map_err(|_| {
+        // Go's words for a signature that does not verify, by key type.
+        let key = &request
+            .certification_request_info
+            .subject_pki
+            .algorithm
+            .algorithm;
+        if *key == OID_KEY_TYPE_EC_PUBLIC_KEY {
+            "x509: ECDSA verification failure".to_string()
+        } else if *key == OID_PKCS1_RSAENCRYPTION {
+            "crypto/rsa: verification error".to_string()
+        } else if *key == OID_SIG_ED25519 {
+            "x509: Ed25519 verification failure".to_string()
+        } else {
+            "x509: signature verification failure".to_string()
+        }
+    })
+}
+
+/// kube's check of a CertificateSigningRequest's `status.certificate`
+/// (`validateCertificate`): empty, or only `CERTIFICATE` PEM blocks without
+/// headers, each holding a certificate that parses.
+pub fn check_certificate_chain(pem_data: &[u8]) -> std::result::Result<(), String> {
+    if pem_data.is_empty() {
+        return Ok(());
+    }
+    let blocks = pem::parse_many(pem_data).map_err(|e| e.to_string())?;
+    if blocks.is_empty() {
+        return Err("must contain at least one CERTIFICATE PEM block".into());
+    }
+    for block in &blocks {
+        if block.tag() != "CERTIFICATE" {
+            return Err(format!(
+                "only CERTIFICATE PEM blocks are allowed, found {:?}",
+                block.tag()
+            ));
+        }
+        if block.headers().iter().next().is_some() {
+            return Err("no PEM block headers are permitted".into());
+        }
+        x509_parser::parse_x509_certificate(block.contents())
+            .map_err(|e| format!("x509: malformed certificate: {e}"))?;
+    }
+    Ok(())
+}
+
 /// The organizations (every O) of a PEM certificate request's subject: the
 /// groups a client certificate signed from it would carry.
 pub fn certificate_request_organizations(csr_pem: &str) -> Result<Vec<String>> {
@@ -1021,6 +1084,57 @@ mod tests {
             .expect("csr")
             .pem()
             .expect("pem")
+    }
+
+    #[test]
+    fn requests_and_certificates_are_checked_as_kube_checks_a_csr() {
+        let good = csr_pem("alice", "devs");
+        assert_eq!(check_certificate_request(good.as_bytes()), Ok(()));
+        // A tampered signature (its last byte) does not verify.
+        let block = pem::parse(&good).expect("pem");
+        let mut der = block.contents().to_vec();
+        if let Some(last) = der.last_mut() {
+            *last ^= 0x55;
+        }
+        let tampered = pem::encode(&pem::Pem::new("CERTIFICATE REQUEST", der));
+        // rcgen's keys are ECDSA P-256; Go's words (kube-apiserver 1.36.2).
+        assert_eq!(
+            check_certificate_request(tampered.as_bytes()),
+            Err("x509: ECDSA verification failure".into())
+        );
+        let type_err = "PEM block type must be CERTIFICATE REQUEST";
+        for bad in ["", "not pem at all"] {
+            assert_eq!(
+                check_certificate_request(bad.as_bytes()),
+                Err(type_err.into())
+            );
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pki = ensure_dev_pki(dir.path(), &[]).expect("pki");
+        let ca = std::fs::read_to_string(pki.ca_cert_path()).expect("ca");
+        // A certificate is not a request (kube reads only the first block).
+        assert_eq!(
+            check_certificate_request(ca.as_bytes()),
+            Err(type_err.into())
+        );
+
+        assert_eq!(check_certificate_chain(b""), Ok(()));
+        assert_eq!(check_certificate_chain(ca.as_bytes()), Ok(()));
+        assert_eq!(
+            check_certificate_chain(format!("{ca}{ca}").as_bytes()),
+            Ok(())
+        );
+        assert_eq!(
+            check_certificate_chain(b"junk"),
+            Err("must contain at least one CERTIFICATE PEM block".into())
+        );
+        assert_eq!(
+            check_certificate_chain(good.as_bytes()),
+            Err("only CERTIFICATE PEM blocks are allowed, found \"CERTIFICATE REQUEST\"".into())
+        );
+        let garbage = pem::encode(&pem::Pem::new("CERTIFICATE", vec![1, 2, 3]));
+        let err = check_certificate_chain(garbage.as_bytes()).expect_err("garbage");
+        assert!(err.starts_with("x509: malformed certificate"), "{err}");
     }
 
     #[test]

@@ -282,3 +282,153 @@ fn the_requestor_is_the_caller_and_only_the_signers_approvers_approve() -> Resul
     );
     Ok(())
 }
+
+/// kube's CSR validation, with kube-apiserver 1.36.2's messages (the same
+/// requests against it): the request must be a signed PEM CERTIFICATE
+/// REQUEST, usages known and not repeated, the signer `<domain>/<path>` and
+/// not the legacy one; a `status` write cannot approve (that is the
+/// `approval` subresource's).
+#[test]
+fn bad_requests_usages_and_signers_are_refused_and_status_writes_cannot_approve() -> Result<()> {
+    let server = Server::start()?;
+    let (_, request) = key_and_request("carol", "devs")?;
+    let manifest = |name: &str, request: &[u8], signer: &str, usages: &str| {
+        format!(
+            "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  name: {name}\nspec:\n  request: {}\n  signerName: {signer}\n  usages: {usages}\n",
+            B64.encode(request)
+        )
+    };
+    let refused = |manifest: String, wants: &[&str]| -> Result<()> {
+        let out = server.kubectl_stdin(&["create", "-f", "-"], &manifest)?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        ensure!(!out.status.success(), "created: {manifest}");
+        for want in wants {
+            ensure!(err.contains(want), "wanted {want:?} in: {err}");
+        }
+        Ok(())
+    };
+    refused(
+        manifest("junk", b"hello", "example.com/s", "[client auth]"),
+        &[
+            "The CertificateSigningRequest \"junk\" is invalid: spec.request: \
+             Invalid value: \"aGVsbG8=\": PEM block type must be CERTIFICATE REQUEST",
+        ],
+    )?;
+    refused(
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  name: noreq\nspec:\n  signerName: example.com/s\n  usages: [client auth]\n".to_string(),
+        &["\"noreq\" is invalid: spec.request: Invalid value: null: PEM block type must be CERTIFICATE REQUEST"],
+    )?;
+    // A request whose signature does not verify.
+    let mut der = B64.decode(
+        request
+            .lines()
+            .filter(|l| !l.starts_with("-----"))
+            .collect::<String>(),
+    )?;
+    if let Some(last) = der.last_mut() {
+        *last ^= 0x55;
+    }
+    let forged = format!(
+        "-----BEGIN CERTIFICATE REQUEST-----\n{}\n-----END CERTIFICATE REQUEST-----\n",
+        B64.encode(&der)
+    );
+    refused(
+        manifest(
+            "forged",
+            forged.as_bytes(),
+            "example.com/s",
+            "[client auth]",
+        ),
+        &[
+            "\"forged\" is invalid: spec.request: Invalid value: \"LS0t",
+            "\": x509: ECDSA verification failure",
+        ],
+    )?;
+    refused(
+        manifest(
+            "usages",
+            request.as_bytes(),
+            "example.com/s",
+            "[client auth, client auth, flying]",
+        ),
+        &[
+            "spec.usages[1]: Duplicate value: \"client auth\"",
+            "spec.usages[2]: Unsupported value: \"flying\": supported values: \"any\", \"cert sign\", \"client auth\"",
+        ],
+    )?;
+    refused(
+        manifest("none", request.as_bytes(), "example.com/s", "[]"),
+        &["spec.usages: Required value"],
+    )?;
+    refused(
+        manifest(
+            "legacy",
+            request.as_bytes(),
+            "kubernetes.io/legacy-unknown",
+            "[client auth]",
+        ),
+        &[
+            "spec.signerName: Invalid value: \"kubernetes.io/legacy-unknown\": the legacy signerName is not allowed via this API version",
+        ],
+    )?;
+    refused(
+        manifest("nodomain", request.as_bytes(), "nodomain", "[client auth]"),
+        &[
+            "spec.signerName: Invalid value: \"nodomain\": must be a fully qualified domain and path of the form 'example.com/signer-name'",
+        ],
+    )?;
+
+    // A status write may set a certificate, not approve.
+    server.kubectl_stdin_ok(
+        &["create", "-f", "-"],
+        &manifest(
+            "carols",
+            request.as_bytes(),
+            "example.com/s",
+            "[client auth]",
+        ),
+    )?;
+    let approve = r#"[{"op":"add","path":"/status/conditions","value":[{"type":"Approved","status":"True","reason":"ViaStatus"}]}]"#;
+    let out = server.kubectl(&[
+        "patch",
+        "csr",
+        "carols",
+        "--subresource=status",
+        "--type=json",
+        "-p",
+        approve,
+    ])?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success()
+            && err.contains(
+                "The CertificateSigningRequest \"carols\" is invalid: status.conditions: \
+                 Forbidden: updates may not add a condition of type \"Approved\""
+            ),
+        "{err}"
+    );
+    assert!(conditions(&json(&server, &["get", "csr", "carols"])?).is_empty());
+    // The approval subresource may, and then a status write cannot remove it.
+    server.kubectl_ok(&["certificate", "approve", "carols"])?;
+    let drop_it = r#"[{"op":"remove","path":"/status/conditions/0"}]"#;
+    let out = server.kubectl(&[
+        "patch",
+        "csr",
+        "carols",
+        "--subresource=status",
+        "--type=json",
+        "-p",
+        drop_it,
+    ])?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success()
+            && err.contains("updates may not remove a condition of type \"Approved\""),
+        "{err}"
+    );
+    assert_eq!(
+        conditions(&json(&server, &["get", "csr", "carols"])?),
+        [("Approved".to_string(), "KubectlApprove".to_string())]
+    );
+    Ok(())
+}

@@ -1412,6 +1412,12 @@ impl Store {
                 {
                     meta_mut(&mut merged).insert("managedFields".into(), mf);
                 }
+                let refused = self
+                    .strategy
+                    .prepare_for_status_update(&mut merged, current);
+                if !refused.is_empty() {
+                    return Err(ApiError::invalid(&info.group, &info.kind, &name, refused));
+                }
                 new_obj = merged;
             }
             _ => {

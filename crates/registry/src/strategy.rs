@@ -101,6 +101,14 @@ pub trait Strategy: Send + Sync {
         let _ = (new, old);
     }
 
+    /// Kind-specific preparation of a `status` write (kube's status
+    /// strategy's `PrepareForUpdate`), `new` being the object with the
+    /// written status; the causes refuse the write (422).
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) -> Vec<Cause> {
+        let _ = (new, old);
+        Vec::new()
+    }
+
     /// Field-selector keys this kind accepts beyond `metadata.name` and
     /// `metadata.namespace` (e.g. `type` for secrets, `status.phase` for
     /// namespaces, `involvedObject.kind` for events).

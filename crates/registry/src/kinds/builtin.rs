@@ -135,6 +135,7 @@ pub struct Builtin<T> {
     prepare_create: Option<fn(&mut Value)>,
     post_normalize: Option<fn(&mut Value)>,
     prepare_update: Option<fn(&mut Value, &Value)>,
+    prepare_status_update: Option<fn(&mut Value, &Value) -> Vec<Cause>>,
     returns_deleted_object: bool,
     status_writes_metadata: bool,
     printer: Option<Printer>,
@@ -174,6 +175,7 @@ where
             prepare_create: None,
             post_normalize: None,
             prepare_update: None,
+            prepare_status_update: None,
             returns_deleted_object: false,
             status_writes_metadata: false,
             printer: None,
@@ -279,6 +281,13 @@ where
     /// Kind-specific preparation at update.
     pub fn on_update(mut self, f: fn(&mut Value, &Value)) -> Self {
         self.prepare_update = Some(f);
+        self
+    }
+
+    /// Kind-specific preparation of a `status` write, which may refuse it
+    /// (see [`Strategy::prepare_for_status_update`]).
+    pub fn on_status_update(mut self, f: fn(&mut Value, &Value) -> Vec<Cause>) -> Self {
+        self.prepare_status_update = Some(f);
         self
     }
 
@@ -450,6 +459,13 @@ where
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         if let Some(f) = self.prepare_update {
             f(new, old);
+        }
+    }
+
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) -> Vec<Cause> {
+        match self.prepare_status_update {
+            Some(f) => f(new, old),
+            None => Vec::new(),
         }
     }
 

@@ -18,6 +18,7 @@ pub mod apps;
 pub mod batch;
 pub mod builtin;
 pub mod core;
+pub mod csr;
 pub mod defaults;
 pub mod federation;
 pub mod flowcontrol;

@@ -191,26 +191,10 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .on_create(|obj| obj["status"] = json!({}))
             .admission(|_| Ok(Arc::new(CsrRequestor)))
             .write_authority(crate::strategy::WriteAuthority::SignerPermission)
-            .validate(|csr| {
-                let mut out = Vec::new();
-                if csr.spec.request.0.is_empty() {
-                    out.push(field::required("spec.request", ""));
-                }
-                if csr.spec.signer_name.is_empty() {
-                    out.push(field::required("spec.signerName", ""));
-                }
-                // kube's ValidateCertificateSigningRequest: at least 10 minutes.
-                if let Some(s) = csr.spec.expiration_seconds
-                    && s < 600
-                {
-                    out.push(field::invalid(
-                        "spec.expirationSeconds",
-                        &serde_json::json!(s),
-                        "may not specify a duration less than 600 seconds (10 minutes)",
-                    ));
-                }
-                out
-            }),
+            .validate(super::csr::validate_create)
+            .validate_update(super::csr::validate_update)
+            .update_validation_only()
+            .on_status_update(super::csr::prepare_status_update),
         ),
         // node.k8s.io/v1
         Arc::new(
