@@ -89,10 +89,10 @@ if { [ -z "${ETCD_BIN:-}" ] && ! command -v etcd >/dev/null; } ||
   fi
 fi
 
-echo "==> building (the e2e tests run the real ubernetes binary)"
+echo "==> building (the e2e tests run the real ubernetes binary) [${SECONDS} s so far]"
 cargo build --workspace --bins --tests --examples 2>&1 | tail -3
 
-echo "==> cargo test"
+echo "==> cargo test [${SECONDS} s so far]"
 # Two test threads: e2e tests start servers, and the machine has 2 cores.
 # With arguments (e.g. `-p ubernetes-storage`) only those packages run.
 if [ $# -gt 0 ]; then
@@ -101,16 +101,15 @@ else
   cargo test --workspace --no-fail-fast -- --test-threads=2
 fi
 
-echo "==> Python client tests (e2e/python)"
+echo "==> Python client tests (e2e/python) [${SECONDS} s so far]"
 UBERNETES_BIN="$root/target/debug/ubernetes" "$venv/bin/python" -m pytest -q e2e/python
 
 if [ $# -eq 0 ]; then
   # SPEC 3.8 / issue 11: a client cannot tell that members are joined. The
   # same kubectl and Python client tests, each server now with three member
   # servers joined and Ready (E2E_JOINED_MEMBERS, see e2e/src/lib.rs and the
-  # Python fixture, which joins with `ubernetes join`). Selecting only these
-  # tests changes the unified feature set, so a few crates build again (~1 min).
-  echo "==> the kubectl and Python client tests again, with three members joined"
+  # Python fixture, which joins with `ubernetes join`).
+  echo "==> the kubectl and Python client tests again, with three members joined [${SECONDS} s so far]"
   E2E_JOINED_MEMBERS=3 cargo test --workspace --no-fail-fast \
     --test kubectl_kinds --test kubectl_lifecycle --test kubectl_output \
     --test kubectl_select --test kubectl_server_side_apply --test kubectl_write \
@@ -118,6 +117,8 @@ if [ $# -eq 0 ]; then
   E2E_JOINED_MEMBERS=3 UBERNETES_BIN="$root/target/debug/ubernetes" \
     "$venv/bin/python" -m pytest -q e2e/python
 
-  echo "==> fuzz targets, 5 s each on the seed corpus (scripts/fuzz.sh; longer runs by hand)"
-  ./scripts/fuzz.sh 5
+  echo "==> fuzz targets, 5 s each on the seed corpus (scripts/fuzz.sh; longer runs by hand) [${SECONDS} s so far]"
+  UBERNETES_FUZZ_DEV=1 ./scripts/fuzz.sh 5
 fi
+
+echo "==> all tests passed [${SECONDS} s]"
