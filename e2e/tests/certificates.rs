@@ -388,44 +388,34 @@ fn bad_requests_usages_and_signers_are_refused_and_status_writes_cannot_approve(
             "[client auth]",
         ),
     )?;
-    let approve = r#"[{"op":"add","path":"/status/conditions","value":[{"type":"Approved","status":"True","reason":"ViaStatus"}]}]"#;
-    let out = server.kubectl(&[
-        "patch",
-        "csr",
-        "carols",
-        "--subresource=status",
-        "--type=json",
-        "-p",
-        approve,
-    ])?;
-    let err = String::from_utf8_lossy(&out.stderr);
-    ensure!(
-        !out.status.success()
-            && err.contains(
-                "The CertificateSigningRequest \"carols\" is invalid: status.conditions: \
-                 Forbidden: updates may not add a condition of type \"Approved\""
-            ),
-        "{err}"
-    );
+    // A JSON patch of carols' status, refused with `want`.
+    let status_patch_refused = |ops: &str, want: &str| -> Result<()> {
+        let args = [
+            "patch",
+            "csr",
+            "carols",
+            "--subresource=status",
+            "--type=json",
+            "-p",
+            ops,
+        ];
+        let out = server.kubectl(&args)?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        ensure!(!out.status.success() && err.contains(want), "{err}");
+        Ok(())
+    };
+    status_patch_refused(
+        r#"[{"op":"add","path":"/status/conditions","value":[{"type":"Approved","status":"True","reason":"ViaStatus"}]}]"#,
+        "The CertificateSigningRequest \"carols\" is invalid: status.conditions: \
+         Forbidden: updates may not add a condition of type \"Approved\"",
+    )?;
     assert!(conditions(&json(&server, &["get", "csr", "carols"])?).is_empty());
     // The approval subresource may, and then a status write cannot remove it.
     server.kubectl_ok(&["certificate", "approve", "carols"])?;
-    let drop_it = r#"[{"op":"remove","path":"/status/conditions/0"}]"#;
-    let out = server.kubectl(&[
-        "patch",
-        "csr",
-        "carols",
-        "--subresource=status",
-        "--type=json",
-        "-p",
-        drop_it,
-    ])?;
-    let err = String::from_utf8_lossy(&out.stderr);
-    ensure!(
-        !out.status.success()
-            && err.contains("updates may not remove a condition of type \"Approved\""),
-        "{err}"
-    );
+    status_patch_refused(
+        r#"[{"op":"remove","path":"/status/conditions/0"}]"#,
+        "updates may not remove a condition of type \"Approved\"",
+    )?;
     assert_eq!(
         conditions(&json(&server, &["get", "csr", "carols"])?),
         [("Approved".to_string(), "KubectlApprove".to_string())]

@@ -289,40 +289,34 @@ fn signer_name(path: &str, signer: &str) -> Vec<Cause> {
     if domain.len() > SUBDOMAIN_MAX {
         out.push(field::too_long(path, SUBDOMAIN_MAX));
     }
-    let labels: Vec<&str> = domain.split('.').collect();
-    if let Some((label, errs)) = labels
-        .iter()
-        .map(|l| (l, names::dns1123_label(l)))
-        .find(|(_, errs)| !errs.is_empty())
-    {
-        for e in errs {
-            out.push(field::invalid(
-                path,
-                &json!(domain),
-                &format!("validating label \"{label}\": {e}"),
-            ));
-        }
-    }
-    if labels.len() < 2 {
+    // kube reports only the first bad dot-separated label of a segment.
+    let first_bad_label = |segment: &str, check: fn(&str) -> Vec<String>| -> Vec<Cause> {
+        segment
+            .split('.')
+            .map(|l| (l, check(l)))
+            .find(|(_, errs)| !errs.is_empty())
+            .map(|(label, errs)| {
+                errs.iter()
+                    .map(|e| {
+                        field::invalid(
+                            path,
+                            &json!(segment),
+                            &format!("validating label \"{label}\": {e}"),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    out.extend(first_bad_label(domain, names::dns1123_label));
+    if !domain.contains('.') {
         out.push(field::invalid(
             path,
             &json!(domain),
             "should be a domain with at least two segments separated by dots",
         ));
     }
-    if let Some((label, errs)) = rest
-        .split('.')
-        .map(|l| (l, names::dns1123_subdomain(l)))
-        .find(|(_, errs)| !errs.is_empty())
-    {
-        for e in errs {
-            out.push(field::invalid(
-                path,
-                &json!(rest),
-                &format!("validating label \"{label}\": {e}"),
-            ));
-        }
-    }
+    out.extend(first_bad_label(rest, names::dns1123_subdomain));
     let max = SUBDOMAIN_MAX + (SUBDOMAIN_MAX + LABEL_MAX + 1) + 1;
     if signer.len() > max {
         out.push(field::too_long(path, max));
