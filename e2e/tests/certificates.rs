@@ -416,8 +416,38 @@ fn bad_requests_usages_and_signers_are_refused_and_status_writes_cannot_approve(
         r#"[{"op":"remove","path":"/status/conditions/0"}]"#,
         "updates may not remove a condition of type \"Approved\"",
     )?;
+    // kube's field selector on the signer.
+    let listed = server.kubectl_ok(&[
+        "get",
+        "csr",
+        "--field-selector",
+        "spec.signerName=example.com/s",
+        "-o",
+        "name",
+    ])?;
     assert_eq!(
-        conditions(&json(&server, &["get", "csr", "carols"])?),
+        listed.trim(),
+        "certificatesigningrequest.certificates.k8s.io/carols"
+    );
+    // A status write may change the metadata (kube's status strategy resets
+    // only the spec).
+    server.kubectl_ok(&[
+        "patch",
+        "csr",
+        "carols",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"annotations":{"patchedstatus":"true"}},"spec":{"signerName":"example.com/other"}}"#,
+    ])?;
+    let csr = json(&server, &["get", "csr", "carols"])?;
+    assert_eq!(
+        csr["metadata"]["annotations"]["patchedstatus"], "true",
+        "{csr}"
+    );
+    assert_eq!(csr["spec"]["signerName"], "example.com/s", "{csr}");
+    assert_eq!(
+        conditions(&csr),
         [("Approved".to_string(), "KubectlApprove".to_string())]
     );
     Ok(())

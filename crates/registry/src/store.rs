@@ -201,6 +201,21 @@ fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(field)?.as_str()
 }
 
+/// The labels and annotations of `written` on `merged` (a subresource write
+/// whose kind lets them change).
+fn keep_written_labels_and_annotations(merged: &mut Value, written: &Value) {
+    for field in ["labels", "annotations"] {
+        match written.get("metadata").and_then(|m| m.get(field)) {
+            Some(v) => {
+                meta_mut(merged).insert(field.into(), v.clone());
+            }
+            None => {
+                meta_mut(merged).remove(field);
+            }
+        }
+    }
+}
+
 fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     if !obj.get("metadata").is_some_and(Value::is_object) {
         obj["metadata"] = json!({});
@@ -1378,6 +1393,9 @@ impl Store {
                     }
                 }
                 merged["status"]["conditions"] = conditions;
+                // kube's csrApprovalStrategy resets the spec and the
+                // certificate, not the metadata.
+                keep_written_labels_and_annotations(&mut merged, &new_obj);
                 new_obj = merged;
             }
             Some("status") => {
@@ -1394,16 +1412,7 @@ impl Store {
                 // Labels and annotations too, where the kind's status
                 // strategy lets them change.
                 if self.strategy.status_writes_metadata() {
-                    for field in ["labels", "annotations"] {
-                        match new_obj.get("metadata").and_then(|m| m.get(field)) {
-                            Some(v) => {
-                                meta_mut(&mut merged).insert(field.into(), v.clone());
-                            }
-                            None => {
-                                meta_mut(&mut merged).remove(field);
-                            }
-                        }
-                    }
+                    keep_written_labels_and_annotations(&mut merged, &new_obj);
                 }
                 // A server-side apply computed the managed fields already
                 // (its entry for the status subresource); keep them.

@@ -187,6 +187,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["approval", "status"],
             ))
             .printer(Printer::CertificateSigningRequest)
+            // kube's CSR field selector (the signer's controllers list by it).
+            .fields(&["spec.signerName"])
             // Go's status is a struct: `{}` from create on.
             .on_create(|obj| obj["status"] = json!({}))
             .admission(|_| Ok(Arc::new(CsrRequestor)))
@@ -194,7 +196,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .validate(super::csr::validate_create)
             .validate_update(super::csr::validate_update)
             .update_validation_only()
-            .on_status_update(super::csr::prepare_status_update),
+            .on_status_update(super::csr::prepare_status_update)
+            // kube's CSR status strategy resets the spec, not the metadata.
+            .status_writes_metadata(),
         ),
         // node.k8s.io/v1
         Arc::new(
