@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -26,7 +26,33 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// Build the example with the same profile as this test and return its path.
+/// The newest modification time of the files under `dir`.
+fn newest_under(dir: &Path) -> SystemTime {
+    let mut newest = UNIX_EPOCH;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return newest;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let t = if path.is_dir() {
+            newest_under(&path)
+        } else {
+            entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(UNIX_EPOCH)
+        };
+        newest = newest.max(t);
+    }
+    newest
+}
+
+/// The `write_storm` example of this test's profile. `cargo test` builds
+/// every example (so does scripts/test.sh), so it is only built here when
+/// missing or older than the crate's sources (`cargo test --test crash`
+/// after an edit): a cargo build from inside a test inherits the test's
+/// `CARGO_*` variables and selects other targets, which makes cargo build
+/// ring, rustls, kube and everything above them again, twice.
 fn write_storm_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     // target/<profile>/deps/crash-<hash>
@@ -35,19 +61,22 @@ fn write_storm_binary() -> PathBuf {
         .and_then(|deps| deps.parent())
         .expect("test binary lives in target/<profile>/deps")
         .to_path_buf();
-    let mut cmd = Command::new(env!("CARGO"));
-    // `--workspace` resolves features as the workspace build did, so the
-    // example reuses the already compiled dependencies (scripts/test.sh
-    // builds it beforehand) instead of rebuilding them for one package.
-    cmd.args(["build", "-q", "--workspace", "--example", "write_storm"]);
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    let status = cmd.status().expect("run cargo build");
-    assert!(status.success(), "building the write_storm example failed");
     let bin = profile_dir
         .join("examples")
         .join(format!("write_storm{}", std::env::consts::EXE_SUFFIX));
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sources =
+        newest_under(&crate_dir.join("src")).max(newest_under(&crate_dir.join("examples")));
+    let built = std::fs::metadata(&bin).and_then(|m| m.modified()).ok();
+    if built.is_none_or(|b| b < sources) {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-q", "--workspace", "--example", "write_storm"]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("run cargo build");
+        assert!(status.success(), "building the write_storm example failed");
+    }
     assert!(bin.exists(), "{} not found", bin.display());
     bin
 }
