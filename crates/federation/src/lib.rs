@@ -47,6 +47,7 @@
 #![forbid(unsafe_code)]
 
 pub mod clusters;
+pub mod copy_checks;
 pub mod deletion;
 pub mod dispatch;
 pub mod dns_endpoints;
@@ -56,6 +57,7 @@ pub mod failover;
 pub mod hpa;
 pub mod informer;
 pub mod kinds;
+pub mod member_kubeconfig;
 pub mod member_object;
 pub mod members;
 pub mod metrics;
