@@ -10,8 +10,10 @@
 //! `weighted`, which ExternalDNS cannot carry), CNAME targets without the
 //! final dot, the `--dns-ttl`. An Ingress host outside `--dns-zone` is not
 //! served by the embedded server but is listed, so ExternalDNS can publish
-//! it. A `DNSEndpoint` of that name not carrying the label is the user's
-//! and is never written.
+//! it, by its owner only (the oldest claim,
+//! [`crate::dns_records::claim_hosts`]: a newer Ingress in another
+//! namespace never publishes a host someone else holds). A `DNSEndpoint`
+//! of that name not carrying the label is the user's and is never written.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -23,7 +25,7 @@ use ubernetes_dns::RecordSet;
 
 use crate::dns_records::{
     ClusterInfo, FederatedIngress, FederatedService, build_ingress_records, build_records,
-    host_in_zone,
+    claim_hosts, host_in_zone,
 };
 
 /// The label on every DNSEndpoint the federation writes.
@@ -153,8 +155,8 @@ fn object(
 
 /// The DNSEndpoints of every Service and Ingress: per object, the names of
 /// `served` (the table the server answers, Services' and Ingresses' merged)
-/// that it contributes, plus an Ingress's hosts outside the zone (the first
-/// Ingress by namespace and name claiming one).
+/// that it contributes, plus an Ingress's hosts outside the zone that it
+/// owns (the oldest claim).
 pub fn desired(
     federation: &str,
     suffix: &str,
@@ -186,10 +188,8 @@ pub fn desired(
         );
         out.insert(k, v);
     }
-    let mut sorted: Vec<&FederatedIngress> = ingresses.iter().collect();
-    sorted.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-    let mut claimed_outside: BTreeSet<String> = BTreeSet::new();
-    for ing in sorted {
+    let claims = claim_hosts(&zone, ingresses);
+    for (i, ing) in ingresses.iter().enumerate() {
         // Its records as if every host were in the zone: the zone's own
         // hosts count only as served, the others once.
         let mut all = ing.clone();
@@ -213,7 +213,7 @@ pub fn desired(
             let host = name.strip_suffix(&zone).unwrap_or(&name);
             let host = format!("{}.", host.trim_end_matches('.'));
             if outside.contains(&host) {
-                if claimed_outside.insert(host.clone()) {
+                if claims.owners.get(&host) == Some(&i) {
                     own.insert(host, set);
                 }
             } else if served.get(&name) == Some(&set) {
@@ -434,6 +434,7 @@ mod tests {
             namespace: "ns".into(),
             name: "shop".into(),
             hosts: vec!["shop.example.com".into(), "shop.example.org".into()],
+            created: None,
             policy: Policy::All,
             copies: BTreeMap::from([("c1".to_string(), copy("198.51.100.1"))]),
         };
@@ -445,7 +446,15 @@ mod tests {
             &clusters,
             std::slice::from_ref(&svc),
         ));
-        let wanted = desired("fed", "example.com", 30, &clusters, &[svc], &[ing], &served);
+        let wanted = desired(
+            "fed",
+            "example.com",
+            30,
+            &clusters,
+            &[svc],
+            std::slice::from_ref(&ing),
+            &served,
+        );
         let s = &wanted[&("ns".to_string(), "web-service".to_string())];
         assert_eq!(s["metadata"]["labels"][DNS_LABEL], "true");
         assert_eq!(s["metadata"]["ownerReferences"][0]["uid"], "u1");
@@ -493,6 +502,7 @@ mod tests {
             namespace: "ns".into(),
             name: "shop".into(),
             hosts: vec!["shop.example.com".into()],
+            created: None,
             policy: Policy::All,
             copies: BTreeMap::from([("c1".to_string(), copy("198.51.100.1"))]),
         };
@@ -501,5 +511,33 @@ mod tests {
             w[&("ns".to_string(), "shop-ingress".to_string())]["spec"]["endpoints"],
             json!([])
         );
+        // A host outside the zone is published by its oldest claim only,
+        // whatever the namespaces' order.
+        let mut older = ing.clone();
+        (older.namespace, older.uid, older.created) = (
+            "zzz".into(),
+            "u-old".into(),
+            Some(jiff::Timestamp::from_second(1_700_000_000).unwrap()),
+        );
+        older.copies = BTreeMap::from([("c2".to_string(), copy("192.0.2.50"))]);
+        let mut newer = ing;
+        (newer.namespace, newer.created) = (
+            "aaa".into(),
+            Some(jiff::Timestamp::from_second(1_700_000_009).unwrap()),
+        );
+        let both = [newer, older];
+        let served = build_ingress_records("example.com", &clusters, &both);
+        let w = desired("fed", "example.com", 30, &clusters, &[], &both, &served);
+        let eps = |ns: &str| {
+            w[&(ns.to_string(), "shop-ingress".to_string())]["spec"]["endpoints"].clone()
+        };
+        assert_eq!(
+            eps("zzz"),
+            json!([
+                e("shop.example.com", "A", &["192.0.2.50"]),
+                e("shop.example.org", "A", &["192.0.2.50"]),
+            ])
+        );
+        assert_eq!(eps("aaa"), json!([]));
     }
 }

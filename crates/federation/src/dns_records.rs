@@ -52,6 +52,18 @@
 //!   healthy cluster; at every level, so a zone without the primary
 //!   CNAMEs up to where it is.
 //!
+//! Who owns a name (issue 28: no tenant takes over another's name):
+//! - a Service's names (every name with a `svc` label below the zone, the
+//!   shape of Federation v1's service names) belong to Services: an
+//!   Ingress host there is never served nor published;
+//! - an Ingress host claimed by several Ingresses belongs to the **oldest
+//!   claim** (`creationTimestamp`, then namespace/name), which keeps it
+//!   while it exists, also while it has no healthy address (then the name
+//!   has no record: the newer claim's addresses are never served);
+//! - a losing claim gets a Warning event `DNSNameConflict` on its Ingress,
+//!   naming the winner (ExternalDNS's ownership rule is the same: a name
+//!   it does not own is never written).
+//!
 //! The table is rebuilt whole (it is small: a few names per Service and
 //! region) on any change of the federated Services, their member copies,
 //! the members' EndpointSlices, the Clusters or their health, and swapped
@@ -300,6 +312,8 @@ pub struct FederatedIngress {
     pub name: String,
     /// Its `spec.rules[].host`s.
     pub hosts: Vec<String>,
+    /// Its `metadata.creationTimestamp` (the age of its claims).
+    pub created: Option<jiff::Timestamp>,
     /// Its `dns-policy`.
     pub policy: Policy,
     /// Its copies, by cluster name.
@@ -317,22 +331,104 @@ pub(crate) fn host_in_zone(host: &str, suffix: &str) -> bool {
         && host.split('.').all(is_label)
 }
 
+/// Whether the in-zone `host` has the shape of a Service's name (a `svc`
+/// label below the zone `suffix`): such names belong to Services.
+pub(crate) fn is_service_name(host: &str, suffix: &str) -> bool {
+    let zone = suffix.trim_end_matches('.');
+    host.strip_suffix(zone)
+        .and_then(|h| h.strip_suffix('.'))
+        .is_some_and(|rel| rel.split('.').any(|l| l == "svc"))
+}
+
+/// A claim on an Ingress host that does not win.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostConflict {
+    /// The losing Ingress (index into the claimants).
+    pub loser: usize,
+    /// The host (lower case, final dot).
+    pub host: String,
+    /// The winning Ingress (index), or `None`: a Service's name.
+    pub winner: Option<usize>,
+}
+
+/// Who serves each Ingress host.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostClaims {
+    /// Host (lower case, final dot; inside the zone or not) → the index of
+    /// the Ingress that owns it.
+    pub owners: BTreeMap<String, usize>,
+    /// The claims that lose, by loser then host.
+    pub conflicts: Vec<HostConflict>,
+}
+
+/// Decide who owns each host of `ingresses` (zone `suffix`): the oldest
+/// claim (`creationTimestamp`, unknown last, then namespace and name) wins
+/// and keeps it whatever its health; a Service's name
+/// ([`is_service_name`]) is never an Ingress's. Wildcards and empty hosts
+/// are not claims.
+pub fn claim_hosts(suffix: &str, ingresses: &[FederatedIngress]) -> HostClaims {
+    let zone = format!("{}.", suffix.trim_end_matches('.')).to_ascii_lowercase();
+    let mut order: Vec<usize> = (0..ingresses.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&ingresses[a], &ingresses[b]);
+        (x.created.is_none(), x.created, &x.namespace, &x.name).cmp(&(
+            y.created.is_none(),
+            y.created,
+            &y.namespace,
+            &y.name,
+        ))
+    });
+    let mut claims = HostClaims::default();
+    for i in order {
+        for host in &ingresses[i].hosts {
+            let host = host.trim_end_matches('.').to_ascii_lowercase();
+            if host.is_empty() || host.starts_with("*.") {
+                continue;
+            }
+            let fqdn = format!("{host}.");
+            let winner = if host_in_zone(&host, &zone) && is_service_name(&host, &zone) {
+                None
+            } else {
+                match claims.owners.get(&fqdn) {
+                    None => {
+                        claims.owners.insert(fqdn, i);
+                        continue;
+                    }
+                    Some(&w) if w == i => continue,
+                    Some(&w) => Some(w),
+                }
+            };
+            let conflict = HostConflict {
+                loser: i,
+                host: fqdn,
+                winner,
+            };
+            if !claims.conflicts.contains(&conflict) {
+                claims.conflicts.push(conflict);
+            }
+        }
+    }
+    claims
+        .conflicts
+        .sort_by(|a, b| (a.loser, &a.host).cmp(&(b.loser, &b.host)));
+    claims
+}
+
 /// The records of the hosts of every Ingress: each `spec.rules[].host`
 /// inside the zone answers the healthy addresses of the Ingress's copies,
 /// drawn by its policy, like a Service's global name (a host has no zone or
 /// region level); nothing healthy, no record. Hosts outside the zone and
-/// wildcards are not served; a host claimed twice is served from the first
-/// Ingress by namespace and name.
+/// wildcards are not served; a host claimed twice is served from its owner
+/// only ([`claim_hosts`]: the oldest claim; never a Service's name).
 pub fn build_ingress_records(
     suffix: &str,
     clusters: &BTreeMap<String, ClusterInfo>,
     ingresses: &[FederatedIngress],
 ) -> BTreeMap<String, RecordSet> {
     let suffix = format!("{}.", suffix.trim_end_matches('.')).to_ascii_lowercase();
-    let mut sorted: Vec<&FederatedIngress> = ingresses.iter().collect();
-    sorted.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    let claims = claim_hosts(&suffix, ingresses);
     let mut out = BTreeMap::new();
-    for ing in sorted {
+    for (i, ing) in ingresses.iter().enumerate() {
         let healthy: Vec<(&str, &ServiceCopy)> = ing
             .copies
             .iter()
@@ -358,15 +454,32 @@ pub fn build_ingress_records(
         else {
             continue;
         };
-        for host in &ing.hosts {
-            let host = host.trim_end_matches('.').to_ascii_lowercase();
-            if host_in_zone(&host, &suffix) {
-                out.entry(format!("{host}."))
-                    .or_insert_with(|| records.clone());
+        for (host, _) in claims.owners.iter().filter(|(_, o)| **o == i) {
+            if host_in_zone(host.trim_end_matches('.'), &suffix) {
+                out.insert(host.clone(), records.clone());
             }
         }
     }
     out
+}
+
+/// The message of a losing claim's `DNSNameConflict` event.
+pub fn conflict_message(c: &HostConflict, ingresses: &[FederatedIngress], suffix: &str) -> String {
+    let host = c.host.trim_end_matches('.');
+    match c.winner.and_then(|w| ingresses.get(w)) {
+        Some(w) => format!(
+            "host {host} is claimed by Ingress {}/{}, whose claim is older; the oldest claim \
+             keeps the name, so this Ingress's addresses are neither served nor published \
+             for it (choose another host, or delete the other Ingress)",
+            w.namespace, w.name
+        ),
+        None => format!(
+            "host {host} has the shape of a federated Service's DNS name (a \"svc\" label in \
+             zone {}); such names belong to Services, so this Ingress's addresses are neither \
+             served nor published for it",
+            suffix.trim_end_matches('.')
+        ),
+    }
 }
 
 /// The records of one level from its serving copies: the IPs (weighted by
@@ -623,6 +736,7 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
     });
     let mut member_changes = ctx.members.subscribe();
     let mut endpoints = crate::dns_endpoints::Writer::start(ctx.fed.clone()).await;
+    let mut conflicts = ConflictReporter::default();
 
     tracing::info!(zone = %suffix, federation = %options.federation_name, "DNS records controller started");
     loop {
@@ -630,6 +744,7 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
         let infos = cluster_infos(&clusters, &ctx.members);
         let fed_ingresses = federated_ingresses(&ingresses, &ingress_informer, &counts);
         let fed_services = federated_services(&services, &informer, &counts);
+        conflicts.report(&ctx.recorder, &suffix, &fed_ingresses);
         let mut records = build_ingress_records(&suffix, &infos, &fed_ingresses);
         // A Service's names win over an Ingress host spelled the same.
         records.extend(build_records(
@@ -670,6 +785,52 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
     }
     for m in counts.by_cluster.write().values() {
         m.stop.cancel();
+    }
+}
+
+/// The `DNSNameConflict` events of losing Ingress claims: one per Ingress
+/// each time what it loses changes (not on every rebuild).
+#[derive(Default)]
+struct ConflictReporter {
+    /// Ingress uid → the message last reported.
+    reported: HashMap<String, String>,
+}
+
+impl ConflictReporter {
+    fn report(
+        &mut self,
+        recorder: &crate::events::Recorder,
+        suffix: &str,
+        ingresses: &[FederatedIngress],
+    ) {
+        let claims = claim_hosts(suffix, ingresses);
+        let mut now: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for c in &claims.conflicts {
+            now.entry(c.loser)
+                .or_default()
+                .push(conflict_message(c, ingresses, suffix));
+        }
+        let mut seen = HashMap::new();
+        for (i, messages) in now {
+            let Some(ing) = ingresses.get(i) else {
+                continue;
+            };
+            let message = messages.join("; ");
+            if self.reported.get(&ing.uid) != Some(&message) {
+                tracing::info!(namespace = %ing.namespace, name = %ing.name, %message, "DNS name conflict");
+                recorder.record(
+                    &serde_json::json!({
+                        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                        "metadata": {"name": ing.name, "namespace": ing.namespace, "uid": ing.uid},
+                    }),
+                    crate::events::EventType::Warning,
+                    "DNSNameConflict",
+                    message.clone(),
+                );
+            }
+            seen.insert(ing.uid.clone(), message);
+        }
+        self.reported = seen;
     }
 }
 
@@ -843,6 +1004,7 @@ fn federated_ingresses(
                 namespace: key.namespace.clone().unwrap_or_default(),
                 name: key.name.clone(),
                 hosts,
+                created: i.metadata.creation_timestamp.as_ref().map(|t| t.0),
                 policy: Policy::of(i.annotations()),
                 copies,
             }
@@ -1241,6 +1403,7 @@ mod tests {
             namespace: "test".into(),
             name: "shop".into(),
             hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            created: None,
             policy: Policy::All,
             copies: copies
                 .iter()
@@ -1304,22 +1467,106 @@ mod tests {
         );
     }
 
+    fn at(secs: i64) -> Option<jiff::Timestamp> {
+        Some(jiff::Timestamp::from_second(1_700_000_000 + secs).unwrap())
+    }
+
     #[test]
-    fn a_host_claimed_twice_is_served_from_the_first_ingress() {
-        let mut first = ingress(
+    fn a_host_claimed_twice_is_served_from_the_oldest_claim() {
+        // The newer claim sorts first by namespace: age decides, not names.
+        let mut old = ingress(
             &["shop.example.com"],
             &[("c1", copy(&[ip("192.0.2.1")], 1))],
         );
-        first.name = "a".into();
-        let mut second = ingress(
-            &["shop.example.com"],
+        (old.namespace, old.name, old.uid, old.created) =
+            ("zzz".into(), "owner".into(), "u-old".into(), at(0));
+        let mut new = ingress(
+            &["shop.example.com", "new.example.com"],
             &[("c2", copy(&[ip("192.0.2.2")], 1))],
         );
-        second.name = "b".into();
+        (new.namespace, new.name, new.uid, new.created) =
+            ("aaa".into(), "taker".into(), "u-new".into(), at(5));
+        let both = [new.clone(), old.clone()];
         assert_eq!(
-            build_ingress_records("example.com", &clusters(), &[second, first]),
-            expect(&[("shop.example.com.", a(&["192.0.2.1"]))])
+            build_ingress_records("example.com", &clusters(), &both),
+            expect(&[
+                ("new.example.com.", a(&["192.0.2.2"])),
+                ("shop.example.com.", a(&["192.0.2.1"])),
+            ])
         );
+        let claims = claim_hosts("example.com", &both);
+        assert_eq!(
+            claims.conflicts,
+            vec![HostConflict {
+                loser: 0,
+                host: "shop.example.com.".into(),
+                winner: Some(1)
+            }]
+        );
+        let msg = conflict_message(&claims.conflicts[0], &both, "example.com");
+        assert!(
+            msg.contains("host shop.example.com is claimed by Ingress zzz/owner"),
+            "{msg}"
+        );
+        // The owner keeps the name while it has no healthy address: no
+        // record, never the newer claim's addresses.
+        let mut sick = old.clone();
+        sick.copies.get_mut("c1").unwrap().ready_endpoints = 0;
+        let records = build_ingress_records("example.com", &clusters(), &[new.clone(), sick]);
+        assert!(!records.contains_key("shop.example.com."), "{records:?}");
+        // Same second: namespace/name breaks the tie; unknown age is newest.
+        new.created = old.created;
+        assert_eq!(
+            claim_hosts("example.com", &[old.clone(), new.clone()]).owners["shop.example.com."],
+            1
+        );
+        new.created = None;
+        assert_eq!(
+            claim_hosts("example.com", &[old, new]).owners["shop.example.com."],
+            0
+        );
+    }
+
+    #[test]
+    fn service_names_are_never_an_ingress_host() {
+        let ing = ingress(
+            &[
+                "nginx.test.ufp.svc.example.com",
+                "x.svc.example.com",
+                "svc.example.com",
+                "shop.example.com",
+            ],
+            &[("c1", copy(&[ip("192.0.2.1")], 1))],
+        );
+        let hosts = build_ingress_records("example.com", &clusters(), std::slice::from_ref(&ing));
+        assert_eq!(hosts.keys().collect::<Vec<_>>(), ["shop.example.com."]);
+        let claims = claim_hosts("example.com.", std::slice::from_ref(&ing));
+        let lost: Vec<_> = claims
+            .conflicts
+            .iter()
+            .map(|c| (c.host.as_str(), c.winner))
+            .collect();
+        assert_eq!(
+            lost,
+            [
+                ("nginx.test.ufp.svc.example.com.", None),
+                ("svc.example.com.", None),
+                ("x.svc.example.com.", None)
+            ]
+        );
+        assert!(
+            conflict_message(&claims.conflicts[0], &[ing], "example.com.")
+                .contains("belong to Services")
+        );
+        // A Service's name without records is still not the Ingress's.
+        let svc = service(&[("c1", copy(&[], 0))]);
+        let mut served = build_ingress_records(
+            "example.com",
+            &clusters(),
+            &[ingress(&[GLOBAL], &[("c1", copy(&[ip("192.0.2.9")], 1))])],
+        );
+        served.extend(records(&[svc]));
+        assert!(!served.contains_key(GLOBAL), "{served:?}");
     }
 
     #[test]

@@ -1,11 +1,16 @@
 //! What is sent to a member cluster, and what is never propagated
 //! (SPEC §3.4).
 //!
-//! - [`is_propagated`]: the objects the federation keeps to itself (system
-//!   namespaces and what lives in them, per-cluster defaults such as the
-//!   `default` service account or `kube-root-ca.crt`, service-account
-//!   tokens, bootstrap RBAC, CRDs not labelled federated, objects marked as
-//!   the federation control plane's own).
+//! - [`is_propagated`]: the objects the federation keeps to itself (the
+//!   namespaces of the member namespace denylist and what lives in them,
+//!   per-cluster defaults such as the `default` service account or
+//!   `kube-root-ca.crt`, service-account tokens, bootstrap RBAC, CRDs not
+//!   labelled federated, objects marked as the federation control plane's
+//!   own). The denylist ([`NamespaceDenylist`], `--member-namespace-denylist`,
+//!   default [`DEFAULT_NAMESPACE_DENYLIST`]) is process-wide: `serve` installs
+//!   the configured one with [`set_namespace_denylist`], so every caller of
+//!   [`is_propagated`] (sync, admission, the namespace-first write) applies
+//!   the same rules.
 //! - [`member_copy`]: the object server-side-applied to a member: the
 //!   user's intent only — never a field the federation's own server
 //!   assigned (uid, resourceVersion, a Service's clusterIP and node ports, a
@@ -34,11 +39,14 @@ pub const ORIGIN_UID_ANNOTATION: &str = "federation.kubernetes.io/origin-uid";
 pub const CONTROL_PLANE_ANNOTATION: &str = "federation.kubernetes.io/federation-control-plane";
 /// Label (value `"true"`) on a CRD whose custom resources are federated.
 pub const FEDERATED_CRD_LABEL: &str = "federation.kubernetes.io/federated";
-/// Annotation on a federated object: `"abort"` refuses adopting a
-/// pre-existing member object of the same name.
+/// Annotation on a federated object: what to do with a pre-existing member
+/// object of the same name that the federation does not manage: `abort`
+/// (leave it, report the conflict) or `adopt` (apply over it and manage
+/// it). Wins over `--conflict-resolution` (default `abort`).
 pub const CONFLICT_RESOLUTION_ANNOTATION: &str = "federation.kubernetes.io/conflict-resolution";
 
-/// Namespaces whose content is never propagated (each member has its own).
+/// Namespaces whose content is never propagated (each member has its own),
+/// whatever the denylist says.
 pub const SYSTEM_NAMESPACES: [&str; 4] = [
     "kube-system",
     "kube-public",
@@ -46,14 +54,113 @@ pub const SYSTEM_NAMESPACES: [&str; 4] = [
     "federation-system",
 ];
 
-/// Namespaces never propagated themselves: the system ones and `default`.
-const UNPROPAGATED_NAMESPACES: [&str; 5] = [
-    "default",
-    "kube-system",
-    "kube-public",
-    "kube-node-lease",
-    "federation-system",
-];
+/// The default `--member-namespace-denylist`: namespaces the federation
+/// never writes into in a member (each cluster's own system namespaces:
+/// Kubernetes', every add-on's `*-system`, OpenShift's, the federation's).
+pub const DEFAULT_NAMESPACE_DENYLIST: [&str; 4] =
+    ["kube-*", "*-system", "openshift-*", "federation-system"];
+
+/// Namespaces the federation never writes into in a member cluster, as glob
+/// patterns (`*` matches any run of characters, everything else itself).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamespaceDenylist {
+    patterns: Vec<String>,
+}
+
+impl Default for NamespaceDenylist {
+    fn default() -> Self {
+        Self::new(DEFAULT_NAMESPACE_DENYLIST)
+    }
+}
+
+impl NamespaceDenylist {
+    /// The denylist of `patterns` (empty ones are left out).
+    pub fn new<S: AsRef<str>>(patterns: impl IntoIterator<Item = S>) -> Self {
+        Self {
+            patterns: patterns
+                .into_iter()
+                .map(|p| p.as_ref().trim().to_string())
+                .filter(|p| !p.is_empty())
+                .collect(),
+        }
+    }
+
+    /// The first pattern `namespace` matches, if any. The system
+    /// namespaces ([`SYSTEM_NAMESPACES`]) are always denied.
+    pub fn denies(&self, namespace: &str) -> Option<&str> {
+        if namespace.is_empty() {
+            return None;
+        }
+        self.patterns
+            .iter()
+            .find(|p| glob_match(p, namespace))
+            .map(String::as_str)
+            .or_else(|| SYSTEM_NAMESPACES.iter().find(|s| **s == namespace).copied())
+    }
+
+    /// The patterns, as configured.
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+}
+
+/// Whether `text` matches `pattern`, where `*` matches any run of
+/// characters (also none) and every other character itself.
+fn glob_match(pattern: &str, text: &str) -> bool {
+    let Some((first, rest)) = pattern.split_once('*') else {
+        return pattern == text;
+    };
+    let Some(mut tail) = text.strip_prefix(first) else {
+        return false;
+    };
+    let mut parts: Vec<&str> = rest.split('*').collect();
+    let last = parts.pop().unwrap_or_default();
+    for part in parts {
+        match tail.find(part) {
+            Some(i) => tail = &tail[i + part.len()..],
+            None => return false,
+        }
+    }
+    tail.len() >= last.len() && tail.ends_with(last)
+}
+
+static DENYLIST: std::sync::RwLock<Option<NamespaceDenylist>> = std::sync::RwLock::new(None);
+
+/// Install the process-wide member namespace denylist (`serve` calls this
+/// with `--member-namespace-denylist` before anything is propagated or
+/// admitted). Until then, [`DEFAULT_NAMESPACE_DENYLIST`] applies.
+pub fn set_namespace_denylist(denylist: NamespaceDenylist) {
+    match DENYLIST.write() {
+        Ok(mut d) => *d = Some(denylist),
+        Err(poisoned) => *poisoned.into_inner() = Some(denylist),
+    }
+}
+
+/// The process-wide member namespace denylist.
+pub fn namespace_denylist() -> NamespaceDenylist {
+    let d = match DENYLIST.read() {
+        Ok(d) => d.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    };
+    d.unwrap_or_default()
+}
+
+/// Why the federated object `obj` of `resource` is kept out of members by
+/// the namespace denylist: `(namespace, pattern)` when it is a Namespace
+/// the denylist names or lives in one; `None` otherwise.
+pub fn denied_namespace(
+    resource: &str,
+    obj: &Value,
+    denylist: &NamespaceDenylist,
+) -> Option<(String, String)> {
+    let ns = if base_resource(resource) == "namespaces" {
+        meta_str(obj, "name")
+    } else {
+        meta_str(obj, "namespace")
+    }
+    .unwrap_or_default();
+    denylist.denies(ns).map(|p| (ns.to_string(), p.to_string()))
+}
 
 /// Annotations of the federated object that are never sent to members: our
 /// control annotations, and kubectl's record of the federation-side apply.
@@ -99,45 +206,87 @@ fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 /// Whether the federated object `obj` of `resource` (plural, e.g.
-/// "configmaps"; a group-qualified name is fine) is propagated at all.
+/// "configmaps"; a group-qualified name is fine) is propagated at all,
+/// under the process-wide namespace denylist ([`set_namespace_denylist`]).
+/// Also what a member copy must pass (an override must not turn a copy
+/// into something never propagated).
 pub fn is_propagated(resource: &str, obj: &Value) -> bool {
+    is_propagated_with(resource, obj, &namespace_denylist())
+}
+
+/// [`is_propagated`] under `denylist`.
+pub fn is_propagated_with(resource: &str, obj: &Value, denylist: &NamespaceDenylist) -> bool {
+    not_propagated_because(resource, obj, denylist).is_none()
+}
+
+/// Why the object `obj` of `resource` is never propagated under
+/// `denylist` (a sentence naming the rule), or `None` when it is.
+pub fn not_propagated_because(
+    resource: &str,
+    obj: &Value,
+    denylist: &NamespaceDenylist,
+) -> Option<String> {
     let resource = base_resource(resource);
     let Some(name) = meta_str(obj, "name").filter(|n| !n.is_empty()) else {
-        return false;
+        return Some("it has no name".into());
     };
     let namespace = meta_str(obj, "namespace").unwrap_or_default();
     if annotation(obj, CONTROL_PLANE_ANNOTATION) == Some("true") {
-        return false;
+        return Some(format!(
+            "it is the federation control plane's own ({CONTROL_PLANE_ANNOTATION}: \"true\")"
+        ));
     }
-    if SYSTEM_NAMESPACES.contains(&namespace) {
-        return false;
+    if let Some((ns, pattern)) = denied_namespace(resource, obj, denylist) {
+        return Some(format!(
+            "namespace {ns} matches {pattern:?} of the member namespace denylist \
+             (--member-namespace-denylist): the federation never writes into it in a member cluster"
+        ));
     }
+    let own = |what: &str| Some(format!("{what} is each cluster's own"));
     match resource {
         // Per-cluster by nature (SPEC §3.4: events, leases, clusters).
-        "events" | "leases" | "clusters" => false,
-        "namespaces" => !UNPROPAGATED_NAMESPACES.contains(&name),
-        "configmaps" => name != "kube-root-ca.crt",
-        "serviceaccounts" => name != "default",
-        "services" => !(namespace == "default" && name == "kubernetes"),
-        "secrets" => {
-            obj.get("type").and_then(Value::as_str) != Some("kubernetes.io/service-account-token")
+        "events" | "leases" | "clusters" => own(&format!("every object of {resource}")),
+        // Each cluster has its own `default`; its content propagates.
+        "namespaces" if name == "default" => own("namespace default"),
+        "configmaps" if name == "kube-root-ca.crt" => own("ConfigMap kube-root-ca.crt"),
+        "serviceaccounts" if name == "default" => own("ServiceAccount default"),
+        "services" if namespace == "default" && name == "kubernetes" => {
+            own("Service default/kubernetes")
         }
-        "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings" => {
-            let bootstrap = obj
-                .pointer("/metadata/labels")
-                .and_then(|l| l.get("kubernetes.io/bootstrapping"))
-                .is_some();
-            !bootstrap && !name.starts_with("system:")
+        "secrets"
+            if obj.get("type").and_then(Value::as_str)
+                == Some("kubernetes.io/service-account-token") =>
+        {
+            Some(
+                "a Secret of type kubernetes.io/service-account-token stays in the cluster \
+                 that issued it"
+                    .into(),
+            )
         }
-        "customresourcedefinitions" => label(obj, FEDERATED_CRD_LABEL) == Some("true"),
+        "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings"
+            if name.starts_with("system:")
+                || obj
+                    .pointer("/metadata/labels")
+                    .and_then(|l| l.get("kubernetes.io/bootstrapping"))
+                    .is_some() =>
+        {
+            own("bootstrap RBAC (a system: name or the kubernetes.io/bootstrapping label)")
+        }
+        "customresourcedefinitions" if label(obj, FEDERATED_CRD_LABEL) != Some("true") => {
+            Some(format!(
+                "a CustomResourceDefinition propagates only when labelled {FEDERATED_CRD_LABEL}=true"
+            ))
+        }
         // Every cluster has its own: kube-apiserver creates the system
         // PriorityClasses and the API Priority and Fairness bootstrap
         // objects (annotated `apf.kubernetes.io/autoupdate-spec`) itself.
-        "priorityclasses" => !name.starts_with("system-"),
-        "flowschemas" | "prioritylevelconfigurations" => {
-            annotation(obj, "apf.kubernetes.io/autoupdate-spec").is_none()
+        "priorityclasses" if name.starts_with("system-") => own("a system- PriorityClass"),
+        "flowschemas" | "prioritylevelconfigurations"
+            if annotation(obj, "apf.kubernetes.io/autoupdate-spec").is_some() =>
+        {
+            own("an API Priority and Fairness bootstrap object")
         }
-        _ => true,
+        _ => None,
     }
 }
 
@@ -612,12 +761,88 @@ mod tests {
             "kube-public",
             "kube-node-lease",
             "federation-system",
+            // The default denylist: every add-on's and OpenShift's too.
+            "istio-system",
+            "kube-flannel",
+            "openshift-config",
         ] {
             assert!(
                 !is_propagated("namespaces", &obj(json!({"name": ns}))),
                 "{ns}"
             );
         }
+    }
+
+    #[test]
+    fn the_default_denylist_keeps_every_system_namespace_home() {
+        for ns in ["istio-system", "kube-flannel", "openshift-config"] {
+            let o = obj(json!({"name": "a", "namespace": ns}));
+            assert!(!is_propagated("configmaps", &o), "{ns}");
+        }
+        for ns in ["systems", "my-kube", "tenant-x", "system"] {
+            assert!(
+                is_propagated("namespaces", &obj(json!({"name": ns}))),
+                "{ns}"
+            );
+        }
+        let d = NamespaceDenylist::default();
+        assert_eq!(d.denies("istio-system"), Some("*-system"));
+        assert_eq!(d.denies("kube-public"), Some("kube-*"));
+        assert_eq!(
+            denied_namespace("namespaces", &obj(json!({"name": "istio-system"})), &d),
+            Some(("istio-system".into(), "*-system".into()))
+        );
+        assert_eq!(
+            denied_namespace(
+                "configmaps",
+                &obj(json!({"name": "x", "namespace": "shop"})),
+                &d
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_configured_denylist_replaces_the_default_but_not_the_system_namespaces() {
+        let d = NamespaceDenylist::new(["team-*", "legacy", ""]);
+        assert_eq!(d.patterns(), ["team-*", "legacy"]);
+        let ns = |n: &str| obj(json!({"name": n}));
+        assert!(!is_propagated_with("namespaces", &ns("team-a"), &d));
+        assert!(!is_propagated_with("namespaces", &ns("legacy"), &d));
+        assert!(is_propagated_with("namespaces", &ns("legacy-2"), &d));
+        assert!(is_propagated_with("namespaces", &ns("istio-system"), &d));
+        let why = not_propagated_because(
+            "configmaps",
+            &obj(json!({"name": "c", "namespace": "team-b"})),
+            &d,
+        );
+        assert_eq!(
+            why.as_deref(),
+            Some(
+                "namespace team-b matches \"team-*\" of the member namespace denylist \
+                 (--member-namespace-denylist): the federation never writes into it in a member cluster"
+            )
+        );
+        let none = NamespaceDenylist::new(Vec::<String>::new());
+        for sys in SYSTEM_NAMESPACES {
+            assert!(!is_propagated_with("namespaces", &ns(sys), &none), "{sys}");
+            assert_eq!(none.denies(sys), Some(sys));
+        }
+    }
+
+    #[test]
+    fn glob_patterns_match_runs_of_characters() {
+        assert!(glob_match("*-system", "istio-system"));
+        assert!(glob_match("*-system", "-system"));
+        assert!(!glob_match("*-system", "istio-systems"));
+        assert!(glob_match("kube-*", "kube-"));
+        assert!(!glob_match("kube-*", "kubex"));
+        assert!(glob_match("a*b*c", "aXbYbc"));
+        assert!(!glob_match("a*b*c", "acb"));
+        assert!(glob_match("*", "anything"));
+        assert!(glob_match("exact", "exact"));
+        assert!(!glob_match("exact", "exactly"));
+        assert!(!glob_match("ab*ba", "aba"), "the ends must not overlap");
     }
 
     #[test]
@@ -643,6 +868,11 @@ mod tests {
         let mut s = obj(json!({"name": "tok", "namespace": "shop"}));
         s["type"] = json!("kubernetes.io/service-account-token");
         assert!(!is_propagated("secrets", &s));
+        let why = not_propagated_because("secrets", &s, &NamespaceDenylist::default());
+        assert!(
+            why.is_some_and(|w| w.contains("kubernetes.io/service-account-token")),
+            "the reason names the rule"
+        );
         s["type"] = json!("Opaque");
         assert!(is_propagated("secrets", &s));
     }

@@ -80,9 +80,64 @@ pub struct FederationOptions {
     )]
     pub unschedulable_threshold: Duration,
 
+    /// What to do when a member cluster already holds an object of the
+    /// same name that the federation did not create (Karmada's
+    /// `conflictResolution`): `abort` (default) leaves the member's object
+    /// alone, marks the cluster Failed in the object's propagation record
+    /// and records a `FailedAdoptInCluster` event; `adopt` applies the
+    /// federated object over it and manages it from then on (deleting the
+    /// federated object then deletes it). A federated object's annotation
+    /// `federation.kubernetes.io/conflict-resolution: abort|adopt` wins
+    /// over this flag.
+    #[arg(
+        long = "conflict-resolution",
+        value_name = "abort|adopt",
+        default_value = "abort",
+        value_enum
+    )]
+    pub conflict_resolution: ConflictResolution,
+
+    /// Namespaces the federation never writes into in a member cluster,
+    /// nor propagates as namespaces: a comma list of names where `*`
+    /// matches any run of characters (e.g. `kube-*,*-system`). Objects
+    /// of the federation in a matching namespace (or a matching Namespace
+    /// itself) stay in the federation, with a `NotPropagated` event. An
+    /// empty value (`--member-namespace-denylist=`) denies none.
+    #[arg(
+        long = "member-namespace-denylist",
+        value_name = "PATTERN[,PATTERN]",
+        value_delimiter = ',',
+        default_value = "kube-*,*-system,openshift-*,federation-system"
+    )]
+    pub member_namespace_denylist: Vec<String>,
+
     /// The embedded DNS server (SPEC §3.9).
     #[command(flatten)]
     pub dns: DnsOptions,
+}
+
+/// What the federation does with a member object of the same name that it
+/// does not manage (`--conflict-resolution`, and the annotation
+/// `federation.kubernetes.io/conflict-resolution` per object).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConflictResolution {
+    /// Leave it alone and report the conflict (Karmada's `Abort`).
+    #[default]
+    Abort,
+    /// Apply over it and manage it from then on (Karmada's `Overwrite`).
+    Adopt,
+}
+
+impl ConflictResolution {
+    /// The value of the annotation, if it names one (`abort`, `adopt`,
+    /// any case); else `None`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "abort" => Some(Self::Abort),
+            "adopt" => Some(Self::Adopt),
+            _ => None,
+        }
+    }
 }
 
 /// Flags of the embedded DNS server and its records (SPEC §3.9; Federation
@@ -150,6 +205,11 @@ impl Default for FederationOptions {
             disabled_kinds: Vec::new(),
             builtin_kinds: Vec::new(),
             unschedulable_threshold: Duration::from_secs(60),
+            conflict_resolution: ConflictResolution::Abort,
+            member_namespace_denylist: crate::member_object::DEFAULT_NAMESPACE_DENYLIST
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             dns: DnsOptions::default(),
         }
     }
@@ -189,6 +249,43 @@ mod tests {
             "deployments",
             true
         )));
+    }
+
+    #[test]
+    fn conflict_resolution_and_denylist_flags_default_to_abort_and_the_system_namespaces() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            f: FederationOptions,
+        }
+        let Ok(cli) = Cli::try_parse_from(["x"]) else {
+            panic!("no flags must parse");
+        };
+        assert_eq!(cli.f.conflict_resolution, ConflictResolution::Abort);
+        assert_eq!(
+            cli.f.member_namespace_denylist,
+            crate::member_object::DEFAULT_NAMESPACE_DENYLIST
+        );
+        assert_eq!(
+            FederationOptions::default().member_namespace_denylist,
+            cli.f.member_namespace_denylist
+        );
+        let Ok(cli) = Cli::try_parse_from([
+            "x",
+            "--conflict-resolution=adopt",
+            "--member-namespace-denylist=team-*,legacy",
+        ]) else {
+            panic!("flags must parse");
+        };
+        assert_eq!(cli.f.conflict_resolution, ConflictResolution::Adopt);
+        assert_eq!(cli.f.member_namespace_denylist, ["team-*", "legacy"]);
+        assert!(Cli::try_parse_from(["x", "--conflict-resolution=merge"]).is_err());
+        assert_eq!(
+            ConflictResolution::parse(" Adopt"),
+            Some(ConflictResolution::Adopt)
+        );
+        assert_eq!(ConflictResolution::parse("overwrite"), None);
     }
 
     #[test]

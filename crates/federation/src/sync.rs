@@ -20,17 +20,26 @@
 //!   and the member's copy still carries every field we applied, nothing is
 //!   sent (kubefed's version cache, kept in the record so it survives
 //!   restarts); else the copy is server-side applied ([`dispatch::apply`]).
-//!   A copy of the same name that is not ours is adopted (event `Adopted`)
+//!   A member object of the same name that is not ours is left alone (the
+//!   cluster is `Failed` in the record, event `FailedAdoptInCluster`)
 //!   unless the object says `federation.kubernetes.io/conflict-resolution:
-//!   abort`;
+//!   adopt` or the server runs with `--conflict-resolution=adopt` (then it
+//!   is applied over: event `Adopted`; Karmada's default is Abort too);
+//!   a copy that an override made into something never propagated (a
+//!   Secret's type turned into a service-account token, a CRD's federated
+//!   label removed…) is not applied (`Failed`, event `FailedCopyCheck`);
 //! - not selected: our copy there is deleted;
 //! - not Ready: left Pending, retried when the cluster comes back.
+//!
+//! An object the member namespace denylist keeps home (a denied Namespace,
+//! or an object in one) is not propagated, and says so once with a
+//! `NotPropagated` event.
 //!
 //! Clusters are handled concurrently; a failure in one never blocks the
 //! others and is retried with a per-cluster backoff (5 s doubling to 1 min,
 //! as Federation v1). The record's status is written only when it changed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -55,9 +64,11 @@ use crate::events::EventType;
 use crate::informer::{FederatedInformer, InformerEvent, ObjectKey};
 use crate::kinds::{self, FederatedKind};
 use crate::member_object::{
-    self, CONFLICT_RESOLUTION_ANNOTATION, ClusterFields, FEDERATED_CRD_LABEL,
+    self, CONFLICT_RESOLUTION_ANNOTATION, ClusterFields, FEDERATED_CRD_LABEL, NamespaceDenylist,
 };
 use crate::members::Member;
+use crate::options::ConflictResolution;
+use crate::overrides::OVERRIDES_ANNOTATION;
 use crate::placement::{self, Placement};
 use crate::version::{ClusterRecord, PropagationState, SyncState};
 
@@ -114,6 +125,11 @@ pub trait ReplicaScheduler: Send + Sync + 'static {
 /// federated CRD while it exists, except the kinds
 /// `--federation-controllers-disabled-for` names.
 pub async fn run(ctx: Arc<Context>, stop: CancellationToken) -> anyhow::Result<()> {
+    // Every caller of `member_object::is_propagated` (the namespace-first
+    // write, admission) follows the configured denylist from here on.
+    member_object::set_namespace_denylist(NamespaceDenylist::new(
+        &ctx.options.member_namespace_denylist,
+    ));
     let mut tasks = JoinSet::new();
     for kind in ctx.options.builtin_kinds.iter().cloned() {
         if ctx.options.disabled_for(&kind) {
@@ -214,6 +230,10 @@ pub struct SyncController {
     failures: Mutex<HashMap<(String, String), u32>>,
     /// The last placement error reported per object uid (no repeats).
     placement_errors: Mutex<HashMap<String, String>>,
+    /// `--member-namespace-denylist`.
+    denylist: NamespaceDenylist,
+    /// The uids whose `NotPropagated` event was recorded (no repeats).
+    denied_reported: Mutex<HashSet<String>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -242,6 +262,8 @@ impl SyncController {
             deletion: deletion.clone(),
             failures: Mutex::new(HashMap::new()),
             placement_errors: Mutex::new(HashMap::new()),
+            denylist: NamespaceDenylist::new(&ctx.options.member_namespace_denylist),
+            denied_reported: Mutex::new(HashSet::new()),
         });
         let deletions = tokio::spawn(deletion.run(stop.clone()));
         let (refs_tx, refs_rx) = mpsc::unbounded::<ObjectRef<DynamicObject>>();
@@ -329,6 +351,48 @@ impl SyncController {
         self.failures
             .lock()
             .remove(&(uid.to_string(), cluster.to_string()));
+    }
+
+    /// What to do with a member object of the same name that is not ours:
+    /// the object's annotation (an unknown value: abort), else the flag.
+    fn conflict_resolution(&self, fed: &Value) -> ConflictResolution {
+        match fed
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(CONFLICT_RESOLUTION_ANNOTATION))
+            .and_then(Value::as_str)
+        {
+            Some(v) => ConflictResolution::parse(v).unwrap_or(ConflictResolution::Abort),
+            None => self.ctx.options.conflict_resolution,
+        }
+    }
+
+    /// An object the namespace denylist alone keeps home: a Warning event
+    /// once per object (per process), so the user who made it sees why no
+    /// member has it. Objects never propagated anyway (a namespace's
+    /// `default` ServiceAccount, `kube-root-ca.crt`, the system namespaces)
+    /// stay quiet, as every unpropagated object always has.
+    fn report_denied(&self, slim: &Value, uid: &str) {
+        let resource = &self.kind.resource.plural;
+        let Some((ns, pattern)) = member_object::denied_namespace(resource, slim, &self.denylist)
+        else {
+            return;
+        };
+        let anyway = NamespaceDenylist::new(Vec::<String>::new());
+        if !member_object::is_propagated_with(resource, slim, &anyway)
+            || !self.denied_reported.lock().insert(uid.to_string())
+        {
+            return;
+        }
+        self.ctx.recorder.record(
+            slim,
+            EventType::Warning,
+            "NotPropagated",
+            format!(
+                "not propagated to any member cluster: namespace {ns} matches {pattern:?} of the \
+                 member namespace denylist (--member-namespace-denylist), and the federation never \
+                 writes into such a namespace in a member cluster"
+            ),
+        );
     }
 }
 
@@ -439,13 +503,16 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
     if obj.meta().deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    if !member_object::is_propagated(&ctx.kind.resource.plural, &slim_value) {
-        return Ok(Action::await_change());
-    }
     // A federation with no member cluster is a plain API server: no record
     // until a cluster joins (every change of the member set re-queues
     // every object).
     let members = ctx.ctx.members.snapshot();
+    if !member_object::is_propagated_with(&ctx.kind.resource.plural, &slim_value, &ctx.denylist) {
+        if !members.is_empty() {
+            ctx.report_denied(&slim_value, &uid);
+        }
+        return Ok(Action::await_change());
+    }
     if members.is_empty() {
         return Ok(Action::await_change());
     }
@@ -634,6 +701,21 @@ async fn sync_cluster(
         Ok(d) => d,
         Err(msg) => return failed(format!("overrides: {msg}"), "FailedUpdateInCluster"),
     };
+    // What an override made of the copy must pass the rules the federated
+    // object passed (admission checks this too, but an override or the
+    // rules can change after the object was written).
+    if let Some(why) =
+        member_object::not_propagated_because(&ctx.kind.resource.plural, &desired, &ctx.denylist)
+    {
+        let message = format!(
+            "the copy for cluster {} is not applied: {why} (after the overrides of \
+             {OVERRIDES_ANNOTATION} for this cluster; change them so the copy stays propagatable)",
+            member.name
+        );
+        let mut out = failed(message, "FailedCopyCheck");
+        out.retry = Some(BACKOFF_MAX);
+        return out;
+    }
     let replicas = fields
         .filter(|f| !f.is_empty())
         .and_then(|_| desired.pointer("/spec/replicas"))
@@ -681,21 +763,24 @@ async fn sync_cluster(
         });
     }
     let adopting = actual.is_some() && !managed;
-    if adopting
-        && t.fed
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(CONFLICT_RESOLUTION_ANNOTATION))
-            .and_then(Value::as_str)
-            == Some("abort")
-    {
+    if adopting && ctx.conflict_resolution(t.fed) == ConflictResolution::Abort {
         let message = format!(
             "{} {} already exists in cluster {} and is not managed by the federation; \
-             not adopted because of {CONFLICT_RESOLUTION_ANNOTATION}: abort \
-             (delete it there or remove the annotation)",
-            ctx.kind.resource.kind, t.name, member.name
+             it is left as it is (conflict resolution: abort). To manage it from the \
+             federation, annotate the federated object {CONFLICT_RESOLUTION_ANNOTATION}=adopt \
+             (or serve with --conflict-resolution=adopt); or delete it from the cluster",
+            ctx.kind.resource.kind,
+            t.key(),
+            member.name
         );
         let mut out = failed(message, "FailedAdoptInCluster");
         out.retry = Some(BACKOFF_MAX);
+        // The record must not claim the member's object: deletion then
+        // never touches it.
+        if let Some(r) = out.record.as_mut() {
+            r.hash = None;
+            r.resource_version = None;
+        }
         return out;
     }
 
