@@ -7,14 +7,22 @@
 //!
 //! # Reaching a member
 //! The Secret `federation-system/<spec.secretRef.name>`, key `kubeconfig`,
-//! holds a kubeconfig (its current context is used). The server is picked
+//! holds a kubeconfig (its current context is used), read by
+//! [`crate::member_kubeconfig`]: inline credentials only (server, CA data,
+//! token, client certificate and key data, as `ubernetes join` writes
+//! them); `exec`, `auth-provider`, file paths, `tokenFile`, `proxy-url`,
+//! basic auth and impersonation fields are refused with a fixed message,
+//! and no client library error reaches the status or an Event. The server is picked
 //! from `spec.serverAddressByClientCIDRs`: the controller runs inside the
 //! server process and cannot know which of its addresses a member sees, so
 //! it matches the CIDRs against the loopback address `127.0.0.1` (IPv6
 //! CIDRs against `::1`) and the longest matching prefix wins; `0.0.0.0/0`
 //! (or `::/0`) matches everything. With no match, the kubeconfig's own
 //! server is used (Federation v1 matched the host's first interface and
-//! ignored a cluster without a match). The member client has connect and
+//! ignored a cluster without a match). The picked address must be on the
+//! host of one of the kubeconfig's servers (any port), else the Cluster is
+//! refused before any connection: who may edit a Cluster must not be able
+//! to send the member's credentials elsewhere. The member client has connect and
 //! write timeouts of `--member-request-timeout`; its read timeout is kube's
 //! default (295 s, longer than a watch) so watches on members stay open:
 //! callers bound each request themselves. The client is built again only
@@ -33,7 +41,8 @@
 //!   reason and message.
 //!
 //! A Cluster without usable credentials (no `secretRef`, no Secret, no
-//! `kubeconfig` key, a kubeconfig that does not parse or build a client)
+//! `kubeconfig` key, a kubeconfig that does not parse, holds a refused
+//! field or builds no client, a server address on another host)
 //! gets `Ready=False` with reason `ClusterCredentialsInvalid` and a message
 //! naming the Secret, a Warning event (once per distinct problem), and is
 //! removed from the member set.
@@ -427,30 +436,19 @@ pub(crate) async fn member_client(
         .ok_or_else(|| format!("{what} has no key \"{KUBECONFIG_KEY}\""))?;
     let text = String::from_utf8(text)
         .map_err(|_| format!("{what} key \"{KUBECONFIG_KEY}\" is not UTF-8 text"))?;
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&text)
-        .map_err(|e| format!("{what} key \"{KUBECONFIG_KEY}\" is not a valid kubeconfig: {e}"))?;
-    let mut config = kube::Config::from_custom_kubeconfig(
-        kubeconfig,
-        &kube::config::KubeConfigOptions::default(),
-    )
-    .await
-    .map_err(|e| format!("{what} key \"{KUBECONFIG_KEY}\" cannot be used: {e}"))?;
-    if let Some(server) = server {
-        config.cluster_url = server
-            .parse::<http::Uri>()
-            .ok()
-            .filter(|u| u.scheme().is_some() && u.host().is_some())
-            .ok_or_else(|| format!("the server address {server:?} is not a URL"))?;
-    }
+    // Our own reading: inline credentials only, nothing run, no file read.
+    let kubeconfig = crate::member_kubeconfig::parse(&text, secret_name)?;
+    // Item 7 of issue 28: the picked address must be on the kubeconfig's
+    // host, checked before any connection.
+    let server = server.map(|s| kubeconfig.check_server(s)).transpose()?;
+    let mut config = kubeconfig.config(server);
     config.connect_timeout = Some(timeout);
     config.write_timeout = Some(timeout);
     let url = config.cluster_url.to_string();
     let mut proxy_config = config.clone();
     proxy_config.default_retry = false;
-    let client = kube::Client::try_from(config)
-        .map_err(|e| format!("{what}: cannot build a client for {url}: {e}"))?;
-    let proxy_client = kube::Client::try_from(proxy_config)
-        .map_err(|e| format!("{what}: cannot build a client for {url}: {e}"))?;
+    let client = kubeconfig.client(config)?;
+    let proxy_client = kubeconfig.client(proxy_config)?;
     Ok(MemberClients {
         client,
         proxy_client,
@@ -1345,6 +1343,24 @@ current-context: m
         .await
         .err()
         .unwrap();
-        assert_eq!(err, "the server address \"not a url\" is not a URL");
+        assert_eq!(
+            err,
+            "the server address \"not a url\" (spec.serverAddressByClientCIDRs) is not a URL \
+             (https://HOST:PORT)"
+        );
+        // Another host than the kubeconfig's: refused before any connection.
+        let err = member_client(
+            &secret("kubeconfig", KUBECONFIG),
+            "m1",
+            Some("https://127.0.0.2:1"),
+            Duration::from_secs(1),
+        )
+        .await
+        .err()
+        .unwrap();
+        assert!(
+            err.contains("is not on the host of the kubeconfig's server"),
+            "{err}"
+        );
     }
 }
