@@ -22,6 +22,9 @@ use crate::authn::Authenticator;
 use crate::authz::Authorization;
 use crate::options::ServerOptions;
 
+mod copy_checks;
+pub use copy_checks::{MemberCopiesFn, rbac_write_check, set_member_copies};
+
 /// Everything a handler needs.
 pub struct AppState {
     pub options: ServerOptions,
@@ -259,6 +262,14 @@ pub async fn build_state_on(
     // Admission webhooks (Mutating/ValidatingWebhookConfiguration) on every
     // resource; they read their configurations from the registry.
     registry.add_admission(ubernetes_webhook::WebhookAdmission::new(&registry));
+    // The checks of each member copy a federated object's overrides
+    // produce (issue 28), before quota: a refused write charges nothing.
+    // The authorizer is set once the RBAC cache has loaded, below.
+    let member_copy_authz = Arc::new(std::sync::OnceLock::new());
+    registry.add_admission(copy_checks::MemberCopyAdmission::new(
+        &registry,
+        member_copy_authz.clone(),
+    ));
     registry.add_admission(ubernetes_registry::quota::ResourceQuotaAdmission::new(
         &registry,
     ));
@@ -402,10 +413,12 @@ pub async fn build_state_on(
     let authenticator = Arc::new(
         authenticator.with_service_account_tokens(service_accounts.clone(), registry.clone()),
     );
+    let authz = Arc::new(Authorization::new(mode, rbac));
+    let _ = member_copy_authz.set(authz.clone());
     Ok(Arc::new(AppState {
         options: options.clone(),
         registry,
-        authz: Arc::new(Authorization::new(mode, rbac)),
+        authz,
         authenticator,
         service_accounts,
         cluster_proxy: Arc::default(),

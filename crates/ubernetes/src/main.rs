@@ -185,6 +185,12 @@ async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow:
             )
         })
         .collect();
+    // Each member copy a write's overrides produce is checked at admission
+    // (never-propagated rules, RBAC escalation), also with the controllers
+    // off: what members would get. Set before the server accepts requests.
+    ubernetes_apiserver::state::set_member_copies(std::sync::Arc::new(
+        ubernetes_federation::copy_checks::check_copies,
+    ));
     let server = ubernetes_apiserver::serve::start(options, shutdown).await?;
     server.announce();
     let controllers =

@@ -152,6 +152,10 @@ fn is_namespace_subresource(state: &crate::state::AppState, seg: &str) -> bool {
 /// (`new`, and the stored `old` for updates): RBAC's escalation prevention
 /// for roles and bindings (kube-apiserver's RBAC REST storage), the signer
 /// permissions of CertificateSigningRequests.
+///
+/// Each member copy a federated object's overrides produce is checked too,
+/// and server-side apply, by the admission plugin of
+/// `state/copy_checks.rs` (the one place every verb's final object meets).
 type WriteGuard = Arc<dyn Fn(&Value, Option<&Value>) -> Result<(), ApiError> + Send + Sync>;
 
 fn write_guard(
@@ -177,16 +181,13 @@ fn write_guard(
     let group = info.group.clone();
     let ns = ns.unwrap_or("").to_string();
     let subresource = subresource.map(str::to_string);
-    Some(Arc::new(move |new: &Value, old: Option<&Value>| {
-        let authorizer = authz.authorizer();
-        match authority {
-            WriteAuthority::RoleEscalation => {
-                ubernetes_rbac::check_role_write(&authorizer, &user, &resource, &ns, new, old)
-            }
-            WriteAuthority::BindingEscalation => {
-                ubernetes_rbac::check_binding_write(&authorizer, &user, &resource, &ns, new, old)
+    Some(Arc::new(
+        move |new: &Value, old: Option<&Value>| match authority {
+            WriteAuthority::RoleEscalation | WriteAuthority::BindingEscalation => {
+                crate::state::rbac_write_check(&authz, authority, &user, &resource, &ns, new, old)
             }
             WriteAuthority::SignerPermission => {
+                let authorizer = authz.authorizer();
                 let verb = match subresource.as_deref() {
                     Some("approval") => "approve",
                     Some("status")
@@ -216,8 +217,8 @@ fn write_guard(
                 ))
             }
             WriteAuthority::None => Ok(()),
-        }
-    }))
+        },
+    ))
 }
 
 async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req) -> HandlerResult {
