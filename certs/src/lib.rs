@@ -494,7 +494,33 @@ pub fn kubeconfig_yaml(
     client_key_pem: &str,
     context_name: &str,
 ) -> String {
+    kubeconfig_text(
+        server_url,
+        ca_pem,
+        Some((client_cert_pem, client_key_pem)),
+        context_name,
+    )
+}
+
+/// [`kubeconfig_yaml`], with the client certificate when one is given and
+/// an empty user (`user: {}`) otherwise.
+fn kubeconfig_text(
+    server_url: &str,
+    ca_pem: &str,
+    client: Option<(&str, &str)>,
+    context_name: &str,
+) -> String {
     let name = yaml_quote(context_name);
+    let user = match client {
+        Some((cert, key)) => format!(
+            "user:\n    \
+               client-certificate-data: {cert}\n    \
+               client-key-data: {key}\n",
+            cert = BASE64.encode(cert),
+            key = BASE64.encode(key),
+        ),
+        None => "user: {}\n".to_string(),
+    };
     format!(
         "apiVersion: v1\n\
          kind: Config\n\
@@ -505,9 +531,7 @@ pub fn kubeconfig_yaml(
              certificate-authority-data: {ca}\n\
          users:\n\
          - name: {name}\n  \
-           user:\n    \
-             client-certificate-data: {cert}\n    \
-             client-key-data: {key}\n\
+           {user}\
          contexts:\n\
          - name: {name}\n  \
            context:\n    \
@@ -517,8 +541,6 @@ pub fn kubeconfig_yaml(
          preferences: {{}}\n",
         server = yaml_quote(server_url),
         ca = BASE64.encode(ca_pem),
-        cert = BASE64.encode(client_cert_pem),
-        key = BASE64.encode(client_key_pem),
     )
 }
 
@@ -532,13 +554,6 @@ pub fn write_kubeconfig(
     client_key_pem: &str,
     context_name: &str,
 ) -> Result<()> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent).map_err(|source| Error::Io {
-            action: "creating",
-            path: parent.to_path_buf(),
-            source,
-        })?;
-    }
     let text = kubeconfig_yaml(
         server_url,
         ca_pem,
@@ -546,6 +561,31 @@ pub fn write_kubeconfig(
         client_key_pem,
         context_name,
     );
+    write_kubeconfig_text(path, &text)
+}
+
+/// Write a kubeconfig like [`write_kubeconfig`] but with an empty user
+/// (`user: {}`): the cluster and its CA only, for a server that would not
+/// trust the dev admin certificate. The user adds their own credentials.
+pub fn write_kubeconfig_without_user(
+    path: &Path,
+    server_url: &str,
+    ca_pem: &str,
+    context_name: &str,
+) -> Result<()> {
+    let text = kubeconfig_text(server_url, ca_pem, None, context_name);
+    write_kubeconfig_text(path, &text)
+}
+
+/// Write `text` to `path` (mode 0600, atomically), creating its directory.
+fn write_kubeconfig_text(path: &Path, text: &str) -> Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(|source| Error::Io {
+            action: "creating",
+            path: parent.to_path_buf(),
+            source,
+        })?;
+    }
     write_private(path, text.as_bytes())
 }
 
@@ -967,8 +1007,36 @@ pub fn ensure_service_account_key(dir: &Path) -> Result<(String, Outcome)> {
 // files
 
 fn create_private_dir(dir: &Path) -> Result<()> {
+    ensure_private_dir(dir).map(|_| ())
+}
+
+/// Create `dir` (and its missing parents) with mode 0700, or set an
+/// existing `dir` that group or others may access to 0700. Returns the
+/// mode it had when it was tightened (for the caller to log), else `None`.
+pub fn ensure_private_dir(dir: &Path) -> Result<Option<u32>> {
     if dir.is_dir() {
-        return Ok(());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let io = |action| {
+                move |source| Error::Io {
+                    action,
+                    path: dir.to_path_buf(),
+                    source,
+                }
+            };
+            let mode = fs::metadata(dir)
+                .map_err(io("reading"))?
+                .permissions()
+                .mode()
+                & 0o777;
+            if mode & 0o077 != 0 {
+                fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+                    .map_err(io("setting permissions on"))?;
+                return Ok(Some(mode));
+            }
+        }
+        return Ok(None);
     }
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
@@ -981,7 +1049,8 @@ fn create_private_dir(dir: &Path) -> Result<()> {
         action: "creating",
         path: dir.to_path_buf(),
         source,
-    })
+    })?;
+    Ok(None)
 }
 
 /// `Regenerated` when either file of a pair is on disk, else `Created`.
@@ -1366,6 +1435,39 @@ mod tests {
             let mode = fs::metadata(&path).expect("stat").permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[test]
+    fn a_kubeconfig_without_user_names_the_cluster_and_no_credentials() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("kubeconfig");
+        write_kubeconfig_without_user(&path, "https://127.0.0.1:1", "CA", "federation")
+            .expect("write");
+        let text = fs::read_to_string(&path).expect("read");
+        assert!(
+            text.contains("- name: \"federation\"\n  user: {}\ncontexts:"),
+            "{text}"
+        );
+        assert!(!text.contains("client-"), "{text}");
+        assert!(text.contains(&format!(
+            "certificate-authority-data: {}",
+            BASE64.encode("CA")
+        )));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_private_dir_is_made_0700_and_a_loose_one_tightened() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mode = |p: &Path| fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+        let data = dir.path().join("data");
+        assert_eq!(ensure_private_dir(&data).expect("made"), None);
+        assert_eq!(mode(&data), 0o700);
+        fs::set_permissions(&data, fs::Permissions::from_mode(0o755)).expect("chmod");
+        assert_eq!(ensure_private_dir(&data).expect("tightened"), Some(0o755));
+        assert_eq!(mode(&data), 0o700);
+        assert_eq!(ensure_private_dir(&data).expect("kept"), None);
     }
 
     #[test]

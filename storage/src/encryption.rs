@@ -677,6 +677,13 @@ pub struct Transformer {
 }
 
 impl Transformer {
+    /// Whether writes are encrypted: the first provider is not `identity`.
+    pub fn encrypts_writes(&self) -> bool {
+        self.providers
+            .first()
+            .is_some_and(|p| matches!(**p, Provider::Keyed { .. }))
+    }
+
     /// Encrypt `data` with the first provider and its first key.
     pub fn to_storage(&self, data: &[u8], aad: &[u8]) -> Result<Vec<u8>, TransformError> {
         match self.providers.first() {

@@ -220,14 +220,18 @@ impl SledStorage {
         Self::open_with(path, SledOptions::default())
     }
 
-    /// Open (or create) the store in directory `path`.
+    /// Open (or create) the store in directory `path`. The directory is
+    /// made private (0700) before sled opens it and the files sled has
+    /// created are made 0600 after (see [`make_private`]).
     pub fn open_with(path: &Path, options: SledOptions) -> Result<Self, StorageError> {
+        create_private_dir(path)?;
         let config = sled::Config::new()
             .path(path)
             .cache_capacity(options.cache_capacity)
             .flush_every_ms(None)
             .mode(sled::Mode::HighThroughput);
         let db = open_locked(&config, path, LOCK_WAIT)?;
+        make_private(path)?;
         let data: sled::Tree = (*db).clone();
 
         match data.get(META_FORMAT).map_err(engine)? {
@@ -398,6 +402,69 @@ fn repair_tail(data: &sled::Tree) -> Result<Revision, StorageError> {
     data.remove(k).map_err(engine)?;
     data.flush().map_err(engine)?;
     Ok(rev - 1)
+}
+
+/// Create the store directory with mode 0700 (and its missing parents).
+fn create_private_dir(path: &Path) -> Result<(), StorageError> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
+        builder.mode(0o700);
+    }
+    builder.create(path).map_err(|e| {
+        StorageError::Engine(format!(
+            "cannot create the store directory {}: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// The store holds every Secret, the member clusters' kubeconfigs among
+/// them (plaintext unless `--encryption-provider-config` covers secrets):
+/// only the server's user may read it. sled creates its files with the
+/// process umask (0644 with the usual 022), so after open the directory is
+/// set to 0700, each directory under it to 0700 and each file to 0600.
+/// Files sled creates later (new snapshots, blobs) get the umask's mode
+/// but sit in the 0700 directory, which alone keeps other users out; the
+/// next open tightens them too. A process-wide umask is not set: it would
+/// change the modes of every other file the process writes.
+fn make_private(dir: &Path) -> Result<(), StorageError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let set = |p: &Path, mode: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).map_err(|e| {
+                StorageError::Engine(format!(
+                    "cannot make {} private (mode {mode:o}): {e}",
+                    p.display()
+                ))
+            })
+        };
+        let mut dirs = vec![dir.to_path_buf()];
+        while let Some(d) = dirs.pop() {
+            set(&d, 0o700)?;
+            let entries = std::fs::read_dir(&d)
+                .map_err(|e| StorageError::Engine(format!("cannot list {}: {e}", d.display())))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| {
+                    StorageError::Engine(format!("cannot list {}: {e}", d.display()))
+                })?;
+                let kind = entry.file_type().map_err(|e| {
+                    StorageError::Engine(format!("cannot stat {}: {e}", entry.path().display()))
+                })?;
+                if kind.is_dir() {
+                    dirs.push(entry.path());
+                } else if kind.is_file() {
+                    set(&entry.path(), 0o600)?;
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
 }
 
 fn data_file(path: &Path) -> Result<std::fs::File, StorageError> {
@@ -1256,6 +1323,36 @@ mod tests {
     /// The store's tree opened with sled's defaults, as a crash left it.
     fn raw_open(path: &Path) -> sled::Db {
         open_locked(&sled::Config::new().path(path), path, LOCK_WAIT).expect("raw open")
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_store_directory_and_its_files_are_private_to_the_owner() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+        let root = tempfile::TempDir::new().expect("tempdir");
+        // A fresh store, created by the open.
+        let fresh = root.path().join("fresh");
+        let s = SledStorage::open(&fresh).expect("open");
+        drop(s);
+        assert_eq!(mode(&fresh), 0o700);
+        let mut files = 0;
+        for entry in std::fs::read_dir(&fresh).expect("list") {
+            let path = entry.expect("entry").path();
+            if path.is_file() {
+                files += 1;
+                assert_eq!(mode(&path), 0o600, "{}", path.display());
+            }
+        }
+        assert!(files > 0, "sled wrote files");
+        // A store left world-readable (an older version's) is tightened.
+        std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let db = fresh.join("db");
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let s = SledStorage::open(&fresh).expect("reopen");
+        drop(s);
+        assert_eq!(mode(&fresh), 0o700);
+        assert_eq!(mode(&db), 0o600);
     }
 
     #[test]

@@ -7,8 +7,14 @@
 //! state ([`crate::state::build_state`]), binds `--bind-address:--secure-port`,
 //! writes `DATA_DIR/kubeconfig` and serves rustls (TLS 1.2/1.3, ALPN `h2` and
 //! `http/1.1`) with hyper-util's auto builder (HTTP/1.1 and HTTP/2). Client
-//! certificates are optional at the TLS level; a verified one is handed to
-//! authentication as a [`ClientCertificate`] request extension.
+//! certificates are optional at the TLS level (Go's `RequestClientCert`, as
+//! kube-apiserver); one that a client CA signed is handed to authentication
+//! as a [`ClientCertificate`] request extension, any other is ignored (the
+//! request is then anonymous: 401 on the API). The client CAs are
+//! `--client-ca-file` plus the dev CA while it is the serving CA (no
+//! `--tls-cert-file`). The data dir is made 0700 (tightened with a warning
+//! when it was looser), and a warning names the store when Secrets are
+//! written to it unencrypted.
 //!
 //! The filter chain ([`build_router`]), outermost first: request tracing →
 //! `Audit-Id` header ([`crate::audit::audit_id`]) → panic catcher (500
@@ -46,9 +52,11 @@ use http_body_util::{BodyExt as _, Limited};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
-use rustls::RootCertStore;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 use rustls::server::WebPkiClientVerifier;
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{DigitallySignedStruct, RootCertStore};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
@@ -138,15 +146,24 @@ pub async fn start(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<RunningServer> {
     let mut options = options;
-    std::fs::create_dir_all(&options.data_dir).with_context(|| {
+    // The data dir holds the store (every Secret, the members' kubeconfigs
+    // among them), the PKI's private keys and the admin kubeconfig: only
+    // the server's user may enter it (docs/security.md).
+    let loosened = ubernetes_certs::ensure_private_dir(&options.data_dir).with_context(|| {
         format!(
-            "cannot create the data dir {} (set another with --data-dir)",
+            "cannot create the data dir {} with mode 0700 (set another with --data-dir)",
             options.data_dir.display()
         )
     })?;
     options.data_dir = std::fs::canonicalize(&options.data_dir)
         .with_context(|| format!("cannot resolve --data-dir {}", options.data_dir.display()))?;
     let data_dir = options.data_dir.clone();
+    if let Some(mode) = loosened {
+        tracing::warn!(
+            data_dir = %data_dir.display(),
+            "the data dir had mode {mode:o}, which lets other users read the store and keys; set it to 0700"
+        );
+    }
     tracing::info!(data_dir = %data_dir.display(), "using data dir");
 
     let tls = load_tls(&options)?;
@@ -163,6 +180,7 @@ pub async fn start(
     // Endpoints) when `--secure-port 0` picked one.
     options.secure_port = local_addr.port();
     let state = build_state(&options, Some(tls.kubeconfig_ca_pem.clone())).await?;
+    warn_if_secrets_are_stored_unencrypted(&options);
     let authenticator = state.authenticator.clone();
     if options.token_auth_file.is_some() {
         tracing::info!(
@@ -202,22 +220,41 @@ pub async fn start(
 
     let url = client_url(local_addr);
     let kubeconfig = options.kubeconfig_path();
-    ubernetes_certs::write_kubeconfig(
-        &kubeconfig,
-        &url,
-        &tls.kubeconfig_ca_pem,
-        &tls.admin.cert_pem,
-        &tls.admin.key_pem,
-        CONTEXT_NAME,
-    )
-    .with_context(|| format!("cannot write {}", kubeconfig.display()))?;
-    tracing::info!(kubeconfig = %kubeconfig.display(), "wrote admin kubeconfig (context {CONTEXT_NAME})");
+    if tls.dev_ca_trusted {
+        ubernetes_certs::write_kubeconfig(
+            &kubeconfig,
+            &url,
+            &tls.kubeconfig_ca_pem,
+            &tls.admin.cert_pem,
+            &tls.admin.key_pem,
+            CONTEXT_NAME,
+        )
+        .with_context(|| format!("cannot write {}", kubeconfig.display()))?;
+        tracing::info!(kubeconfig = %kubeconfig.display(), "wrote admin kubeconfig (context {CONTEXT_NAME})");
+    } else {
+        // The dev admin certificate would not authenticate: write the
+        // cluster and its CA only, never credentials that do not work.
+        ubernetes_certs::write_kubeconfig_without_user(
+            &kubeconfig,
+            &url,
+            &tls.kubeconfig_ca_pem,
+            CONTEXT_NAME,
+        )
+        .with_context(|| format!("cannot write {}", kubeconfig.display()))?;
+        tracing::warn!(
+            kubeconfig = %kubeconfig.display(),
+            "wrote a kubeconfig without user credentials: the dev CA {} is not trusted for client certificates (--tls-cert-file is given and --client-ca-file does not contain it); add your own credentials, or pass --client-ca-file {} to use the dev admin certificate",
+            tls.dev_ca_path.display(),
+            tls.dev_ca_path.display()
+        );
+    }
     tracing::info!(address = %local_addr, url = %url, "serving HTTPS (HTTP/1.1 and HTTP/2)");
 
     let acceptor = TlsAcceptor::from(tls.server_config);
     let task = tokio::spawn(accept_loop(
         listener,
         acceptor,
+        tls.client_ca,
         app.clone(),
         health.clone(),
         watch_shutdown,
@@ -475,6 +512,132 @@ struct TlsMaterial {
     /// The CA a client should trust for the serving certificate.
     kubeconfig_ca_pem: String,
     admin: ubernetes_certs::CertPair,
+    /// Whether the dev CA signs client certificates this server accepts
+    /// (see [`load_tls`]); the admin kubeconfig carries the dev admin
+    /// certificate only then.
+    dev_ca_trusted: bool,
+    dev_ca_path: PathBuf,
+    /// What a presented client certificate is verified against after the
+    /// handshake (`None`: no client CA, certificates are not asked for).
+    client_ca: ClientCa,
+}
+
+/// The client-certificate verifier of the listener, if any.
+type ClientCa = Option<Arc<dyn ClientCertVerifier>>;
+
+/// Go's `tls.RequestClientCert`, which kube-apiserver serves with: a
+/// client certificate is asked for (hinting the client CAs) and the
+/// handshake proves the client holds its key, but the chain is not judged
+/// there. The listener verifies it against the client CAs after the
+/// handshake ([`verified_identity`]): a certificate no client CA signed
+/// authenticates nobody, so the request is answered 401 (as kube's x509
+/// authenticator does) instead of the connection failing.
+#[derive(Debug)]
+struct RequestClientCert {
+    inner: Arc<dyn ClientCertVerifier>,
+}
+
+impl ClientCertVerifier for RequestClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        // Judged after the handshake by `verified_identity`.
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// The identity of a client certificate chain that one of the client CAs
+/// signed; `None` (no identity: the request is anonymous) otherwise.
+fn verified_identity(
+    client_ca: &ClientCa,
+    chain: &[CertificateDer<'static>],
+    peer: SocketAddr,
+) -> Option<ClientCertificate> {
+    let verifier = client_ca.as_ref()?;
+    let (leaf, intermediates) = chain.split_first()?;
+    if let Err(err) = verifier.verify_client_cert(leaf, intermediates, UnixTime::now()) {
+        tracing::debug!(%peer, error = %err, "client certificate not signed by a client CA: ignored");
+        return None;
+    }
+    match ubernetes_certs::certificate_identity(leaf.as_ref()) {
+        Ok((common_name, organizations)) => Some(ClientCertificate {
+            common_name,
+            organizations,
+        }),
+        Err(err) => {
+            tracing::debug!(%peer, error = %err, "unreadable client certificate");
+            None
+        }
+    }
+}
+
+/// The startup warning for Secrets (the member clusters' kubeconfigs in
+/// `federation-system` among them) written to the store as they are: no
+/// `--encryption-provider-config`, or one whose first provider for
+/// `secrets` is `identity`.
+fn warn_if_secrets_are_stored_unencrypted(options: &ServerOptions) {
+    let encrypted = options
+        .encryption_provider_config
+        .as_ref()
+        .is_some_and(|path| {
+            ubernetes_storage::encryption::EncryptionConfig::load(path)
+                .ok()
+                .and_then(|config| {
+                    config
+                        .transformer_for("", "secrets")
+                        .map(|t| t.encrypts_writes())
+                })
+                .unwrap_or(false)
+        });
+    if encrypted {
+        return;
+    }
+    let store = if options.etcd_servers.is_empty() {
+        options.data_dir.join("store").display().to_string()
+    } else {
+        format!("etcd {}", options.etcd_servers.join(","))
+    };
+    tracing::warn!(
+        store = %store,
+        "Secrets, the member clusters' credentials among them, are stored unencrypted in {store}: pass --encryption-provider-config with an aescbc, aesgcm or secretbox provider for secrets (docs/operations.md)"
+    );
 }
 
 fn read_pem(path: &Path, flag: &str) -> anyhow::Result<String> {
@@ -554,15 +717,25 @@ fn load_tls(options: &ServerOptions) -> anyhow::Result<TlsMaterial> {
             _ => anyhow::bail!("--tls-cert-file and --tls-private-key-file must be given together"),
         };
 
+    // The client CAs. The dev CA signs client certificates that hold
+    // (system:masters among them): it is one only while it is also the
+    // serving CA (no --tls-cert-file) or when --client-ca-file contains it.
+    // Otherwise whoever can read DATA_DIR/pki/ca.key (or an old admin.crt)
+    // would stay cluster-admin of a server configured with other CAs.
+    let dev_ca = parse_certs(&pki.ca.cert_pem, &dev_ca_path, "dev CA")?;
     let mut roots = RootCertStore::empty();
-    for cert in parse_certs(&pki.ca.cert_pem, &dev_ca_path, "dev CA")? {
-        roots
-            .add(cert)
-            .with_context(|| format!("cannot use the dev CA {}", dev_ca_path.display()))?;
+    let mut dev_ca_trusted = options.tls_cert_file.is_none();
+    if dev_ca_trusted {
+        for cert in dev_ca.iter().cloned() {
+            roots
+                .add(cert)
+                .with_context(|| format!("cannot use the dev CA {}", dev_ca_path.display()))?;
+        }
     }
     if let Some(path) = &options.client_ca_file {
         let pem = read_pem(path, "--client-ca-file")?;
         for cert in parse_certs(&pem, path, "--client-ca-file")? {
+            dev_ca_trusted |= dev_ca.contains(&cert);
             roots
                 .add(cert)
                 .with_context(|| format!("cannot use --client-ca-file {}", path.display()))?;
@@ -570,10 +743,22 @@ fn load_tls(options: &ServerOptions) -> anyhow::Result<TlsMaterial> {
     }
 
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-        .allow_unauthenticated()
-        .build()
-        .context("cannot build the client certificate verifier")?;
+    let (verifier, client_ca): (Arc<dyn ClientCertVerifier>, ClientCa) = if roots.is_empty() {
+        // No client CA (kube-apiserver without --client-ca-file): client
+        // certificates are not asked for.
+        (WebPkiClientVerifier::no_client_auth(), None)
+    } else {
+        let inner = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .allow_unauthenticated()
+            .build()
+            .context("cannot build the client certificate verifier")?;
+        (
+            Arc::new(RequestClientCert {
+                inner: inner.clone(),
+            }),
+            Some(inner),
+        )
+    };
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .context("cannot configure TLS versions")?
@@ -586,6 +771,9 @@ fn load_tls(options: &ServerOptions) -> anyhow::Result<TlsMaterial> {
         server_config: Arc::new(config),
         kubeconfig_ca_pem,
         admin: pki.admin,
+        dev_ca_trusted,
+        dev_ca_path,
+        client_ca,
     })
 }
 
@@ -632,6 +820,7 @@ fn client_url(addr: SocketAddr) -> String {
 async fn accept_loop(
     listener: TcpListener,
     acceptor: TlsAcceptor,
+    client_ca: ClientCa,
     app: Router,
     health: Arc<Health>,
     watch_shutdown: CancellationToken,
@@ -663,6 +852,7 @@ async fn accept_loop(
                         stream,
                         peer,
                         acceptor.clone(),
+                        client_ca.clone(),
                         app.clone(),
                         graceful.watcher(),
                     ));
@@ -699,6 +889,7 @@ async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
     acceptor: TlsAcceptor,
+    client_ca: ClientCa,
     app: Router,
     watcher: Watcher,
 ) {
@@ -714,24 +905,13 @@ async fn serve_connection(
             return;
         }
     };
-    // rustls has verified the chain against the client CA if one was sent.
+    // The handshake proved the client holds the certificate's key; the
+    // chain is judged here against the client CAs.
     let client_cert = tls
         .get_ref()
         .1
         .peer_certificates()
-        .and_then(|chain| chain.first())
-        .and_then(
-            |leaf| match ubernetes_certs::certificate_identity(leaf.as_ref()) {
-                Ok((common_name, organizations)) => Some(ClientCertificate {
-                    common_name,
-                    organizations,
-                }),
-                Err(err) => {
-                    tracing::debug!(%peer, error = %err, "unreadable client certificate");
-                    None
-                }
-            },
-        );
+        .and_then(|chain| verified_identity(&client_ca, chain, peer));
     let service =
         hyper::service::service_fn(move |mut request: http::Request<hyper::body::Incoming>| {
             let extensions = request.extensions_mut();

@@ -138,7 +138,8 @@ async fn open_engine(options: &ServerOptions) -> anyhow::Result<Arc<dyn Storage>
         return Ok(Arc::new(storage));
     }
     let store_dir = options.data_dir.join("store");
-    std::fs::create_dir_all(&store_dir).map_err(|e| {
+    // 0700: the store holds every Secret (the open makes sled's files 0600).
+    ubernetes_certs::ensure_private_dir(&store_dir).map_err(|e| {
         anyhow::anyhow!(
             "cannot create the store directory {}: {e}",
             store_dir.display()

@@ -174,9 +174,22 @@ pub struct RotatingFile {
 impl RotatingFile {
     /// Open `path` for appending (creating its directory), rotating first if
     /// it is already full.
+    ///
+    /// As kube-apiserver's `ensureLogFile`: a missing directory is created
+    /// 0700 and the file 0600 (the audit log records who did what, and
+    /// with `RequestResponse` the bodies, Secrets included). Unlike kube, a
+    /// file already there that others may read is tightened to 0600 too,
+    /// with a log line.
     pub fn open(path: PathBuf, rotation: Rotation) -> io::Result<RotatingFile> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::DirBuilderExt as _;
+                builder.mode(0o700);
+            }
+            builder.create(dir)?;
         }
         let mut f = RotatingFile {
             path,
@@ -196,10 +209,7 @@ impl RotatingFile {
     }
 
     fn open_existing(&mut self) -> io::Result<()> {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
+        let file = open_private(&self.path, OpenOptions::new().create(true).append(true))?;
         self.size = file.metadata()?.len();
         self.file = Some(file);
         Ok(())
@@ -317,12 +327,38 @@ impl RotatingFile {
     }
 }
 
-/// `FILE` → `FILE.gz`, then remove `FILE`.
+/// Open `path` with `options`, creating it with mode 0600; an existing file
+/// that group or others may access is set to 0600.
+fn open_private(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+        options.mode(0o600);
+        let file = options.open(path)?;
+        let mode = file.metadata()?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            tracing::warn!(
+                file = %path.display(),
+                was = format!("{mode:o}"),
+                "the audit log was readable by other users; set its mode to 0600"
+            );
+        }
+        Ok(file)
+    }
+    #[cfg(not(unix))]
+    options.open(path)
+}
+
+/// `FILE` → `FILE.gz` (mode 0600), then remove `FILE`.
 fn gzip(path: &Path) -> io::Result<()> {
     let mut gz_name = path.as_os_str().to_owned();
     gz_name.push(".gz");
     let mut input = File::open(path)?;
-    let output = File::create(&gz_name)?;
+    let output = open_private(
+        Path::new(&gz_name),
+        OpenOptions::new().write(true).create(true).truncate(true),
+    )?;
     let mut enc = flate2::write::GzEncoder::new(output, flate2::Compression::default());
     io::copy(&mut input, &mut enc)?;
     enc.finish()?.sync_all()?;
@@ -410,7 +446,37 @@ mod tests {
             let mut text = String::new();
             io::Read::read_to_string(&mut d, &mut text).expect("gunzip");
             assert!(text.len() as u64 > MEGABYTE / 2 && text.starts_with("xxx"));
+            assert_private(b);
         }
+        assert_private(&path);
+    }
+
+    #[cfg(unix)]
+    fn assert_private(path: &Path) {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(path).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", path.display());
+    }
+
+    #[cfg(not(unix))]
+    fn assert_private(_: &Path) {}
+
+    #[cfg(unix)]
+    #[test]
+    fn a_new_directory_is_0700_and_a_readable_log_is_tightened() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("logs").join("audit.log");
+        drop(RotatingFile::open(path.clone(), rotation(0, false)).expect("open"));
+        let dir_mode = std::fs::metadata(dir.path().join("logs"))
+            .expect("stat")
+            .permissions()
+            .mode();
+        assert_eq!(dir_mode & 0o777, 0o700);
+        assert_private(&path);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        drop(RotatingFile::open(path.clone(), rotation(0, false)).expect("reopen"));
+        assert_private(&path);
     }
 
     #[test]
