@@ -360,8 +360,8 @@ fn body_json(content_type: &str, bytes: &[u8]) -> Option<Value> {
         return crate::protobuf::decode(bytes).ok();
     }
     if content_type.contains("yaml") {
-        let text = std::str::from_utf8(bytes).ok()?;
-        return serde_saphyr::from_str::<Value>(text).ok();
+        // The handlers' decoder, with its bound on alias expansion.
+        return crate::handlers::negotiate::decode_yaml(bytes).ok();
     }
     serde_json::from_slice(bytes).ok()
 }
