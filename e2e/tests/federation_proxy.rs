@@ -7,19 +7,25 @@
 //! - a read through `clusters/east/proxy/...` is the member's answer (a
 //!   namespace that exists only in `east`; the query string passes);
 //! - a POST through the proxy creates in the member, which sees the
-//!   federation's credentials for it (east joined with `ubernetes join`:
-//!   its service account), not the caller's;
+//!   caller (issue 28): the federation's account for it (east joined with
+//!   `ubernetes join`: its service account) impersonates the admin, whose
+//!   name and `system:masters` group the member's SelfSubjectReview shows;
 //! - a member error comes back unchanged (its 404 Status, byte for byte);
 //! - a watch through the proxy delivers an event created after it started,
 //!   while the stream stays open;
 //! - a user without `clusters/proxy` gets kube's 403; a ClusterRole
-//!   granting `get` on it lets them read (and still not `create`);
+//!   granting `get` on it lets them through to the member, where the
+//!   member's own RBAC decides: the member's 403 naming that user, and a
+//!   read once the member grants a group of theirs (still no `create`:
+//!   the federation's gate);
 //! - an unknown cluster is 404 for `clusters.federation`; an Upgrade
 //!   request is a 400; a killed member is 503 naming the cluster;
 //! - discovery lists `clusters/proxy` with kube's `nodes/proxy` verbs.
 //!
 //! And, when `../shared/kube` is there, a read, a 404 and a watch through
-//! the proxy to a real kube-apiserver member.
+//! the proxy to a real kube-apiserver member, which also sees the caller:
+//! the admin in its SelfSubjectReview, kube's 403 naming a user without
+//! rights there, and a read once it grants that user's group.
 
 use std::io::{BufRead as _, BufReader};
 use std::process::Stdio;
@@ -146,7 +152,7 @@ impl Drop for Streaming {
 }
 
 #[test]
-fn the_cluster_proxy_forwards_to_the_member_with_the_federations_credentials() -> Result<()> {
+fn the_cluster_proxy_forwards_to_the_member_as_the_caller() -> Result<()> {
     let mut fed = Federation::start(2, &[])?;
     // East with `ubernetes join` (a service account of its own in the
     // member), west declaratively with the member's admin kubeconfig.
@@ -239,8 +245,8 @@ fn the_cluster_proxy_forwards_to_the_member_with_the_federations_credentials() -
     assert_eq!(in_member["data"]["k"], "v");
     assert_eq!(in_member["metadata"]["uid"], created["metadata"]["uid"]);
 
-    // The member sees the federation's credentials for it (the account
-    // `ubernetes join` made), not the caller.
+    // The member sees the caller: the federation's account for it (the
+    // one `ubernetes join` made) impersonates the federation's admin.
     let ssr = dir.path().join("ssr.json");
     std::fs::write(
         &ssr,
@@ -253,11 +259,10 @@ fn the_cluster_proxy_forwards_to_the_member_with_the_federations_credentials() -
         "-f",
         &ssr.to_string_lossy(),
     ])?)?;
-    assert_eq!(
-        review["status"]["userInfo"]["username"],
-        "system:serviceaccount:federation-system:ubernetes-east",
-        "{review}"
-    );
+    let seen = &review["status"]["userInfo"];
+    assert_eq!(seen["username"], "ubernetes-admin", "{review}");
+    let groups = seen["groups"].as_array().cloned().unwrap_or_default();
+    assert!(groups.contains(&json!("system:masters")), "{review}");
 
     // A member error comes back unchanged: its 404 Status, byte for byte.
     let missing = "/api/v1/namespaces/only-in-east/configmaps/nope";
@@ -326,12 +331,44 @@ fn the_cluster_proxy_forwards_to_the_member_with_the_federations_credentials() -
         ]})
         .to_string(),
     )?;
+    // Through the federation's gate, bob is bob in the member, which has
+    // granted him nothing: the member's own 403, naming him.
+    let member_403 = r#"namespaces is forbidden: User "bob" cannot list resource "namespaces" in API group "" at the cluster scope"#;
+    let err = ubernetes_e2e::eventually(Duration::from_secs(10), || {
+        let out = host.kubectl(&[
+            "get",
+            "--raw",
+            &format!("{EAST}/api/v1/namespaces"),
+            "--as=bob",
+        ])?;
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        Ok(err.contains(member_403).then_some(err))
+    })
+    .context("bob's read through the proxy should be the member's 403")?;
+    assert!(err.contains("Error from server (Forbidden)"), "{err}");
+    // The member grants a group of his: his group reaches it, he reads.
+    east.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "namespace-lister"},
+             "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": "proxy-readers-list-namespaces"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                         "name": "namespace-lister"},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                           "name": "proxy-readers"}]}
+        ]})
+        .to_string(),
+    )?;
     let list = ubernetes_e2e::eventually(Duration::from_secs(10), || {
         let out = host.kubectl(&[
             "get",
             "--raw",
             &format!("{EAST}/api/v1/namespaces"),
             "--as=bob",
+            "--as-group=proxy-readers",
         ])?;
         Ok(out
             .status
@@ -339,6 +376,14 @@ fn the_cluster_proxy_forwards_to_the_member_with_the_federations_credentials() -
             .then(|| String::from_utf8_lossy(&out.stdout).into_owned()))
     })?;
     assert!(names(&json(&list)?).contains(&"only-in-east".to_string()));
+    // Without the group he is still refused by the member.
+    let err = host.kubectl_err(&[
+        "get",
+        "--raw",
+        &format!("{EAST}/api/v1/namespaces"),
+        "--as=bob",
+    ])?;
+    assert!(err.contains(member_403), "{err}");
     let err = host.kubectl_err(&[
         "get",
         "--raw",
@@ -489,6 +534,90 @@ fn the_cluster_proxy_reaches_a_real_kube_apiserver() -> Result<()> {
     assert!(
         watch.still_running(),
         "the watch ended instead of streaming"
+    );
+    drop(watch);
+
+    // The real member sees the caller (issue 28): the admin, impersonated
+    // by the account of the member's kubeconfig ...
+    let dir = tempfile::tempdir()?;
+    let ssr = dir.path().join("ssr.json");
+    std::fs::write(
+        &ssr,
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}).to_string(),
+    )?;
+    let review = json(&host.kubectl_ok(&[
+        "create",
+        "--raw",
+        &format!("{real}/apis/authentication.k8s.io/v1/selfsubjectreviews"),
+        "-f",
+        &ssr.to_string_lossy(),
+    ])?)?;
+    let seen = &review["status"]["userInfo"];
+    assert_eq!(seen["username"], "ubernetes-admin", "{review}");
+    let groups = seen["groups"].as_array().cloned().unwrap_or_default();
+    assert!(groups.contains(&json!("system:masters")), "{review}");
+    // ... and alice, whom the federation lets through its gate but the
+    // member grants nothing: kube-apiserver's own 403, naming her.
+    host.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "real-proxy-user"},
+             "rules": [{"apiGroups": ["federation"], "resources": ["clusters/proxy"],
+                        "resourceNames": ["real"], "verbs": ["get"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": "alice-real-proxy-user"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                         "name": "real-proxy-user"},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}
+        ]})
+        .to_string(),
+    )?;
+    let configmaps = format!("{real}/api/v1/namespaces/only-in-real/configmaps");
+    let kube_403 = r#"configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group "" in the namespace "only-in-real""#;
+    ubernetes_e2e::eventually(Duration::from_secs(15), || {
+        let out = host.kubectl(&["get", "--raw", &configmaps, "--as=alice"])?;
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        Ok(err.contains(kube_403).then_some(()))
+    })
+    .context("alice's read through the proxy should be kube-apiserver's 403")?;
+    // Her group reaches the member: granted a role there, she reads (a Role
+    // of its own: without the controller manager, `view` aggregates nothing).
+    kubectl_real(&[
+        "create",
+        "role",
+        "configmap-lister",
+        "-n",
+        "only-in-real",
+        "--verb=list",
+        "--resource=configmaps",
+    ])?;
+    kubectl_real(&[
+        "create",
+        "rolebinding",
+        "real-readers-list",
+        "-n",
+        "only-in-real",
+        "--role=configmap-lister",
+        "--group=real-readers",
+    ])?;
+    let list = ubernetes_e2e::eventually(Duration::from_secs(15), || {
+        let out = host.kubectl(&[
+            "get",
+            "--raw",
+            &configmaps,
+            "--as=alice",
+            "--as-group=real-readers",
+        ])?;
+        Ok(out
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned()))
+    })
+    .context("alice in group real-readers should read through the proxy")?;
+    assert!(
+        names(&json(&list)?).contains(&"after-watch".to_string()),
+        "{list}"
     );
     Ok(())
 }

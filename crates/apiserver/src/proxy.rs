@@ -17,6 +17,29 @@
 //!   `serverAddressByClientCIDRs`; [`MemberClients`] is filled by
 //!   `ubernetes serve` from the federation's member set), without its
 //!   retries so the member's answer comes back as it is.
+//! - **As whom (issue 28)**: the federation's account in a member is
+//!   cluster-admin in effect, so the proxy never acts as itself: it
+//!   impersonates the caller, as Karmada's cluster proxy does. The member
+//!   gets `Impersonate-User` (the caller's name, after the federation's
+//!   own authentication and impersonation), `Impersonate-Group` for each of
+//!   the caller's groups except `system:authenticated` and
+//!   `system:unauthenticated` (the member adds them itself; Karmada's
+//!   `SkipGroup`), `Impersonate-Extra-<key>` for each extra value (the key
+//!   percent-encoded as client-go does, upper case too, so its case
+//!   survives) and `Impersonate-Uid` when the caller has one. So the
+//!   member's own RBAC decides what the caller may do there, and its audit
+//!   log names the caller (with the federation's account as the
+//!   impersonator). Any `Impersonate-*` header of the incoming request is
+//!   dropped first (the federation's authentication consumed them).
+//!   `clusters/proxy` stays the federation-side gate: both must allow.
+//!   Groups pass unchanged, `system:masters` included: a caller in
+//!   `system:masters` in the federation is in it in the member too (the
+//!   federation's admin reaches every member as admin; who holds that group
+//!   is the federation operator's decision). **Member-side setup**: the
+//!   federation's account must be allowed to `impersonate` `users`,
+//!   `groups` and `serviceaccounts` and, in `authentication.k8s.io`, `uids`
+//!   and `userextras/*`; the ClusterRole `ubernetes join` binds (every verb
+//!   on every resource) allows it, and so does a member admin kubeconfig.
 //! - **What passes**: method, path, query string, body and headers go out;
 //!   status, headers and body come back, the body streamed as it arrives
 //!   (a `?watch=true` through the proxy delivers each event at once). The
@@ -42,6 +65,11 @@ use axum::routing::any;
 use http::header::{self, HeaderMap, HeaderName};
 use http::{Method, Uri};
 use ubernetes_apimachinery::ApiError;
+use ubernetes_apimachinery::user::{ALL_UNAUTHENTICATED, UserInfo};
+use ubernetes_rbac::impersonation::{
+    IMPERSONATE_EXTRA_PREFIX, IMPERSONATE_GROUP_HEADER, IMPERSONATE_UID_HEADER,
+    IMPERSONATE_USER_HEADER, strip_impersonation_headers,
+};
 
 use crate::response::status_response;
 use crate::state::AppState;
@@ -126,6 +154,65 @@ fn is_upgrade(request: &Request) -> bool {
             .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
 }
 
+/// `system:authenticated` (`user.AllAuthenticated`).
+const ALL_AUTHENTICATED: &str = "system:authenticated";
+
+/// An extra key as a header name suffix: client-go's `headerKeyEscape`
+/// (every byte that is not an HTTP token character, and `%`, as `%XX`),
+/// upper-case letters escaped too since header names are sent lower case
+/// and the member lower-cases the name before it unescapes the key.
+fn escape_extra_key(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for b in key.bytes() {
+        let plain = b.is_ascii_lowercase() || b.is_ascii_digit() || b"!#$&'*+-.^_`|~".contains(&b);
+        if plain {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The headers that make the member act as `user` (see the module
+/// documentation); an error names what cannot be carried.
+fn impersonation_headers(user: &UserInfo) -> Result<HeaderMap, String> {
+    let value = |v: &str, what: &str| {
+        http::HeaderValue::from_str(v).map_err(|_| {
+            format!(
+                "the {what} of user {:?} cannot be sent in a header",
+                user.name
+            )
+        })
+    };
+    let mut out = HeaderMap::new();
+    out.insert(IMPERSONATE_USER_HEADER, value(&user.name, "name")?);
+    for group in &user.groups {
+        if group != ALL_AUTHENTICATED && group != ALL_UNAUTHENTICATED {
+            out.append(IMPERSONATE_GROUP_HEADER, value(group, "group")?);
+        }
+    }
+    for (key, values) in &user.extra {
+        let name = HeaderName::try_from(format!(
+            "{IMPERSONATE_EXTRA_PREFIX}{}",
+            escape_extra_key(key)
+        ))
+        .map_err(|_| {
+            format!(
+                "the extra key {key:?} of user {:?} cannot be sent",
+                user.name
+            )
+        })?;
+        for v in values {
+            out.append(name.clone(), value(v, "extra")?);
+        }
+    }
+    if !user.uid.is_empty() {
+        out.insert(IMPERSONATE_UID_HEADER, value(&user.uid, "uid")?);
+    }
+    Ok(out)
+}
+
 /// An error and its causes, one after the other (`a: b: c`).
 fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
@@ -170,6 +257,20 @@ async fn forward(state: &AppState, request: Request) -> Result<Response, ApiErro
     let uri: Uri = target
         .parse()
         .map_err(|e| ApiError::bad_request(format!("invalid proxy path {target:?}: {e}")))?;
+    // The caller, as the federation authenticated (and impersonated) them.
+    let user = request
+        .extensions()
+        .get::<UserInfo>()
+        .cloned()
+        .ok_or_else(|| ApiError::internal("no user found for request"))?;
+    if user.name.is_empty() {
+        return Err(ApiError::internal("no user found for request"));
+    }
+    let impersonate = impersonation_headers(&user).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the proxy of cluster {name:?} cannot act as the caller in the member: {e}"
+        ))
+    })?;
     let (parts, body) = request.into_parts();
     let limit = usize::try_from(state.options.max_request_body_bytes).unwrap_or(usize::MAX);
     let body = axum::body::to_bytes(body, limit)
@@ -187,7 +288,13 @@ async fn forward(state: &AppState, request: Request) -> Result<Response, ApiErro
             header::EXPECT,
         ],
     );
-    tracing::debug!(cluster = %name, method = %out.method(), path = %target, "proxying to member");
+    // Never an impersonation the caller asked for: the member acts as the
+    // caller the federation authenticated, and only as them.
+    strip_impersonation_headers(out.headers_mut());
+    for (header, value) in &impersonate {
+        out.headers_mut().append(header.clone(), value.clone());
+    }
+    tracing::debug!(cluster = %name, user = %user.name, method = %out.method(), path = %target, "proxying to member");
     let response = client.send(out).await.map_err(|e| {
         ApiError::service_unavailable(format!(
             "error trying to reach cluster {name:?}: {}",
@@ -243,6 +350,48 @@ mod tests {
         names.sort_unstable();
         assert_eq!(names, ["accept", "warning"]);
         assert_eq!(out.get_all("warning").iter().count(), 2);
+    }
+
+    #[test]
+    fn the_caller_is_impersonated_with_groups_extra_and_uid() {
+        let mut user = UserInfo::new("alice", &["devs", "system:authenticated", "system:masters"]);
+        user.uid = "u-1".into();
+        user.extra.insert(
+            "authentication.kubernetes.io/credential-id".into(),
+            vec!["X509SHA256=ab".into()],
+        );
+        user.extra
+            .insert("Scopes".into(), vec!["a".into(), "b".into()]);
+        let h = impersonation_headers(&user).unwrap();
+        let all =
+            |n: &str| -> Vec<&str> { h.get_all(n).iter().map(|v| v.to_str().unwrap()).collect() };
+        assert_eq!(all("impersonate-user"), ["alice"]);
+        // The member adds system:authenticated itself; system:masters is
+        // the member's decision and passes.
+        assert_eq!(all("impersonate-group"), ["devs", "system:masters"]);
+        assert_eq!(all("impersonate-uid"), ["u-1"]);
+        assert_eq!(
+            all("impersonate-extra-authentication.kubernetes.io%2Fcredential-id"),
+            ["X509SHA256=ab"]
+        );
+        // Upper case is escaped so that it survives the member's lower-casing.
+        assert_eq!(all("impersonate-extra-%53copes"), ["a", "b"]);
+        assert_eq!(h.len(), 7);
+
+        let anonymous = UserInfo::anonymous();
+        let h = impersonation_headers(&anonymous).unwrap();
+        assert_eq!(h.get("impersonate-user").unwrap(), "system:anonymous");
+        assert!(h.get("impersonate-group").is_none() && h.get("impersonate-uid").is_none());
+
+        let bad = UserInfo::new("bad\nname", &[]);
+        assert!(impersonation_headers(&bad).is_err());
+    }
+
+    #[test]
+    fn extra_keys_are_escaped_as_client_go_does() {
+        assert_eq!(escape_extra_key("scopes"), "scopes");
+        assert_eq!(escape_extra_key("a/b c%"), "a%2Fb%20c%25");
+        assert_eq!(escape_extra_key("Key"), "%4Bey");
     }
 
     #[test]
