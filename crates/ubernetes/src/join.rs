@@ -25,7 +25,8 @@
 //!
 //! `unjoin NAME` deletes the Cluster, then in the member (reached with
 //! `--cluster-context`, else with the credentials the federation's Secret
-//! holds) — with `--remove-propagated` — every object labelled
+//! holds, read as the federation reads them: inline credentials only,
+//! see `ubernetes_federation::member_kubeconfig`) — with `--remove-propagated` — every object labelled
 //! `federation.kubernetes.io/managed=true` of every listable resource except
 //! events, then the account, its token Secret and binding (and the ClusterRole
 //! when no other binding uses it), and last the federation's Secret. With
@@ -818,16 +819,23 @@ pub async fn unjoin(args: UnjoinArgs) -> anyhow::Result<()> {
                 Some(bytes) => {
                     let text = String::from_utf8(bytes)
                     .map_err(|_| anyhow!("secret {NAMESPACE}/{} holds no text kubeconfig: pass --cluster-context", names.cluster))?;
-                    let kc = Kubeconfig::from_yaml(&text).with_context(|| {
-                    format!("secret {NAMESPACE}/{} holds no valid kubeconfig: pass --cluster-context", names.cluster)
-                })?;
-                    let context = kc
-                        .current_context
-                        .clone()
-                        .unwrap_or_else(|| args.name.clone());
-                    let source = format!("secret {NAMESPACE}/{}", names.cluster);
+                    // Read as the federation reads it: inline credentials
+                    // only, nothing run, no file read (issue 28).
+                    let stored =
+                        ubernetes_federation::member_kubeconfig::parse(&text, &names.cluster)
+                            .map_err(|e| anyhow!("{e}; or pass --cluster-context"))?;
+                    let config = stored.config(None);
+                    let client = stored
+                        .client(config.clone())
+                        .map_err(|e| anyhow!("{e}; or pass --cluster-context"))?;
                     (
-                        Some(connect(kc, &source, &context, "--cluster-context").await?),
+                        Some(Target {
+                            client,
+                            config,
+                            context: names.cluster.clone(),
+                            place: names.cluster.clone(),
+                            cluster: None,
+                        }),
                         true,
                     )
                 }
