@@ -8,7 +8,9 @@
 //! - a Cluster whose `serverAddressByClientCIDRs` points to another host
 //!   (`127.0.0.2`) than its kubeconfig's server (`127.0.0.1`): refused with
 //!   the fixed message, and the listener on `127.0.0.2` gets no connection
-//!   (the member's token never leaves for it).
+//!   (the member's token never leaves for it);
+//! - `ubernetes unjoin` with only the stored credentials refuses the exec
+//!   kubeconfig the same way, and runs nothing either.
 //!
 //! The third part of this concern, the cluster proxy acting as the caller
 //! in the member (item 3), is checked in `e2e/tests/federation_proxy.rs`,
@@ -154,5 +156,21 @@ fn a_member_kubeconfig_runs_nothing_and_its_credentials_stay_on_its_host() -> Re
             );
         }
     }
+
+    // `ubernetes unjoin` without a member context reads the stored
+    // kubeconfig as the federation does: refused, nothing run.
+    let out = std::process::Command::new(ubernetes_e2e::ubernetes_bin())
+        .args(["unjoin", "exec", "--federation-kubeconfig"])
+        .arg(fed.host.kubeconfig())
+        .env_remove("KUBECONFIG")
+        .output()
+        .context("running ubernetes unjoin")?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "unjoin went on: {err}");
+    assert!(
+        err.contains("kubeconfig user \"u\" uses \"exec\", which the federation does not run"),
+        "{err}"
+    );
+    assert!(!marker.exists(), "unjoin ran the stored exec plugin");
     Ok(())
 }
