@@ -66,7 +66,7 @@ pub struct ObjectReference {
 }
 
 /// Where propagation of the object stands, per member cluster.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "io.ubernetes.federation.v1beta1.PropagationRecordStatus")]
 pub struct PropagationRecordStatus {
@@ -74,6 +74,11 @@ pub struct PropagationRecordStatus {
     /// sorted by cluster name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clusters: Vec<ClusterPropagation>,
+    /// What the federation reports about the object as a whole, in
+    /// Kubernetes' condition shape (e.g. `DNSNameConflict`: an Ingress host
+    /// another, older claim holds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
 }
 
 /// Propagation to one member cluster.

@@ -744,7 +744,9 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
         let infos = cluster_infos(&clusters, &ctx.members);
         let fed_ingresses = federated_ingresses(&ingresses, &ingress_informer, &counts);
         let fed_services = federated_services(&services, &informer, &counts);
-        conflicts.report(&ctx.recorder, &suffix, &fed_ingresses);
+        conflicts
+            .report(&ctx.fed, &ctx.recorder, &suffix, &fed_ingresses)
+            .await;
         let mut records = build_ingress_records(&suffix, &infos, &fed_ingresses);
         // A Service's names win over an Ingress host spelled the same.
         records.extend(build_records(
@@ -788,17 +790,22 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
     }
 }
 
-/// The `DNSNameConflict` events of losing Ingress claims: one per Ingress
-/// each time what it loses changes (not on every rebuild).
+/// What losing Ingress claims are told: a Warning event `DNSNameConflict`
+/// each time what an Ingress loses changes (not on every rebuild), and the
+/// condition `DNSNameConflict` on its PropagationRecord (removed once it
+/// loses nothing; the user's object is never written, SPEC §3.8).
 #[derive(Default)]
 struct ConflictReporter {
-    /// Ingress uid → the message last reported.
-    reported: HashMap<String, String>,
+    /// Ingress uid → the message of its last event.
+    evented: HashMap<String, String>,
+    /// Ingress uid → (namespace, name, message) its record's condition says.
+    recorded: HashMap<String, (String, String, String)>,
 }
 
 impl ConflictReporter {
-    fn report(
+    async fn report(
         &mut self,
+        fed: &kube::Client,
         recorder: &crate::events::Recorder,
         suffix: &str,
         ingresses: &[FederatedIngress],
@@ -810,13 +817,14 @@ impl ConflictReporter {
                 .or_default()
                 .push(conflict_message(c, ingresses, suffix));
         }
-        let mut seen = HashMap::new();
+        let mut evented = HashMap::new();
+        let mut losing: HashMap<String, (String, String, String)> = HashMap::new();
         for (i, messages) in now {
             let Some(ing) = ingresses.get(i) else {
                 continue;
             };
             let message = messages.join("; ");
-            if self.reported.get(&ing.uid) != Some(&message) {
+            if self.evented.get(&ing.uid) != Some(&message) {
                 tracing::info!(namespace = %ing.namespace, name = %ing.name, %message, "DNS name conflict");
                 recorder.record(
                     &serde_json::json!({
@@ -824,13 +832,88 @@ impl ConflictReporter {
                         "metadata": {"name": ing.name, "namespace": ing.namespace, "uid": ing.uid},
                     }),
                     crate::events::EventType::Warning,
-                    "DNSNameConflict",
+                    crate::version::DNS_NAME_CONFLICT,
                     message.clone(),
                 );
             }
-            seen.insert(ing.uid.clone(), message);
+            evented.insert(ing.uid.clone(), message.clone());
+            losing.insert(
+                ing.uid.clone(),
+                (ing.namespace.clone(), ing.name.clone(), message),
+            );
         }
-        self.reported = seen;
+        self.evented = evented;
+        // The records: set where the message changed, clear where the
+        // Ingress no longer loses (or is gone: its record goes with it).
+        let mut writes: Vec<(String, (String, String, String), bool)> = Vec::new();
+        for (uid, v) in &losing {
+            if self.recorded.get(uid) != Some(v) {
+                writes.push((uid.clone(), v.clone(), true));
+            }
+        }
+        for (uid, v) in &self.recorded {
+            if !losing.contains_key(uid) && ingresses.iter().any(|i| &i.uid == uid) {
+                writes.push((uid.clone(), v.clone(), false));
+            }
+        }
+        self.recorded.retain(|uid, _| losing.contains_key(uid));
+        for (uid, (ns, name, message), set) in writes {
+            let ok = write_condition(fed, &ns, &name, &uid, set.then_some(message.as_str())).await;
+            match (ok, set) {
+                (true, true) => {
+                    self.recorded.insert(uid, (ns, name, message));
+                }
+                (false, false) => {
+                    // Retried on the next rebuild.
+                    self.recorded.insert(uid, (ns, name, message));
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Set (`Some(message)`) or clear the `DNSNameConflict` condition on the
+/// PropagationRecord of Ingress `ns/name` (uid `uid`). True when the record
+/// says so now; false when it could not be written (or does not exist yet:
+/// the sync creates it) and should be tried again.
+async fn write_condition(
+    fed: &kube::Client,
+    ns: &str,
+    name: &str,
+    uid: &str,
+    message: Option<&str>,
+) -> bool {
+    use crate::version::{self, PropagationRecord};
+    let api: Api<PropagationRecord> = Api::namespaced(fed.clone(), ns);
+    let record_name = version::record_name(&ingress_kind(), name);
+    let record = match api.get_opt(&record_name).await {
+        Ok(Some(r)) if r.spec.resource.uid == uid => r,
+        Ok(_) => return message.is_none(),
+        Err(e) => {
+            tracing::debug!(namespace = ns, name, error = %e, "reading the Ingress's record");
+            return false;
+        }
+    };
+    let set = message.map(|m| ("HostClaimedElsewhere", m));
+    let Some(patch) = version::conditions_patch(
+        &record,
+        version::DNS_NAME_CONFLICT,
+        set,
+        jiff::Timestamp::now(),
+    ) else {
+        return true;
+    };
+    let params = kube::api::PatchParams::default();
+    match api
+        .patch_status(&record_name, &params, &kube::api::Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::debug!(namespace = ns, name, error = %e, "writing the Ingress's record condition");
+            false
+        }
     }
 }
 

@@ -125,9 +125,12 @@ pub fn state_of(record: &PropagationRecord) -> PropagationState {
         .unwrap_or_default()
 }
 
-/// The status that records `state` (clusters sorted by name).
+/// The status that records `state` (clusters sorted by name). Its
+/// `conditions` are left empty, so a merge patch of it keeps those other
+/// controllers wrote ([`conditions_patch`]).
 pub fn status_of(state: &PropagationState) -> PropagationRecordStatus {
     PropagationRecordStatus {
+        conditions: Vec::new(),
         clusters: state
             .iter()
             .map(|(name, c)| ClusterPropagation {
@@ -141,6 +144,55 @@ pub fn status_of(state: &PropagationState) -> PropagationRecordStatus {
             })
             .collect(),
     }
+}
+
+/// The condition type of an Ingress host that another, older claim holds
+/// (written by [`crate::dns_records`]).
+pub const DNS_NAME_CONFLICT: &str = "DNSNameConflict";
+
+/// A merge patch of a record's status setting its condition `type_`:
+/// `Some((reason, message))` sets it `True` (the transition time `now`
+/// unless it was already True with the same reason and message), `None`
+/// removes it; the record's other conditions are kept. `None` when the
+/// record already says so (nothing to write).
+pub fn conditions_patch(
+    record: &PropagationRecord,
+    type_: &str,
+    set: Option<(&str, &str)>,
+    now: jiff::Timestamp,
+) -> Option<serde_json::Value> {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+    let current: Vec<Condition> = record
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let existing = current.iter().find(|c| c.type_ == type_);
+    let mut next: Vec<Condition> = current
+        .iter()
+        .filter(|c| c.type_ != type_)
+        .cloned()
+        .collect();
+    match set {
+        Some((reason, message)) => {
+            if existing
+                .is_some_and(|c| c.status == "True" && c.reason == reason && c.message == message)
+            {
+                return None;
+            }
+            next.push(Condition {
+                type_: type_.to_string(),
+                status: "True".into(),
+                reason: reason.to_string(),
+                message: message.to_string(),
+                last_transition_time: Time(now),
+                observed_generation: None,
+            });
+        }
+        None if existing.is_none() => return None,
+        None => {}
+    }
+    Some(serde_json::json!({"status": {"conditions": next}}))
 }
 
 /// The value of [`RESOURCE_LABEL`] for `kind`: its id (`plural.group`)
@@ -293,6 +345,7 @@ mod tests {
                 state: "Sleeping".into(),
                 ..Default::default()
             }],
+            ..Default::default()
         });
         assert_eq!(state_of(&rec)["east"].state, SyncState::Pending);
     }
@@ -344,6 +397,35 @@ mod tests {
         assert_ne!(n, record_name(&kind(), &"a".repeat(249)));
         let crd = FederatedKind::new("x".repeat(60).as_str(), "v1", "Foo", "foos", true);
         assert!(resource_label(&crd).len() <= 63);
+    }
+
+    #[test]
+    fn a_condition_is_set_kept_and_removed_by_merge_patches() {
+        let now = jiff::Timestamp::from_second(1_700_000_000).unwrap_or_default();
+        let mut rec = new_record(&kind(), &ObjectMeta::default());
+        assert_eq!(conditions_patch(&rec, DNS_NAME_CONFLICT, None, now), None);
+        let patch = conditions_patch(&rec, DNS_NAME_CONFLICT, Some(("R", "m")), now);
+        let Some(patch) = patch else {
+            panic!("a new condition is written");
+        };
+        assert_eq!(
+            patch["status"]["conditions"],
+            serde_json::json!([{"type": DNS_NAME_CONFLICT, "status": "True", "reason": "R",
+                "message": "m", "lastTransitionTime": "2023-11-14T22:13:20Z"}])
+        );
+        // What the sync writes leaves the conditions alone.
+        let sync = serde_json::to_value(status_of(&sample())).unwrap_or_default();
+        assert!(sync.get("conditions").is_none(), "{sync}");
+        rec.status = serde_json::from_value(patch["status"].clone()).ok();
+        assert_eq!(
+            conditions_patch(&rec, DNS_NAME_CONFLICT, Some(("R", "m")), now),
+            None
+        );
+        let cleared = conditions_patch(&rec, DNS_NAME_CONFLICT, None, now);
+        assert_eq!(
+            cleared.map(|p| p["status"]["conditions"].clone()),
+            Some(serde_json::json!([]))
+        );
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //!   event says why); `tenant-y` with the adopt annotation is adopted;
 //! - two Ingresses claiming one host: the older claim (in namespace
 //!   `zzz-owner`) keeps it, the newer one (in `aaa-taker`, first by name)
-//!   gets a `DNSNameConflict` event, and only the owner's address is
+//!   gets a `DNSNameConflict` event and condition on its propagation
+//!   record, and only the owner's address is
 //!   published (its DNSEndpoint) and answered (`dig`, when installed).
 
 use std::process::Command;
@@ -234,6 +235,35 @@ fn nothing_is_adopted_unasked_and_the_oldest_dns_claim_wins() -> Result<()> {
         events(host, "zzz-owner", "owner", "DNSNameConflict")?.is_empty(),
         "the owner was told it lost"
     );
+    // The loser's record (the user's object is never written) says so too.
+    let condition = eventually(WAIT, || {
+        let record = propagation_record(
+            host,
+            "ingresses.networking.k8s.io",
+            Some("aaa-taker"),
+            "taker",
+        )?;
+        Ok(record.and_then(|r| {
+            r.pointer("/status/conditions")?
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == "DNSNameConflict")
+                .cloned()
+        }))
+    })
+    .context("no DNSNameConflict condition on the newer Ingress's record")?;
+    ensure!(
+        condition["status"] == "True" && condition["message"] == event["message"],
+        "{condition}"
+    );
+    let owner = propagation_record(
+        host,
+        "ingresses.networking.k8s.io",
+        Some("zzz-owner"),
+        "owner",
+    )?
+    .context("the owner's record")?;
+    ensure!(owner.pointer("/status/conditions").is_none(), "{owner}");
     // What the embedded server answers, with the real dig when installed.
     match Command::new("dig")
         .args(["@127.0.0.1", "-p", &port.to_string()])
