@@ -449,9 +449,7 @@ current-context: m
     }
 
     fn err(cluster: &str, user: &str) -> String {
-        parse(&kubeconfig(cluster, user), "east")
-            .err()
-            .expect("refused")
+        parse(&kubeconfig(cluster, user), "east").expect_err("refused")
     }
 
     #[test]
