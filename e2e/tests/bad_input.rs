@@ -171,6 +171,24 @@ async fn undecodable_or_mismatched_create_bodies_are_400_and_write_nothing() -> 
         r.text
     );
 
+    // "Billion laughs": 9 levels of 10 aliases over a 1 KiB string, a
+    // terabyte if expanded. Refused at once in go-yaml's words (issue 28).
+    let mut bomb = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: laughs}}\nl0: &l0 \"{}\"\n",
+        "x".repeat(1024)
+    );
+    for i in 1..=9 {
+        let refs = vec![format!("*l{}", i - 1); 10].join(", ");
+        bomb.push_str(&format!("l{i}: &l{i} [{refs}]\n"));
+    }
+    let r = send(&client, "POST", CM_PATH, Some("application/yaml"), bomb).await?;
+    check_status("YAML alias bomb", &r, 400, "BadRequest")?;
+    ensure!(
+        message(&r) == "error converting YAML to JSON: yaml: document contains excessive aliasing",
+        "YAML alias bomb message: {}",
+        r.text
+    );
+
     // No GVK could be read, so kube-apiserver's transformDecodeError names
     // the expected kind and appends summarizeData (hex, ≤ 30 bytes).
     let garbage = b"this is not protobuf at all";
