@@ -102,7 +102,9 @@ pub struct FederationOptions {
     /// matches any run of characters (e.g. `kube-*,*-system`). Objects
     /// of the federation in a matching namespace (or a matching Namespace
     /// itself) stay in the federation, with a `NotPropagated` event. An
-    /// empty value (`--member-namespace-denylist=`) denies none.
+    /// empty value (`--member-namespace-denylist=`) denies only
+    /// `kube-system`, `kube-public`, `kube-node-lease` and
+    /// `federation-system`, which are never written whatever this says.
     #[arg(
         long = "member-namespace-denylist",
         value_name = "PATTERN[,PATTERN]",
@@ -280,6 +282,17 @@ mod tests {
         };
         assert_eq!(cli.f.conflict_resolution, ConflictResolution::Adopt);
         assert_eq!(cli.f.member_namespace_denylist, ["team-*", "legacy"]);
+        let Ok(cli) = Cli::try_parse_from(["x", "--member-namespace-denylist="]) else {
+            panic!("an empty denylist must parse");
+        };
+        let none = crate::member_object::NamespaceDenylist::new(&cli.f.member_namespace_denylist);
+        assert!(
+            none.patterns().is_empty(),
+            "{:?}",
+            cli.f.member_namespace_denylist
+        );
+        assert_eq!(none.denies("istio-system"), None);
+        assert_eq!(none.denies("kube-system"), Some("kube-system"));
         assert!(Cli::try_parse_from(["x", "--conflict-resolution=merge"]).is_err());
         assert_eq!(
             ConflictResolution::parse(" Adopt"),
