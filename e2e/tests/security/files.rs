@@ -196,16 +196,20 @@ fn serve_keeps_its_files_private_and_trusts_the_dev_ca_only_while_it_should() ->
         ],
     )?;
     let pki = data.join("pki");
-    // The dev admin certificate (system:masters) authenticates nobody: 401
-    // (the server asks for no client certificate at all).
-    let out = ubernetes_e2e::eventually(WAIT, || {
-        let out = own_tls.kubectl(
+    // kubectl presenting the dev admin certificate (system:masters).
+    let dev_admin = |serve: &Serve, args: &[&str]| {
+        serve.kubectl(
             d,
             &serving_ca,
             &pki.join("admin.crt"),
             &pki.join("admin.key"),
-            &["get", "--raw", "/api/v1/namespaces"],
-        )?;
+            args,
+        )
+    };
+    // It authenticates nobody: 401 (the server asks for no client
+    // certificate at all).
+    let out = ubernetes_e2e::eventually(WAIT, || {
+        let out = dev_admin(&own_tls, &["get", "--raw", "/api/v1/namespaces"])?;
         Ok((!out.status.success()).then_some(out))
     })?;
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -267,11 +271,8 @@ fn serve_keeps_its_files_private_and_trusts_the_dev_ca_only_while_it_should() ->
         ],
     )?;
     let whoami = ubernetes_e2e::eventually(WAIT, || {
-        let out = named.kubectl(
-            d,
-            &serving_ca,
-            &pki.join("admin.crt"),
-            &pki.join("admin.key"),
+        let out = dev_admin(
+            &named,
             &[
                 "auth",
                 "whoami",
