@@ -188,6 +188,13 @@ async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow:
     // Each member copy a write's overrides produce is checked at admission
     // (never-propagated rules, RBAC escalation), also with the controllers
     // off: what members would get. Set before the server accepts requests.
+    // The namespace denylist those checks and the controllers follow
+    // (`--member-namespace-denylist`), also set before any request.
+    ubernetes_federation::member_object::set_namespace_denylist(
+        ubernetes_federation::member_object::NamespaceDenylist::new(
+            &federation.member_namespace_denylist,
+        ),
+    );
     ubernetes_apiserver::state::set_member_copies(std::sync::Arc::new(
         ubernetes_federation::copy_checks::check_copies,
     ));
