@@ -361,7 +361,7 @@ fn body_json(content_type: &str, bytes: &[u8]) -> Option<Value> {
     }
     if content_type.contains("yaml") {
         // The handlers' decoder, with its bound on alias expansion.
-        return crate::handlers::negotiate::decode_yaml(bytes).ok();
+        return crate::yaml::decode_yaml(bytes).ok();
     }
     serde_json::from_slice(bytes).ok()
 }

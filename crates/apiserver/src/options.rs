@@ -362,6 +362,14 @@ impl Default for ClusterSigningOptions {
 mod tests {
     use super::*;
 
+    #[test]
+    fn yaml_expansion_floor_is_the_default_body_limit() {
+        assert_eq!(
+            crate::yaml::EXPANSION_FLOOR as u64,
+            DEFAULT_MAX_REQUEST_BODY_BYTES
+        );
+    }
+
     fn parse(args: &[&str]) -> Result<ServerOptions, clap::Error> {
         DefaultsOnly::try_parse_from(args.iter().copied()).map(|d| d.options)
     }
