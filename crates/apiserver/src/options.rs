@@ -33,7 +33,8 @@ pub struct ServerOptions {
     /// File containing the default x509 certificate for HTTPS (CA cert, if
     /// any, concatenated after the server cert). If --tls-cert-file and
     /// --tls-private-key-file are not given, a self-signed dev PKI is
-    /// generated under DATA_DIR/pki/.
+    /// generated under DATA_DIR/pki/ (its CA then also authenticates client
+    /// certificates; with this flag it does only if --client-ca-file holds it).
     #[arg(
         long = "tls-cert-file",
         value_name = "FILE",
@@ -52,7 +53,10 @@ pub struct ServerOptions {
     /// If set, any request presenting a client certificate signed by one of
     /// the authorities in this file is authenticated with an identity
     /// corresponding to the CommonName of the client certificate (groups: its
-    /// Organizations). The dev CA (DATA_DIR/pki/ca.crt) is always trusted too.
+    /// Organizations). The dev CA (DATA_DIR/pki/ca.crt) is trusted for client
+    /// certificates only while it is the serving CA (no --tls-cert-file) or
+    /// when this file holds it: with your own serving certificate, the dev
+    /// admin certificate stops working unless you name the dev CA here.
     #[arg(long = "client-ca-file", value_name = "FILE")]
     pub client_ca_file: Option<PathBuf>,
 
