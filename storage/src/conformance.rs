@@ -11,6 +11,14 @@
 //! relative to the engine's revision when the case starts, so an engine on a
 //! shared backend (etcd) passes too as long as nobody else writes under
 //! `/conformance/`.
+//!
+//! The values written are small JSON objects of apiVersion [`API_VERSION`]
+//! and kind [`KIND`] ([`value`]), so the suite also runs through storage
+//! layers that read JSON (the registry's conversion layers), and every value
+//! read is compared with the value written: a layer that forgets to
+//! transform a value back on some path fails the case.
+//! [`forwards_every_method`] checks the other half of a layer stack: each
+//! [`Storage`] method called on top reaches the engine as that same method.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -49,8 +57,20 @@ where
     watch_progress_reports_writes_under_other_prefixes(make().await).await;
 }
 
+/// The apiVersion of the values the suite writes.
+pub const API_VERSION: &str = "conformance.ubernetes.io/v1";
+/// The kind of the values the suite writes.
+pub const KIND: &str = "Probe";
+
+/// The value the suite writes for `s`:
+/// `{"apiVersion":API_VERSION,"kind":KIND,"value":s}`.
+pub fn value(s: &str) -> Bytes {
+    let v = serde_json::json!({"apiVersion": API_VERSION, "kind": KIND, "value": s});
+    Bytes::from(v.to_string())
+}
+
 fn val(s: &str) -> Bytes {
-    Bytes::copy_from_slice(s.as_bytes())
+    value(s)
 }
 
 async fn rev(s: &Arc<dyn Storage>) -> Revision {
@@ -589,4 +609,247 @@ pub async fn watch_progress_reports_writes_under_other_prefixes(s: Arc<dyn Stora
             }
         }
     }
+}
+
+/// A [`Storage`] that forwards every method to `inner` and records which
+/// were called: put between an engine and a stack of layers, it shows that
+/// each method called on top reaches the engine ([`forwards_every_method`]).
+/// A new `Storage` method is added here too.
+pub struct Recorder {
+    inner: Arc<dyn Storage>,
+    calls: parking_lot::Mutex<Vec<&'static str>>,
+}
+
+impl Recorder {
+    /// Record the calls made to `inner`.
+    pub fn new(inner: Arc<dyn Storage>) -> Self {
+        Self {
+            inner,
+            calls: parking_lot::Mutex::new(Vec::new()),
+        }
+    }
+
+    fn record(&self, method: &'static str) {
+        self.calls.lock().push(method);
+    }
+
+    /// The calls recorded since the last `take_calls`.
+    pub fn take_calls(&self) -> Vec<&'static str> {
+        std::mem::take(&mut *self.calls.lock())
+    }
+}
+
+#[async_trait::async_trait]
+impl Storage for Recorder {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
+        self.record("get");
+        self.inner.get(key).await
+    }
+
+    async fn get_with_staleness(
+        &self,
+        key: &str,
+    ) -> Result<Option<(KeyValue, bool)>, StorageError> {
+        self.record("get_with_staleness");
+        self.inner.get_with_staleness(key).await
+    }
+
+    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError> {
+        self.record("list");
+        self.inner.list(prefix, opts).await
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue, StorageError> {
+        self.record("create");
+        self.inner.create(key, value).await
+    }
+
+    async fn update(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+    ) -> Result<KeyValue, StorageError> {
+        self.record("update");
+        self.inner.update(key, value, expected).await
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> Result<KeyValue, StorageError> {
+        self.record("delete");
+        self.inner.delete(key, expected).await
+    }
+
+    async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream, StorageError> {
+        self.record("watch");
+        self.inner.watch(prefix, from).await
+    }
+
+    async fn watch_progress(
+        &self,
+        prefix: &str,
+        from: Revision,
+    ) -> Result<crate::ProgressWatchStream, StorageError> {
+        self.record("watch_progress");
+        self.inner.watch_progress(prefix, from).await
+    }
+
+    async fn current_revision(&self) -> Result<Revision, StorageError> {
+        self.record("current_revision");
+        self.inner.current_revision().await
+    }
+
+    async fn consistent_read_revision(&self) -> Result<Option<Revision>, StorageError> {
+        self.record("consistent_read_revision");
+        self.inner.consistent_read_revision().await
+    }
+
+    fn request_progress(&self) {
+        self.record("request_progress");
+        self.inner.request_progress();
+    }
+
+    fn serves_progress_requests(&self) -> bool {
+        self.record("serves_progress_requests");
+        self.inner.serves_progress_requests()
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
+        self.record("compact");
+        self.inner.compact(revision).await
+    }
+
+    async fn compacted_revision(&self) -> Result<Revision, StorageError> {
+        self.record("compacted_revision");
+        self.inner.compacted_revision().await
+    }
+}
+
+/// Every [`Storage`] method called on the stack `stack` builds over
+/// `engine` reaches `engine` as that same method (a layer that answered
+/// `get_with_staleness` with the engine's `get`, `watch_progress` with its
+/// `watch`, or `serves_progress_requests` by itself would hide what the
+/// engine does), and the answers that are the engine's alone (revisions,
+/// progress support) are passed on unchanged. A consistent read may wait
+/// for more than the engine says (a layer that marks writes), never less.
+pub async fn forwards_every_method(
+    engine: Arc<dyn Storage>,
+    stack: impl FnOnce(Arc<dyn Storage>) -> Arc<dyn Storage>,
+) {
+    let recorder = Arc::new(Recorder::new(engine.clone()));
+    let top = stack(recorder.clone() as Arc<dyn Storage>);
+    let key = "/conformance/fw/things/x";
+    // Which engine calls one call on top makes: the method itself (reads
+    // through some layers may add more calls of their own, never others
+    // instead of it).
+    async fn expect<T>(recorder: &Recorder, method: &'static str, f: impl Future<Output = T>) -> T {
+        recorder.take_calls();
+        let out = f.await;
+        let calls = recorder.take_calls();
+        assert!(
+            calls.contains(&method),
+            "`{method}` on the stack did not reach the engine (it called {calls:?})"
+        );
+        out
+    }
+    let kv = expect(&recorder, "create", top.create(key, val("one")))
+        .await
+        .expect("create");
+    assert_eq!(kv.value, val("one"));
+    let got = expect(&recorder, "get", top.get(key)).await.expect("get");
+    assert_eq!(got, Some(kv.clone()));
+    let (got, _) = expect(&recorder, "get_with_staleness", top.get_with_staleness(key))
+        .await
+        .expect("get_with_staleness")
+        .expect("present");
+    assert_eq!(got, kv);
+    let kv2 = expect(
+        &recorder,
+        "update",
+        top.update(key, val("two"), kv.mod_revision),
+    )
+    .await
+    .expect("update");
+    assert_eq!(kv2.value, val("two"));
+    let l = expect(
+        &recorder,
+        "list",
+        top.list("/conformance/fw/", ListOptions::default()),
+    )
+    .await
+    .expect("list");
+    assert_eq!(l.items, vec![kv2.clone()]);
+    let mut w = expect(
+        &recorder,
+        "watch",
+        top.watch("/conformance/fw/", kv.mod_revision),
+    )
+    .await
+    .expect("watch");
+    assert_eq!(next_event(&mut w).await.kv, kv2);
+    let mut wp = expect(
+        &recorder,
+        "watch_progress",
+        top.watch_progress("/conformance/fw/", kv.mod_revision),
+    )
+    .await
+    .expect("watch_progress");
+    match tokio::time::timeout(EVENT_TIMEOUT, wp.next()).await {
+        Ok(Some(Ok(WatchItem::Event(ev)))) => assert_eq!(ev.kv, kv2),
+        other => panic!("watch_progress: expected the update, got {other:?}"),
+    }
+    let gone = expect(&recorder, "delete", top.delete(key, Some(kv2.mod_revision)))
+        .await
+        .expect("delete");
+    assert_eq!(gone.value, val("two"));
+    let r = expect(&recorder, "current_revision", top.current_revision())
+        .await
+        .expect("current_revision");
+    assert_eq!(
+        r,
+        engine.current_revision().await.expect("current_revision")
+    );
+    let c = expect(
+        &recorder,
+        "consistent_read_revision",
+        top.consistent_read_revision(),
+    )
+    .await
+    .expect("consistent_read_revision");
+    if let Some(below) = engine
+        .consistent_read_revision()
+        .await
+        .expect("consistent_read_revision")
+    {
+        assert!(
+            c.is_some_and(|c| c >= below),
+            "a consistent read on the stack waits for {c:?}, the engine's for {below}"
+        );
+    }
+    expect(&recorder, "request_progress", async {
+        top.request_progress()
+    })
+    .await;
+    let serves = expect(&recorder, "serves_progress_requests", async {
+        top.serves_progress_requests()
+    })
+    .await;
+    assert_eq!(serves, engine.serves_progress_requests());
+    expect(&recorder, "compact", top.compact(kv.mod_revision))
+        .await
+        .expect("compact");
+    let compacted = expect(&recorder, "compacted_revision", top.compacted_revision())
+        .await
+        .expect("compacted_revision");
+    assert_eq!(compacted, kv.mod_revision);
+    assert_eq!(
+        engine
+            .compacted_revision()
+            .await
+            .expect("compacted_revision"),
+        kv.mod_revision
+    );
 }

@@ -1,7 +1,8 @@
 //! Encryption at rest, as kube-apiserver's `--encryption-provider-config`:
 //! an `EncryptionConfiguration` (`apiserver.config.k8s.io/v1`) names, per
 //! resource, an ordered list of providers (`aescbc`, `aesgcm`, `secretbox`,
-//! `identity`), and [`EncryptedStorage`] wraps any [`Storage`] engine so the
+//! `identity`), and [`EncryptedStorage`] (the configuration as a value layer,
+//! [`crate::layered`]) wraps any [`Storage`] engine so the
 //! values of those resources are encrypted before they reach the engine (sled
 //! or etcd) and decrypted on every read: gets, lists, the values a delete
 //! returns, and watch events (both the value and the previous value).
@@ -61,13 +62,12 @@ use base64::Engine as _;
 use bytes::Bytes;
 use cbc::cipher::block_padding::Pkcs7;
 use cbc::cipher::{BlockDecryptMut, BlockEncryptMut, KeyIvInit};
-use futures::StreamExt;
 use serde::Deserialize;
 
-use crate::{
-    Event, KeyValue, ListOptions, ListResult, ProgressWatchStream, Revision, Storage, StorageError,
-    WatchItem, WatchStream,
-};
+#[cfg(doc)]
+use crate::Storage;
+use crate::StorageError;
+use crate::layered::{Layered, Read, ValueLayer};
 
 /// The prefix every encrypted value starts with (kube's identity transformer
 /// refuses to read such values).
@@ -898,174 +898,49 @@ fn key_group_resource(key: &str) -> Option<(&str, &str)> {
 // ---------------------------------------------------------------------------
 
 /// A [`Storage`] that encrypts the configured resources' values on their way
-/// to `inner` and decrypts them on the way back (see the module docs).
-pub struct EncryptedStorage {
-    inner: Arc<dyn Storage>,
-    config: Arc<EncryptionConfig>,
-}
-
-impl fmt::Debug for EncryptedStorage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EncryptedStorage")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
-}
+/// to the storage below and decrypts them on the way back (see the module
+/// docs): the configuration as a [`ValueLayer`] over any storage,
+/// `EncryptedStorage::new(engine, Arc::new(config))`.
+pub type EncryptedStorage = Layered<EncryptionConfig>;
 
 fn transform_error(key: &str, e: TransformError) -> StorageError {
     StorageError::Engine(format!("unable to transform key {key:?}: {e}"))
 }
 
-/// Decrypt one stored value (`(value, stale)`); resources without a
-/// configuration read values as they are but refuse encrypted ones (kube's
-/// identity "encrypt check").
-fn read_value(
-    config: &EncryptionConfig,
-    key: &str,
-    value: &Bytes,
-) -> Result<(Bytes, bool), StorageError> {
-    match config.transformer_for_key(key) {
-        Some(t) => t
-            .from_storage(value, key.as_bytes())
-            .map(|(v, stale)| (Bytes::from(v), stale))
-            .map_err(|e| transform_error(key, e)),
-        None if value.starts_with(ENCRYPTED_PREFIX) => Err(transform_error(
-            key,
-            terr("identity transformer tried to read encrypted data"),
-        )),
-        None => Ok((value.clone(), false)),
-    }
-}
-
-fn read_kv(config: &EncryptionConfig, mut kv: KeyValue) -> Result<KeyValue, StorageError> {
-    kv.value = read_value(config, &kv.key, &kv.value)?.0;
-    Ok(kv)
-}
-
-fn read_event(config: &EncryptionConfig, mut ev: Event) -> Result<Event, StorageError> {
-    ev.kv = read_kv(config, ev.kv)?;
-    ev.prev = ev.prev.map(|p| read_kv(config, p)).transpose()?;
-    Ok(ev)
-}
-
-impl EncryptedStorage {
-    pub fn new(inner: Arc<dyn Storage>, config: Arc<EncryptionConfig>) -> Self {
-        Self { inner, config }
-    }
-
-    fn write_value(&self, key: &str, value: &Bytes) -> Result<Bytes, StorageError> {
-        match self.config.transformer_for_key(key) {
+/// The configuration as a layer: writes through the first provider of the
+/// key's resource, reads through whichever provider's prefix matches
+/// (stale unless the first provider and key), resources without a
+/// configuration as they are, refusing encrypted values (kube's identity
+/// "encrypt check"). A write answers with the plaintext it was given.
+#[async_trait::async_trait]
+impl ValueLayer for EncryptionConfig {
+    async fn transform_to_storage(&self, key: &str, value: Bytes) -> Result<Bytes, StorageError> {
+        match self.transformer_for_key(key) {
             Some(t) => t
-                .to_storage(value, key.as_bytes())
+                .to_storage(&value, key.as_bytes())
                 .map(Bytes::from)
                 .map_err(|e| transform_error(key, e)),
-            None => Ok(value.clone()),
+            None => Ok(value),
         }
     }
-}
 
-#[async_trait::async_trait]
-impl Storage for EncryptedStorage {
-    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        Ok(self.get_with_staleness(key).await?.map(|(kv, _)| kv))
-    }
-
-    async fn get_with_staleness(
-        &self,
-        key: &str,
-    ) -> Result<Option<(KeyValue, bool)>, StorageError> {
-        let Some(mut kv) = self.inner.get(key).await? else {
-            return Ok(None);
-        };
-        let (value, stale) = read_value(&self.config, key, &kv.value)?;
-        kv.value = value;
-        Ok(Some((kv, stale)))
-    }
-
-    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError> {
-        let mut res = self.inner.list(prefix, opts).await?;
-        res.items = res
-            .items
-            .into_iter()
-            .map(|kv| read_kv(&self.config, kv))
-            .collect::<Result<_, _>>()?;
-        Ok(res)
-    }
-
-    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue, StorageError> {
-        let stored = self.write_value(key, &value)?;
-        let mut kv = self.inner.create(key, stored).await?;
-        kv.value = value;
-        Ok(kv)
-    }
-
-    async fn update(
+    async fn transform_from_storage(
         &self,
         key: &str,
         value: Bytes,
-        expected: Revision,
-    ) -> Result<KeyValue, StorageError> {
-        let stored = self.write_value(key, &value)?;
-        let mut kv = self.inner.update(key, stored, expected).await?;
-        kv.value = value;
-        Ok(kv)
-    }
-
-    async fn delete(
-        &self,
-        key: &str,
-        expected: Option<Revision>,
-    ) -> Result<KeyValue, StorageError> {
-        read_kv(&self.config, self.inner.delete(key, expected).await?)
-    }
-
-    async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream, StorageError> {
-        let config = self.config.clone();
-        let events = self.inner.watch(prefix, from).await?;
-        Ok(Box::pin(events.map(move |item| {
-            item.and_then(|ev| read_event(&config, ev))
-        })))
-    }
-
-    async fn watch_progress(
-        &self,
-        prefix: &str,
-        from: Revision,
-    ) -> Result<ProgressWatchStream, StorageError> {
-        let config = self.config.clone();
-        let items = self.inner.watch_progress(prefix, from).await?;
-        Ok(Box::pin(items.map(move |item| {
-            item.and_then(|it| match it {
-                WatchItem::Event(ev) => read_event(&config, ev).map(WatchItem::Event),
-                other => Ok(other),
-            })
-        })))
-    }
-
-    async fn current_revision(&self) -> Result<Revision, StorageError> {
-        self.inner.current_revision().await
-    }
-
-    // A layer must forward these two, or consistent reads across replicas
-    // (issue 14) silently fall back to this process's own writes.
-    async fn consistent_read_revision(&self) -> Result<Option<Revision>, StorageError> {
-        self.inner.consistent_read_revision().await
-    }
-
-    fn request_progress(&self) {
-        self.inner.request_progress();
-    }
-
-    fn serves_progress_requests(&self) -> bool {
-        self.inner.serves_progress_requests()
-    }
-
-    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
-        self.inner.compact(revision).await
-    }
-
-    async fn compacted_revision(&self) -> Result<Revision, StorageError> {
-        self.inner.compacted_revision().await
+        _read: Read,
+    ) -> Result<(Bytes, bool), StorageError> {
+        match self.transformer_for_key(key) {
+            Some(t) => t
+                .from_storage(&value, key.as_bytes())
+                .map(|(v, stale)| (Bytes::from(v), stale))
+                .map_err(|e| transform_error(key, e)),
+            None if value.starts_with(ENCRYPTED_PREFIX) => Err(transform_error(
+                key,
+                terr("identity transformer tried to read encrypted data"),
+            )),
+            None => Ok((value, false)),
+        }
     }
 }
 
@@ -1073,6 +948,8 @@ impl Storage for EncryptedStorage {
 mod tests {
     use super::*;
     use crate::sled_engine::SledStorage;
+    use crate::{ListOptions, Storage};
+    use futures::StreamExt;
 
     const K16: &str = "MTIzNDU2Nzg5MDEyMzQ1Ng=="; // 16 bytes
     const K24: &str = "MTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM0"; // 24 bytes
@@ -1354,23 +1231,27 @@ resources:
         );
     }
 
-    #[test]
-    fn unconfigured_resources_refuse_encrypted_values() {
+    #[tokio::test]
+    async fn unconfigured_resources_refuse_encrypted_values() {
         let inner_cfg = config("[secrets]", &keyed("aescbc", &[("k", K32)])).expect("valid");
-        let (v, stale) = read_value(
-            &inner_cfg,
-            "/registry/core/configmaps/ns/c",
-            &Bytes::from_static(b"{}"),
-        )
-        .expect("plain");
+        let (v, stale) = inner_cfg
+            .transform_from_storage(
+                "/registry/core/configmaps/ns/c",
+                Bytes::from_static(b"{}"),
+                Read::Get,
+            )
+            .await
+            .expect("plain");
         assert_eq!(&v[..], b"{}");
         assert!(!stale);
-        let err = read_value(
-            &inner_cfg,
-            "/registry/core/configmaps/ns/c",
-            &Bytes::from_static(b"k8s:enc:aescbc:v1:k:xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
-        )
-        .expect_err("encrypted");
+        let err = inner_cfg
+            .transform_from_storage(
+                "/registry/core/configmaps/ns/c",
+                Bytes::from_static(b"k8s:enc:aescbc:v1:k:xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
+                Read::Get,
+            )
+            .await
+            .expect_err("encrypted");
         assert!(
             err.to_string()
                 .contains("identity transformer tried to read encrypted data"),

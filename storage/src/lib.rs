@@ -15,8 +15,12 @@
 //!   (too old → [`StorageError::Compacted`], i.e. HTTP 410), bounded
 //!   per-watcher queues.
 //! - [`conformance`]: one test suite every engine must pass.
+//! - [`layered`]: storage layers in one place: a [`layered::ValueLayer`]
+//!   transforms values on their way in and out (kube's `value.Transformer`),
+//!   and [`layered::Layered`] is the one `Storage` wrapper, which forwards
+//!   everything else. A new `Storage` method is implemented there once.
 //! - [`encryption::EncryptedStorage`]: encryption at rest over any engine
-//!   (`--encryption-provider-config`, kube-apiserver's format).
+//!   (`--encryption-provider-config`, kube-apiserver's format), a value layer.
 //!
 //! What it is not: it knows nothing of kinds, namespaces or HTTP. Keys are
 //! `/<resource-prefix>/<namespace>/<name>` strings built by the registry, values
@@ -35,6 +39,7 @@ pub mod conformance;
 pub mod encryption;
 pub mod etcd_engine;
 pub mod etcd_process;
+pub mod layered;
 pub mod sled_engine;
 
 /// A global, strictly increasing revision. Every successful write (create,
@@ -188,8 +193,8 @@ pub trait Storage: Send + Sync + 'static {
     /// is now configured: kube's `TransformFromStorage` `stale`). A
     /// guaranteed update writes a stale value back even when the object did
     /// not change, which is how rewriting every object re-encrypts it. Engines
-    /// store values as given: never stale (this default). Layers that
-    /// transform values forward it.
+    /// store values as given: never stale (this default).
+    /// [`layered::Layered`] forwards it and adds its layer's own answer.
     async fn get_with_staleness(
         &self,
         key: &str,
