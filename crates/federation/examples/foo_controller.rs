@@ -155,7 +155,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<FooController>) -> Result<A
         if !member.ready || ctx.informer.is_synced(&member.name) != Some(true) {
             continue;
         }
-        let mut desired = member_object::member_copy("foos", &fed, &member.name)
+        let mut desired = member_object::member_copy(ctx.kind.policy(), &fed, &member.name)
             .map_err(|e| Error::Member(member.name.clone(), e))?;
         desired["metadata"]["annotations"][RECONCILED_BY] = json!("foo-controller");
         let actual = ctx

@@ -16,7 +16,9 @@
 //! - [`check_copies`]: when the federated object is propagated, every copy
 //!   must be too ([`member_object::is_propagated`]); the reverse direction
 //!   needs no check, since an object that is not propagated sends no copy,
-//!   whatever its overrides say.
+//!   whatever its overrides say. The rules are those of the object's own
+//!   group and kind (its `apiVersion` and `kind`, [`policy::of_object`]),
+//!   so a custom resource named like a built-in kind is not checked as one.
 //!
 //! Placement: the copies are what any selected cluster gets. Replica
 //! scheduling also sets per-cluster fields ([`member_object::ClusterFields`]),
@@ -27,8 +29,9 @@
 
 use serde_json::Value;
 
-use crate::member_object::{self, CONTROL_PLANE_ANNOTATION, FEDERATED_CRD_LABEL};
+use crate::member_object::{self, CONTROL_PLANE_ANNOTATION};
 use crate::overrides::{ALL_CLUSTERS, OVERRIDES_ANNOTATION, parse_overrides};
+use crate::policy::{self, KindPolicy};
 
 /// What one cluster (or every cluster the annotation does not name) gets.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,11 +44,11 @@ pub struct MemberCopy {
     pub object: Result<Value, String>,
 }
 
-/// Every distinct member copy of the federated object `fed` of `resource`
-/// (plural, e.g. `rolebindings`): the clusters the overrides annotation
-/// names, in its order, then [`ALL_CLUSTERS`]. Err when the annotation is
+/// Every distinct member copy of the federated object `fed`, of the kind
+/// whose rules are `policy`: the clusters the overrides annotation names,
+/// in its order, then [`ALL_CLUSTERS`]. Err when the annotation is
 /// malformed (then no cluster gets a copy at all).
-pub fn member_copies(resource: &str, fed: &Value) -> Result<Vec<MemberCopy>, String> {
+pub fn member_copies(policy: &KindPolicy, fed: &Value) -> Result<Vec<MemberCopy>, String> {
     let mut clusters: Vec<String> = Vec::new();
     if let Some(raw) = overrides_annotation(fed) {
         clusters.extend(
@@ -59,7 +62,7 @@ pub fn member_copies(resource: &str, fed: &Value) -> Result<Vec<MemberCopy>, Str
     Ok(clusters
         .into_iter()
         .map(|cluster| MemberCopy {
-            object: member_object::member_copy_with(resource, fed, &cluster, None),
+            object: member_object::member_copy_with(policy, fed, &cluster, None),
             cluster,
         })
         .collect())
@@ -70,18 +73,25 @@ pub fn member_copies(resource: &str, fed: &Value) -> Result<Vec<MemberCopy>, Str
 /// whenever `fed` is. Err: the refusal, naming the cluster, the override
 /// entries and the rule. Nothing to check (Ok, empty) when `fed` itself is
 /// not propagated or its annotation is malformed: no member gets a copy.
-pub fn check_copies(resource: &str, fed: &Value) -> Result<Vec<(String, Value)>, String> {
-    if !member_object::is_propagated(resource, fed) {
+/// The rules are those of the group and kind `fed` says it is
+/// ([`policy::of_object`]); the API server calls this at admission.
+pub fn check_copies(fed: &Value) -> Result<Vec<(String, Value)>, String> {
+    check_copies_of(policy::of_object(fed), fed)
+}
+
+/// [`check_copies`] under the rules of `policy`.
+pub fn check_copies_of(policy: &KindPolicy, fed: &Value) -> Result<Vec<(String, Value)>, String> {
+    if !member_object::is_propagated(policy, fed) {
         return Ok(Vec::new());
     }
-    let Ok(copies) = member_copies(resource, fed) else {
+    let Ok(copies) = member_copies(policy, fed) else {
         return Ok(Vec::new());
     };
     let named = |c: &str| overrides_annotation(fed).is_some_and(|raw| has_entry(raw, c));
     let mut out = Vec::with_capacity(copies.len());
     for copy in copies {
         let Ok(object) = copy.object else { continue };
-        if !member_object::is_propagated(resource, &object) {
+        if !member_object::is_propagated(policy, &object) {
             let entries = match (named(ALL_CLUSTERS), copy.cluster.as_str()) {
                 (_, ALL_CLUSTERS) => format!("entry {ALL_CLUSTERS:?}"),
                 (true, c) => format!("entries {ALL_CLUSTERS:?} and {c:?}"),
@@ -90,7 +100,7 @@ pub fn check_copies(resource: &str, fed: &Value) -> Result<Vec<(String, Value)>,
             return Err(format!(
                 "the copy that {} would get through the {OVERRIDES_ANNOTATION} annotation ({entries}) is one the federation never propagates: {}; remove that override",
                 cluster_phrase(&copy.cluster),
-                never_propagated_rule(resource, &object)
+                never_propagated_rule(policy, &object)
             ));
         }
         out.push((copy.cluster, object));
@@ -120,7 +130,7 @@ fn has_entry(raw: &str, cluster: &str) -> bool {
 /// The rule of [`member_object::is_propagated`] that an override can make a
 /// copy break (the others read the name, namespace or kind, which
 /// overrides may not change), in words for the refusal.
-fn never_propagated_rule(resource: &str, copy: &Value) -> String {
+fn never_propagated_rule(policy: &KindPolicy, copy: &Value) -> String {
     let control_plane = copy
         .pointer("/metadata/annotations")
         .and_then(|a| a.get(CONTROL_PLANE_ANNOTATION))
@@ -131,25 +141,10 @@ fn never_propagated_rule(resource: &str, copy: &Value) -> String {
             "objects annotated {CONTROL_PLANE_ANNOTATION}=true belong to the federation's control plane and never leave it"
         );
     }
-    let plural = resource.rsplit('/').next().unwrap_or(resource);
-    match plural.split('.').next().unwrap_or(plural) {
-        "secrets" => {
-            "Secrets of type kubernetes.io/service-account-token are never propagated (each cluster issues its own service-account tokens; a token stays in the cluster that issued it)"
-        }
-        "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings" => {
-            "bootstrap RBAC objects (labelled kubernetes.io/bootstrapping) are each cluster's own and never propagated"
-        }
-        "customresourcedefinitions" => {
-            return format!(
-                "CustomResourceDefinitions are propagated only while labelled {FEDERATED_CRD_LABEL}=true"
-            );
-        }
-        "flowschemas" | "prioritylevelconfigurations" => {
-            "API Priority and Fairness objects annotated apf.kubernetes.io/autoupdate-spec are each cluster's own (its kube-apiserver maintains them)"
-        }
-        _ => "the federation never propagates such an object (SPEC §3.4)",
-    }
-    .to_string()
+    policy
+        .override_rule
+        .unwrap_or("the federation never propagates such an object (SPEC §3.4)")
+        .to_string()
 }
 
 #[cfg(test)]
@@ -171,6 +166,10 @@ mod tests {
         b
     }
 
+    fn rbac() -> &'static KindPolicy {
+        policy::of("rbac.authorization.k8s.io", "RoleBinding")
+    }
+
     fn role_of(copy: &MemberCopy) -> Value {
         match &copy.object {
             Ok(o) => o["roleRef"]["name"].clone(),
@@ -179,7 +178,7 @@ mod tests {
     }
 
     fn copies(fed: &Value) -> Vec<MemberCopy> {
-        match member_copies("rolebindings", fed) {
+        match member_copies(rbac(), fed) {
             Ok(c) => c,
             Err(e) => panic!("member_copies failed: {e}"),
         }
@@ -197,7 +196,7 @@ mod tests {
         assert_eq!(c[0].cluster, "*");
         assert_eq!(
             c[0].object,
-            member_object::member_copy("rolebindings", &fed, "anywhere")
+            member_object::member_copy(rbac(), &fed, "anywhere")
         );
     }
 
@@ -250,7 +249,7 @@ mod tests {
             // Each copy is exactly what the sync controller would send.
             assert_eq!(
                 copy.object,
-                member_object::member_copy_with("rolebindings", &fed, &copy.cluster, None)
+                member_object::member_copy_with(rbac(), &fed, &copy.cluster, None)
             );
         }
     }
@@ -259,12 +258,10 @@ mod tests {
     fn a_malformed_annotation_is_an_error_and_a_failing_entry_only_that_clusters() {
         let mut fed = binding(None);
         fed["metadata"]["annotations"] = json!({OVERRIDES_ANNOTATION: "{not json"});
-        let e = member_copies("rolebindings", &fed)
-            .err()
-            .unwrap_or_default();
+        let e = member_copies(rbac(), &fed).err().unwrap_or_default();
         assert!(e.contains("invalid JSON"), "{e}");
         // Nothing is sent, so nothing to check at admission.
-        assert_eq!(check_copies("rolebindings", &fed), Ok(Vec::new()));
+        assert_eq!(check_copies(&fed), Ok(Vec::new()));
 
         let fed = binding(Some(json!({"east": [{"op": "remove", "path": "/nope"}]})));
         let c = copies(&fed);
@@ -291,7 +288,7 @@ mod tests {
 
     #[test]
     fn an_override_may_not_make_a_copy_one_that_is_never_propagated() {
-        let e = check_copies("secrets", &secret("Opaque", to_token("east")))
+        let e = check_copies(&secret("Opaque", to_token("east")))
             .err()
             .unwrap_or_default();
         assert!(e.contains("member cluster \"east\""), "{e}");
@@ -300,7 +297,7 @@ mod tests {
             e.contains("kubernetes.io/service-account-token are never propagated"),
             "{e}"
         );
-        let e = check_copies("secrets", &secret("Opaque", to_token("*")))
+        let e = check_copies(&secret("Opaque", to_token("*")))
             .err()
             .unwrap_or_default();
         assert!(
@@ -312,15 +309,13 @@ mod tests {
         // an override could break too.
         let cp = json!({"*": [{"op": "add", "path": "/metadata/annotations",
             "value": {CONTROL_PLANE_ANNOTATION: "true"}}]});
-        let e = check_copies("secrets", &secret("Opaque", cp))
+        let e = check_copies(&secret("Opaque", cp))
             .err()
             .unwrap_or_default();
         assert!(e.contains("federation's control plane"), "{e}");
         let boot = json!({"east": [{"op": "add", "path": "/metadata/labels",
             "value": {"kubernetes.io/bootstrapping": "rbac-defaults"}}]});
-        let e = check_copies("rolebindings", &binding(Some(boot)))
-            .err()
-            .unwrap_or_default();
+        let e = check_copies(&binding(Some(boot))).err().unwrap_or_default();
         assert!(e.contains("bootstrap RBAC"), "{e}");
     }
 
@@ -330,7 +325,7 @@ mod tests {
             "*": [{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}],
             "east": [{"op": "add", "path": "/data/x", "value": "eQ=="}]
         });
-        let got = check_copies("secrets", &secret("Opaque", label)).unwrap_or_default();
+        let got = check_copies(&secret("Opaque", label)).unwrap_or_default();
         let clusters: Vec<&str> = got.iter().map(|(c, _)| c.as_str()).collect();
         assert_eq!(clusters, ["east", "*"]);
         assert_eq!(got[0].1["data"]["x"], json!("eQ=="));
@@ -343,7 +338,34 @@ mod tests {
         // object itself stays home, so there is nothing to check.
         let back = json!({"*": [{"op": "replace", "path": "/type", "value": "Opaque"}]});
         let fed = secret("kubernetes.io/service-account-token", back);
-        assert!(!member_object::is_propagated("secrets", &fed));
-        assert_eq!(check_copies("secrets", &fed), Ok(Vec::new()));
+        assert!(!member_object::is_propagated(
+            policy::of("", "Secret"),
+            &fed
+        ));
+        assert_eq!(check_copies(&fed), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn the_rules_are_the_objects_own_kinds() {
+        // A custom resource of kind Secret (CRD secrets.example.com): the
+        // same override is harmless, its `type` means nothing.
+        let mut fed = secret("Opaque", to_token("east"));
+        fed["apiVersion"] = json!("example.com/v1");
+        let got = check_copies(&fed).unwrap_or_default();
+        assert_eq!(got.len(), 2, "{got:?}");
+        // A CRD's rule has its own words.
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "foos.example.com",
+                "labels": {crate::member_object::FEDERATED_CRD_LABEL: "true"},
+                "annotations": {OVERRIDES_ANNOTATION: json!({"east": [
+                    {"op": "remove", "path": "/metadata/labels"}]}).to_string()}}});
+        let e = check_copies(&crd).err().unwrap_or_default();
+        assert!(
+            e.contains(&format!(
+                "labelled {}=true",
+                crate::member_object::FEDERATED_CRD_LABEL
+            )),
+            "{e}"
+        );
     }
 }

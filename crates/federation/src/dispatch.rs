@@ -133,10 +133,10 @@ pub async fn ensure_namespace(
     let Ok(fed_ns) = kinds::to_value(&obj, &kind) else {
         return false;
     };
-    if !member_object::is_propagated("namespaces", &fed_ns) {
+    if !member_object::is_propagated(kind.policy(), &fed_ns) {
         return false;
     }
-    let Ok(copy) = member_object::member_copy("namespaces", &fed_ns, &member.name) else {
+    let Ok(copy) = member_object::member_copy(kind.policy(), &fed_ns, &member.name) else {
         return false;
     };
     match apply(member, &kind, &copy, ns, None, timeout).await {

@@ -10,6 +10,8 @@ use kube::api::DynamicObject;
 use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 
+use crate::policy::{GroupKind, KindPolicy};
+
 /// A federated kind: its API resource and whether it is namespaced.
 #[derive(Clone, Debug)]
 pub struct FederatedKind {
@@ -46,6 +48,22 @@ impl FederatedKind {
     pub fn custom(mut self) -> Self {
         self.custom = true;
         self
+    }
+
+    /// Its group and kind.
+    pub fn group_kind(&self) -> GroupKind {
+        GroupKind::new(&self.resource.group, &self.resource.kind)
+    }
+
+    /// The federation's rules for this kind ([`crate::policy`]), by group
+    /// and kind; the objects of a CRD get [`crate::policy::DEFAULT`]
+    /// whatever they are called.
+    pub fn policy(&self) -> &'static KindPolicy {
+        if self.custom {
+            &crate::policy::DEFAULT
+        } else {
+            crate::policy::of(&self.resource.group, &self.resource.kind)
+        }
     }
 
     /// `plural.group` (or `plural` for the core group), as in RBAC and logs.

@@ -20,6 +20,10 @@
 //!     Kubernetes' Background / Foreground / Orphan deletion in the members;
 //!   - [`dispatch`]: the member writes (apply, delete, orphan);
 //!   - [`member_object`]: what is sent to a member and what never is;
+//!   - [`policy`]: the per-kind rules, one [`policy::KindPolicy`] per
+//!     group and kind (what propagates, what is stripped from a copy, how
+//!     status sums, where replicas live), with a default for custom
+//!     resources;
 //! - the built-in controllers, one concern each (as kubefed splits them):
 //!   [`clusters`] (Cluster health, fills the member set), [`sync`]
 //!   (propagation: create/update/delete, drift, adoption, placement), with
@@ -65,6 +69,7 @@ pub mod options;
 pub mod overrides;
 pub mod placement;
 pub mod planner;
+pub mod policy;
 pub mod scheduling;
 pub mod status;
 pub mod status_aggregate;

@@ -29,6 +29,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::overrides::{OVERRIDES_ANNOTATION, apply_overrides};
+use crate::policy::{Candidate, KindPolicy};
 
 /// Label on every member object the federation manages (value `"true"`).
 pub const MANAGED_LABEL: &str = "federation.kubernetes.io/managed";
@@ -145,15 +146,15 @@ pub fn namespace_denylist() -> NamespaceDenylist {
     d.unwrap_or_default()
 }
 
-/// Why the federated object `obj` of `resource` is kept out of members by
-/// the namespace denylist: `(namespace, pattern)` when it is a Namespace
-/// the denylist names or lives in one; `None` otherwise.
+/// Why the federated object `obj` (of the kind of `policy`) is kept out of
+/// members by the namespace denylist: `(namespace, pattern)` when it is a
+/// Namespace the denylist names or lives in one; `None` otherwise.
 pub fn denied_namespace(
-    resource: &str,
+    policy: &KindPolicy,
     obj: &Value,
     denylist: &NamespaceDenylist,
 ) -> Option<(String, String)> {
-    let ns = if base_resource(resource) == "namespaces" {
+    let ns = if policy.is_namespace {
         meta_str(obj, "name")
     } else {
         meta_str(obj, "namespace")
@@ -179,54 +180,37 @@ pub const STRIPPED_ANNOTATIONS: [&str; 12] = [
     ORIGIN_UID_ANNOTATION,
 ];
 
-/// The template labels the job strategy generates (legacy and current).
-const JOB_GENERATED_LABELS: [&str; 4] = [
-    "controller-uid",
-    "batch.kubernetes.io/controller-uid",
-    "job-name",
-    "batch.kubernetes.io/job-name",
-];
-
-/// `configmaps`, `apps/deployments`, `deployments.apps` → the plural alone.
-fn base_resource(resource: &str) -> &str {
-    let r = resource.rsplit('/').next().unwrap_or(resource);
-    r.split('.').next().unwrap_or(r)
-}
-
 fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(field)?.as_str()
-}
-
-fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
-    obj.pointer("/metadata/labels")?.get(key)?.as_str()
 }
 
 fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
     obj.pointer("/metadata/annotations")?.get(key)?.as_str()
 }
 
-/// Whether the federated object `obj` of `resource` (plural, e.g.
-/// "configmaps"; a group-qualified name is fine) is propagated at all,
-/// under the process-wide namespace denylist ([`set_namespace_denylist`]).
-/// Also what a member copy must pass (an override must not turn a copy
-/// into something never propagated).
-pub fn is_propagated(resource: &str, obj: &Value) -> bool {
-    is_propagated_with(resource, obj, &namespace_denylist())
+/// Whether the federated object `obj`, of the kind whose rules are
+/// `policy` ([`crate::policy::of`]), is propagated at all, under the
+/// process-wide namespace denylist ([`set_namespace_denylist`]). Also what
+/// a member copy must pass (an override must not turn a copy into
+/// something never propagated).
+pub fn is_propagated(policy: &KindPolicy, obj: &Value) -> bool {
+    is_propagated_with(policy, obj, &namespace_denylist())
 }
 
 /// [`is_propagated`] under `denylist`.
-pub fn is_propagated_with(resource: &str, obj: &Value, denylist: &NamespaceDenylist) -> bool {
-    not_propagated_because(resource, obj, denylist).is_none()
+pub fn is_propagated_with(policy: &KindPolicy, obj: &Value, denylist: &NamespaceDenylist) -> bool {
+    not_propagated_because(policy, obj, denylist).is_none()
 }
 
-/// Why the object `obj` of `resource` is never propagated under
-/// `denylist` (a sentence naming the rule), or `None` when it is.
+/// Why the object `obj` (of the kind of `policy`) is never propagated
+/// under `denylist` (a sentence naming the rule), or `None` when it is:
+/// the generic rules (a name, not the control plane's own, not in a denied
+/// namespace), then the kind's own ([`KindPolicy::keep_home`]).
 pub fn not_propagated_because(
-    resource: &str,
+    policy: &KindPolicy,
     obj: &Value,
     denylist: &NamespaceDenylist,
 ) -> Option<String> {
-    let resource = base_resource(resource);
     let Some(name) = meta_str(obj, "name").filter(|n| !n.is_empty()) else {
         return Some("it has no name".into());
     };
@@ -236,58 +220,17 @@ pub fn not_propagated_because(
             "it is the federation control plane's own ({CONTROL_PLANE_ANNOTATION}: \"true\")"
         ));
     }
-    if let Some((ns, pattern)) = denied_namespace(resource, obj, denylist) {
+    if let Some((ns, pattern)) = denied_namespace(policy, obj, denylist) {
         return Some(format!(
             "namespace {ns} matches {pattern:?} of the member namespace denylist \
              (--member-namespace-denylist): the federation never writes into it in a member cluster"
         ));
     }
-    let own = |what: &str| Some(format!("{what} is each cluster's own"));
-    match resource {
-        // Per-cluster by nature (SPEC §3.4: events, leases, clusters).
-        "events" | "leases" | "clusters" => own(&format!("every object of {resource}")),
-        // Each cluster has its own `default`; its content propagates.
-        "namespaces" if name == "default" => own("namespace default"),
-        "configmaps" if name == "kube-root-ca.crt" => own("ConfigMap kube-root-ca.crt"),
-        "serviceaccounts" if name == "default" => own("ServiceAccount default"),
-        "services" if namespace == "default" && name == "kubernetes" => {
-            own("Service default/kubernetes")
-        }
-        "secrets"
-            if obj.get("type").and_then(Value::as_str)
-                == Some("kubernetes.io/service-account-token") =>
-        {
-            Some(
-                "a Secret of type kubernetes.io/service-account-token stays in the cluster \
-                 that issued it"
-                    .into(),
-            )
-        }
-        "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings"
-            if name.starts_with("system:")
-                || obj
-                    .pointer("/metadata/labels")
-                    .and_then(|l| l.get("kubernetes.io/bootstrapping"))
-                    .is_some() =>
-        {
-            own("bootstrap RBAC (a system: name or the kubernetes.io/bootstrapping label)")
-        }
-        "customresourcedefinitions" if label(obj, FEDERATED_CRD_LABEL) != Some("true") => {
-            Some(format!(
-                "a CustomResourceDefinition propagates only when labelled {FEDERATED_CRD_LABEL}=true"
-            ))
-        }
-        // Every cluster has its own: kube-apiserver creates the system
-        // PriorityClasses and the API Priority and Fairness bootstrap
-        // objects (annotated `apf.kubernetes.io/autoupdate-spec`) itself.
-        "priorityclasses" if name.starts_with("system-") => own("a system- PriorityClass"),
-        "flowschemas" | "prioritylevelconfigurations"
-            if annotation(obj, "apf.kubernetes.io/autoupdate-spec").is_some() =>
-        {
-            own("an API Priority and Fairness bootstrap object")
-        }
-        _ => None,
-    }
+    (policy.keep_home)(&Candidate {
+        name,
+        namespace,
+        object: obj,
+    })
 }
 
 /// The object to server-side-apply to `cluster`: built from the federated
@@ -296,12 +239,12 @@ pub fn not_propagated_because(
 /// Kept: apiVersion, kind, metadata.{name, namespace, labels, annotations}
 /// and every other top-level field but `status`; then the control
 /// annotations are removed ([`STRIPPED_ANNOTATIONS`]), the fields the
-/// federation's server assigned are removed per kind, [`MANAGED_LABEL`] and
+/// federation's server assigned are removed ([`KindPolicy::strip`]), [`MANAGED_LABEL`] and
 /// [`ORIGIN_UID_ANNOTATION`] are set, the overrides applied, and the label
 /// and annotation set again (an override cannot detach the member object
 /// from its federated object).
-pub fn member_copy(resource: &str, fed: &Value, cluster: &str) -> Result<Value, String> {
-    member_copy_with(resource, fed, cluster, None)
+pub fn member_copy(policy: &KindPolicy, fed: &Value, cluster: &str) -> Result<Value, String> {
+    member_copy_with(policy, fed, cluster, None)
 }
 
 /// Per-cluster fields of a member copy, decided by the federation (the
@@ -329,6 +272,21 @@ impl ClusterFields {
     pub fn without_replicas() -> Self {
         let mut f = Self::default();
         f.omit.insert("/spec/replicas".into());
+        f
+    }
+
+    /// The field at `pointer` = `n` in this cluster (a kind's replicas,
+    /// [`crate::policy::Replicas::Workload`]).
+    pub fn set_at(pointer: &str, n: i64) -> Self {
+        let mut f = Self::default();
+        f.set.insert(pointer.into(), Value::from(n));
+        f
+    }
+
+    /// The field at `pointer` left to the member (not sent).
+    pub fn omit_at(pointer: &str) -> Self {
+        let mut f = Self::default();
+        f.omit.insert(pointer.into());
         f
     }
 
@@ -394,7 +352,7 @@ fn set_pointer(root: &mut Value, pointer: &str, v: Value) {
 /// the user's overrides (an explicit override wins), omitted after them (a
 /// field the member owns is never sent).
 pub fn member_copy_with(
-    resource: &str,
+    policy: &KindPolicy,
     fed: &Value,
     cluster: &str,
     fields: Option<&ClusterFields>,
@@ -417,17 +375,7 @@ pub fn member_copy_with(
         out.insert("metadata".into(), Value::Object(Map::new()));
     }
     let mut copy = Value::Object(out);
-    match base_resource(resource) {
-        "services" => strip_service(&mut copy),
-        "jobs" => strip_job(&mut copy),
-        "namespaces" => strip_namespace(&mut copy),
-        "serviceaccounts" => {
-            if let Some(o) = copy.as_object_mut() {
-                o.remove("secrets");
-            }
-        }
-        _ => {}
-    }
+    (policy.strip)(&mut copy);
     let uid = meta_str(fed, "uid").unwrap_or_default();
     mark(&mut copy, uid);
     if let Some(f) = fields {
@@ -484,70 +432,6 @@ fn set_in(meta: &mut Value, map: &str, key: &str, value: &str) {
     }
     if let Some(m) = entry.as_object_mut() {
         m.insert(key.into(), Value::String(value.into()));
-    }
-}
-
-/// Services: clusterIP(s) (unless headless), node ports and the health-check
-/// node port are the federation server's allocations.
-fn strip_service(copy: &mut Value) {
-    let Some(spec) = copy.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
-    };
-    if spec.get("clusterIP").and_then(Value::as_str) != Some("None") {
-        spec.shift_remove("clusterIP");
-    }
-    let headless_ips = spec
-        .get("clusterIPs")
-        .and_then(Value::as_array)
-        .is_some_and(|ips| !ips.is_empty() && ips.iter().all(|ip| ip.as_str() == Some("None")));
-    if !headless_ips {
-        spec.shift_remove("clusterIPs");
-    }
-    spec.shift_remove("healthCheckNodePort");
-    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
-        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
-            p.shift_remove("nodePort");
-        }
-    }
-}
-
-/// Jobs without a manual selector: the selector and template labels the
-/// job strategy generated from the federated object's uid.
-fn strip_job(copy: &mut Value) {
-    let Some(spec) = copy.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
-    };
-    if spec.get("manualSelector").and_then(Value::as_bool) == Some(true) {
-        return;
-    }
-    spec.shift_remove("selector");
-    let Some(meta) = spec
-        .get_mut("template")
-        .and_then(|t| t.get_mut("metadata"))
-        .and_then(Value::as_object_mut)
-    else {
-        return;
-    };
-    if let Some(labels) = meta.get_mut("labels").and_then(Value::as_object_mut) {
-        for l in JOB_GENERATED_LABELS {
-            labels.shift_remove(l);
-        }
-        if labels.is_empty() {
-            meta.shift_remove("labels");
-        }
-    }
-}
-
-/// Namespaces: `spec.finalizers` (`kubernetes`) is each cluster's own.
-fn strip_namespace(copy: &mut Value) {
-    let Some(obj) = copy.as_object_mut() else {
-        return;
-    };
-    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-        spec.shift_remove("finalizers");
-        if spec.is_empty() {
-            obj.shift_remove("spec");
-        }
     }
 }
 
@@ -673,30 +557,39 @@ mod tests {
             "spec": {"replicas": 10, "paused": false}
         });
         let five = ClusterFields::replicas(5);
-        let m1 = member_copy_with("deployments", &fed, "m1", Some(&five)).unwrap_or_default();
+        let m1 =
+            member_copy_with(k("apps", "Deployment"), &fed, "m1", Some(&five)).unwrap_or_default();
         assert_eq!(m1["spec"]["replicas"], 5);
-        let m2 = member_copy_with("deployments", &fed, "m2", Some(&five)).unwrap_or_default();
+        let m2 =
+            member_copy_with(k("apps", "Deployment"), &fed, "m2", Some(&five)).unwrap_or_default();
         assert_eq!(m2["spec"]["replicas"], 7, "the user's override wins");
         let hpa = ClusterFields::without_replicas();
-        let m3 = member_copy_with("deployments", &fed, "m2", Some(&hpa)).unwrap_or_default();
+        let m3 =
+            member_copy_with(k("apps", "Deployment"), &fed, "m2", Some(&hpa)).unwrap_or_default();
         assert!(m3["spec"].get("replicas").is_none(), "{m3}");
         assert_eq!(m3["spec"]["paused"], false);
         let mut deep = ClusterFields::default();
         deep.set
             .insert("/spec/template/x~1y".into(), serde_json::json!(1));
-        let d = member_copy_with("deployments", &fed, "m1", Some(&deep)).unwrap_or_default();
+        let d =
+            member_copy_with(k("apps", "Deployment"), &fed, "m1", Some(&deep)).unwrap_or_default();
         assert_eq!(d["spec"]["template"]["x/y"], 1);
     }
 
     use super::*;
     use serde_json::json;
 
+    /// The policy of `group`/`kind`.
+    fn k(group: &str, kind: &str) -> &'static KindPolicy {
+        crate::policy::of(group, kind)
+    }
+
     fn obj(resource_meta: Value) -> Value {
         json!({"apiVersion": "v1", "kind": "X", "metadata": resource_meta})
     }
 
-    fn copy(resource: &str, fed: &Value) -> Value {
-        match member_copy(resource, fed, "east") {
+    fn copy(policy: &KindPolicy, fed: &Value) -> Value {
+        match member_copy(policy, fed, "east") {
             Ok(v) => v,
             Err(e) => panic!("member_copy failed: {e}"),
         }
@@ -707,33 +600,35 @@ mod tests {
     #[test]
     fn ordinary_objects_are_propagated() {
         let cm = obj(json!({"name": "app", "namespace": "shop"}));
-        assert!(is_propagated("configmaps", &cm));
-        assert!(is_propagated("deployments", &cm));
-        assert!(is_propagated("apps/deployments", &cm));
-        assert!(is_propagated("namespaces", &obj(json!({"name": "shop"}))));
+        assert!(is_propagated(k("", "ConfigMap"), &cm));
+        assert!(is_propagated(k("apps", "Deployment"), &cm));
+        assert!(is_propagated(
+            k("", "Namespace"),
+            &obj(json!({"name": "shop"}))
+        ));
     }
 
     #[test]
     fn objects_without_a_name_are_not_propagated() {
         assert!(!is_propagated(
-            "configmaps",
+            k("", "ConfigMap"),
             &obj(json!({"namespace": "shop"}))
         ));
         assert!(!is_propagated(
-            "configmaps",
+            k("", "ConfigMap"),
             &obj(json!({"name": "", "namespace": "shop"}))
         ));
-        assert!(!is_propagated("configmaps", &json!({})));
+        assert!(!is_propagated(k("", "ConfigMap"), &json!({})));
     }
 
     #[test]
     fn control_plane_objects_are_not_propagated() {
         let o = obj(json!({"name": "a", "namespace": "shop",
             "annotations": {CONTROL_PLANE_ANNOTATION: "true"}}));
-        assert!(!is_propagated("configmaps", &o));
+        assert!(!is_propagated(k("", "ConfigMap"), &o));
         let o = obj(json!({"name": "a", "namespace": "shop",
             "annotations": {CONTROL_PLANE_ANNOTATION: "false"}}));
-        assert!(is_propagated("configmaps", &o));
+        assert!(is_propagated(k("", "ConfigMap"), &o));
     }
 
     #[test]
@@ -745,10 +640,10 @@ mod tests {
             "federation-system",
         ] {
             let o = obj(json!({"name": "a", "namespace": ns}));
-            assert!(!is_propagated("configmaps", &o), "{ns}");
+            assert!(!is_propagated(k("", "ConfigMap"), &o), "{ns}");
         }
         assert!(is_propagated(
-            "configmaps",
+            k("", "ConfigMap"),
             &obj(json!({"name": "a", "namespace": "default"}))
         ));
     }
@@ -767,7 +662,7 @@ mod tests {
             "openshift-config",
         ] {
             assert!(
-                !is_propagated("namespaces", &obj(json!({"name": ns}))),
+                !is_propagated(k("", "Namespace"), &obj(json!({"name": ns}))),
                 "{ns}"
             );
         }
@@ -777,11 +672,11 @@ mod tests {
     fn the_default_denylist_keeps_every_system_namespace_home() {
         for ns in ["istio-system", "kube-flannel", "openshift-config"] {
             let o = obj(json!({"name": "a", "namespace": ns}));
-            assert!(!is_propagated("configmaps", &o), "{ns}");
+            assert!(!is_propagated(k("", "ConfigMap"), &o), "{ns}");
         }
         for ns in ["systems", "my-kube", "tenant-x", "system"] {
             assert!(
-                is_propagated("namespaces", &obj(json!({"name": ns}))),
+                is_propagated(k("", "Namespace"), &obj(json!({"name": ns}))),
                 "{ns}"
             );
         }
@@ -789,12 +684,16 @@ mod tests {
         assert_eq!(d.denies("istio-system"), Some("*-system"));
         assert_eq!(d.denies("kube-public"), Some("kube-*"));
         assert_eq!(
-            denied_namespace("namespaces", &obj(json!({"name": "istio-system"})), &d),
+            denied_namespace(
+                k("", "Namespace"),
+                &obj(json!({"name": "istio-system"})),
+                &d
+            ),
             Some(("istio-system".into(), "*-system".into()))
         );
         assert_eq!(
             denied_namespace(
-                "configmaps",
+                k("", "ConfigMap"),
                 &obj(json!({"name": "x", "namespace": "shop"})),
                 &d
             ),
@@ -807,12 +706,16 @@ mod tests {
         let d = NamespaceDenylist::new(["team-*", "legacy", ""]);
         assert_eq!(d.patterns(), ["team-*", "legacy"]);
         let ns = |n: &str| obj(json!({"name": n}));
-        assert!(!is_propagated_with("namespaces", &ns("team-a"), &d));
-        assert!(!is_propagated_with("namespaces", &ns("legacy"), &d));
-        assert!(is_propagated_with("namespaces", &ns("legacy-2"), &d));
-        assert!(is_propagated_with("namespaces", &ns("istio-system"), &d));
+        assert!(!is_propagated_with(k("", "Namespace"), &ns("team-a"), &d));
+        assert!(!is_propagated_with(k("", "Namespace"), &ns("legacy"), &d));
+        assert!(is_propagated_with(k("", "Namespace"), &ns("legacy-2"), &d));
+        assert!(is_propagated_with(
+            k("", "Namespace"),
+            &ns("istio-system"),
+            &d
+        ));
         let why = not_propagated_because(
-            "configmaps",
+            k("", "ConfigMap"),
             &obj(json!({"name": "c", "namespace": "team-b"})),
             &d,
         );
@@ -825,7 +728,10 @@ mod tests {
         );
         let none = NamespaceDenylist::new(Vec::<String>::new());
         for sys in SYSTEM_NAMESPACES {
-            assert!(!is_propagated_with("namespaces", &ns(sys), &none), "{sys}");
+            assert!(
+                !is_propagated_with(k("", "Namespace"), &ns(sys), &none),
+                "{sys}"
+            );
             assert_eq!(none.denies(sys), Some(sys));
         }
     }
@@ -848,17 +754,17 @@ mod tests {
     #[test]
     fn per_cluster_defaults_are_not_propagated() {
         let root_ca = obj(json!({"name": "kube-root-ca.crt", "namespace": "shop"}));
-        assert!(!is_propagated("configmaps", &root_ca));
+        assert!(!is_propagated(k("", "ConfigMap"), &root_ca));
         let sa = obj(json!({"name": "default", "namespace": "shop"}));
-        assert!(!is_propagated("serviceaccounts", &sa));
+        assert!(!is_propagated(k("", "ServiceAccount"), &sa));
         assert!(is_propagated(
-            "serviceaccounts",
+            k("", "ServiceAccount"),
             &obj(json!({"name": "builder", "namespace": "shop"}))
         ));
         let kubernetes = obj(json!({"name": "kubernetes", "namespace": "default"}));
-        assert!(!is_propagated("services", &kubernetes));
+        assert!(!is_propagated(k("", "Service"), &kubernetes));
         assert!(is_propagated(
-            "services",
+            k("", "Service"),
             &obj(json!({"name": "kubernetes", "namespace": "shop"}))
         ));
     }
@@ -867,76 +773,126 @@ mod tests {
     fn service_account_token_secrets_are_not_propagated() {
         let mut s = obj(json!({"name": "tok", "namespace": "shop"}));
         s["type"] = json!("kubernetes.io/service-account-token");
-        assert!(!is_propagated("secrets", &s));
-        let why = not_propagated_because("secrets", &s, &NamespaceDenylist::default());
+        assert!(!is_propagated(k("", "Secret"), &s));
+        let why = not_propagated_because(k("", "Secret"), &s, &NamespaceDenylist::default());
         assert!(
             why.is_some_and(|w| w.contains("kubernetes.io/service-account-token")),
             "the reason names the rule"
         );
         s["type"] = json!("Opaque");
-        assert!(is_propagated("secrets", &s));
+        assert!(is_propagated(k("", "Secret"), &s));
     }
 
     #[test]
     fn bootstrap_rbac_is_not_propagated() {
-        for r in [
-            "roles",
-            "rolebindings",
-            "clusterroles",
-            "clusterrolebindings.rbac.authorization.k8s.io",
-        ] {
+        for kind in ["Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"] {
+            let r = k("rbac.authorization.k8s.io", kind);
             assert!(
                 !is_propagated(r, &obj(json!({"name": "system:controller:x"}))),
-                "{r}"
+                "{kind}"
             );
             let labelled = obj(
                 json!({"name": "admin", "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"}}),
             );
-            assert!(!is_propagated(r, &labelled), "{r}");
-            assert!(is_propagated(r, &obj(json!({"name": "reader"}))), "{r}");
+            assert!(!is_propagated(r, &labelled), "{kind}");
+            assert!(is_propagated(r, &obj(json!({"name": "reader"}))), "{kind}");
         }
     }
 
     #[test]
     fn each_clusters_own_priority_classes_and_apf_bootstrap_are_not_propagated() {
         assert!(!is_propagated(
-            "priorityclasses.scheduling.k8s.io",
+            k("scheduling.k8s.io", "PriorityClass"),
             &obj(json!({"name": "system-node-critical"}))
         ));
         assert!(is_propagated(
-            "priorityclasses",
+            k("scheduling.k8s.io", "PriorityClass"),
             &obj(json!({"name": "batch-low"}))
         ));
-        for r in ["flowschemas", "prioritylevelconfigurations"] {
+        for kind in ["FlowSchema", "PriorityLevelConfiguration"] {
+            let r = k("flowcontrol.apiserver.k8s.io", kind);
             let bootstrap = obj(json!({"name": "exempt",
                 "annotations": {"apf.kubernetes.io/autoupdate-spec": "true"}}));
-            assert!(!is_propagated(r, &bootstrap), "{r}");
-            assert!(is_propagated(r, &obj(json!({"name": "tenant-a"}))), "{r}");
+            assert!(!is_propagated(r, &bootstrap), "{kind}");
+            assert!(
+                is_propagated(r, &obj(json!({"name": "tenant-a"}))),
+                "{kind}"
+            );
         }
     }
 
     #[test]
     fn crds_are_propagated_only_when_labelled_federated() {
         let plain = obj(json!({"name": "widgets.example.com"}));
-        assert!(!is_propagated("customresourcedefinitions", &plain));
+        assert!(!is_propagated(
+            k("apiextensions.k8s.io", "CustomResourceDefinition"),
+            &plain
+        ));
         let fed =
             obj(json!({"name": "widgets.example.com", "labels": {FEDERATED_CRD_LABEL: "true"}}));
-        assert!(is_propagated("customresourcedefinitions", &fed));
         assert!(is_propagated(
-            "customresourcedefinitions.apiextensions.k8s.io",
+            k("apiextensions.k8s.io", "CustomResourceDefinition"),
+            &fed
+        ));
+        assert!(is_propagated(
+            k("apiextensions.k8s.io", "CustomResourceDefinition"),
             &fed
         ));
         let no =
             obj(json!({"name": "widgets.example.com", "labels": {FEDERATED_CRD_LABEL: "false"}}));
-        assert!(!is_propagated("customresourcedefinitions", &no));
+        assert!(!is_propagated(
+            k("apiextensions.k8s.io", "CustomResourceDefinition"),
+            &no
+        ));
     }
 
     #[test]
     fn events_leases_and_clusters_are_not_propagated() {
         let o = obj(json!({"name": "a", "namespace": "shop"}));
-        for r in ["events", "events.k8s.io/events", "leases", "clusters"] {
-            assert!(!is_propagated(r, &o), "{r}");
+        for (group, kind) in [
+            ("", "Event"),
+            ("events.k8s.io", "Event"),
+            ("coordination.k8s.io", "Lease"),
+            ("federation", "Cluster"),
+        ] {
+            assert!(!is_propagated(k(group, kind), &o), "{kind}");
         }
+    }
+
+    #[test]
+    fn a_custom_resource_named_like_a_core_kind_is_not_that_kind() {
+        // CRD services.example.com, kind Service: not core's Service.
+        let svc = json!({"apiVersion": "example.com/v1", "kind": "Service",
+            "metadata": {"name": "kubernetes", "namespace": "default", "uid": "u"},
+            "spec": {"clusterIP": "10.0.0.7", "ports": [{"port": 80, "nodePort": 30080}]}});
+        let policy = crate::policy::of_object(&svc);
+        assert!(policy.is_default());
+        assert!(
+            is_propagated(policy, &svc),
+            "core's default/kubernetes rule"
+        );
+        let c = copy(policy, &svc);
+        assert_eq!(
+            c["spec"], svc["spec"],
+            "nothing of core Service's is stripped"
+        );
+        assert!(
+            !is_propagated(k("", "Service"), &svc),
+            "the core kind's rule"
+        );
+        // CRD secrets.example.com, kind Secret: its `type` means nothing.
+        let secret = json!({"apiVersion": "example.com/v1", "kind": "Secret",
+            "metadata": {"name": "tok", "namespace": "shop"},
+            "type": "kubernetes.io/service-account-token"});
+        let policy = crate::policy::of_object(&secret);
+        assert!(policy.is_default());
+        assert!(is_propagated(policy, &secret));
+        assert!(!is_propagated(k("", "Secret"), &secret));
+        // The same for a kind built from its CRD.
+        let kind =
+            crate::kinds::FederatedKind::new("example.com", "v1", "Service", "services", true)
+                .custom();
+        assert!(kind.policy().is_default());
     }
 
     // --- member_copy -----------------------------------------------------
@@ -971,7 +927,7 @@ mod tests {
 
     #[test]
     fn member_copy_keeps_identity_user_fields_labels_and_annotations() {
-        let c = copy("configmaps", &fed_configmap());
+        let c = copy(k("", "ConfigMap"), &fed_configmap());
         assert_eq!(c["apiVersion"], json!("v1"));
         assert_eq!(c["kind"], json!("ConfigMap"));
         assert_eq!(c["data"], json!({"k": "v"}));
@@ -983,7 +939,7 @@ mod tests {
 
     #[test]
     fn member_copy_drops_status_and_server_set_metadata() {
-        let c = copy("configmaps", &fed_configmap());
+        let c = copy(k("", "ConfigMap"), &fed_configmap());
         assert!(c.get("status").is_none());
         let meta = c["metadata"].as_object().cloned().unwrap_or_default();
         let keys: Vec<&str> = meta.keys().map(String::as_str).collect();
@@ -992,7 +948,7 @@ mod tests {
 
     #[test]
     fn member_copy_strips_control_annotations() {
-        let c = copy("configmaps", &fed_configmap());
+        let c = copy(k("", "ConfigMap"), &fed_configmap());
         let ann = c["metadata"]["annotations"]
             .as_object()
             .cloned()
@@ -1004,7 +960,7 @@ mod tests {
 
     #[test]
     fn member_copy_marks_managed_and_origin_uid() {
-        let c = copy("configmaps", &fed_configmap());
+        let c = copy(k("", "ConfigMap"), &fed_configmap());
         assert_eq!(c["metadata"]["labels"][MANAGED_LABEL], json!("true"));
         assert_eq!(
             c["metadata"]["annotations"][ORIGIN_UID_ANNOTATION],
@@ -1013,7 +969,7 @@ mod tests {
         // Without labels or annotations at all, they are created.
         let bare = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "a", "namespace": "shop", "uid": "u-2"}});
-        let c = copy("configmaps", &bare);
+        let c = copy(k("", "ConfigMap"), &bare);
         assert_eq!(c["metadata"]["labels"], json!({MANAGED_LABEL: "true"}));
         assert_eq!(
             c["metadata"]["annotations"],
@@ -1028,9 +984,9 @@ mod tests {
             r#"{"*": [{"op": "replace", "path": "/data/k", "value": "all"}],
                 "east": [{"op": "add", "path": "/data/e", "value": "1"}]}"#
         );
-        let east = copy("configmaps", &fed);
+        let east = copy(k("", "ConfigMap"), &fed);
         assert_eq!(east["data"], json!({"k": "all", "e": "1"}));
-        let west = match member_copy("configmaps", &fed, "west") {
+        let west = match member_copy(k("", "ConfigMap"), &fed, "west") {
             Ok(v) => v,
             Err(e) => panic!("{e}"),
         };
@@ -1047,7 +1003,7 @@ mod tests {
         let mut fed = fed_configmap();
         fed["metadata"]["annotations"][OVERRIDES_ANNOTATION] =
             json!(r#"{"*": [{"op": "remove", "path": "/metadata/labels"}]}"#);
-        let c = copy("configmaps", &fed);
+        let c = copy(k("", "ConfigMap"), &fed);
         assert_eq!(c["metadata"]["labels"], json!({MANAGED_LABEL: "true"}));
         assert_eq!(
             c["metadata"]["annotations"][ORIGIN_UID_ANNOTATION],
@@ -1059,11 +1015,11 @@ mod tests {
     fn member_copy_fails_only_on_bad_overrides() {
         let mut fed = fed_configmap();
         fed["metadata"]["annotations"][OVERRIDES_ANNOTATION] = json!("{not json");
-        let e = member_copy("configmaps", &fed, "east");
+        let e = member_copy(k("", "ConfigMap"), &fed, "east");
         assert!(e.is_err_and(|e| e.contains("invalid JSON")));
         fed["metadata"]["annotations"][OVERRIDES_ANNOTATION] =
             json!(r#"{"east": [{"op": "replace", "path": "/metadata/name", "value": "x"}]}"#);
-        assert!(member_copy("configmaps", &fed, "east").is_err());
+        assert!(member_copy(k("", "ConfigMap"), &fed, "east").is_err());
     }
 
     #[test]
@@ -1079,7 +1035,7 @@ mod tests {
                 "selector": {"app": "web"}
             }
         });
-        let c = copy("services", &svc);
+        let c = copy(k("", "Service"), &svc);
         assert_eq!(
             c["spec"],
             json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
@@ -1094,7 +1050,7 @@ mod tests {
             "metadata": {"name": "db", "namespace": "shop"},
             "spec": {"clusterIP": "None", "clusterIPs": ["None"], "ports": [{"port": 5432}]}
         });
-        let c = copy("services", &svc);
+        let c = copy(k("", "Service"), &svc);
         assert_eq!(c["spec"]["clusterIP"], json!("None"));
         assert_eq!(c["spec"]["clusterIPs"], json!(["None"]));
     }
@@ -1119,7 +1075,7 @@ mod tests {
 
     #[test]
     fn jobs_drop_the_generated_selector_and_labels() {
-        let c = copy("jobs", &fed_job(false));
+        let c = copy(k("batch", "Job"), &fed_job(false));
         assert!(c["spec"].get("selector").is_none());
         assert_eq!(
             c["spec"]["template"]["metadata"]["labels"],
@@ -1140,14 +1096,14 @@ mod tests {
         {
             l.shift_remove("app");
         }
-        let c = copy("jobs", &job);
+        let c = copy(k("batch", "Job"), &job);
         assert!(c["spec"]["template"]["metadata"].get("labels").is_none());
     }
 
     #[test]
     fn jobs_with_a_manual_selector_keep_it() {
         let job = fed_job(true);
-        let c = copy("jobs", &job);
+        let c = copy(k("batch", "Job"), &job);
         assert_eq!(c["spec"]["selector"], job["spec"]["selector"]);
         assert_eq!(c["spec"]["template"], job["spec"]["template"]);
     }
@@ -1157,7 +1113,7 @@ mod tests {
         let ns = json!({"apiVersion": "v1", "kind": "Namespace",
             "metadata": {"name": "shop", "uid": "u"},
             "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
-        let c = copy("namespaces", &ns);
+        let c = copy(k("", "Namespace"), &ns);
         assert!(c.get("spec").is_none());
         assert!(c.get("status").is_none());
         assert_eq!(c["metadata"]["name"], json!("shop"));
@@ -1169,7 +1125,7 @@ mod tests {
             "metadata": {"name": "builder", "namespace": "shop"},
             "secrets": [{"name": "builder-token-abc"}],
             "imagePullSecrets": [{"name": "registry"}]});
-        let c = copy("serviceaccounts", &sa);
+        let c = copy(k("", "ServiceAccount"), &sa);
         assert!(c.get("secrets").is_none());
         assert_eq!(c["imagePullSecrets"], json!([{"name": "registry"}]));
     }
@@ -1179,7 +1135,7 @@ mod tests {
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "a", "namespace": "shop"},
             "secrets": "kept", "spec": {"clusterIP": "1.2.3.4", "finalizers": ["x"]}});
-        let c = copy("configmaps", &cm);
+        let c = copy(k("", "ConfigMap"), &cm);
         assert_eq!(c["secrets"], json!("kept"));
         assert_eq!(
             c["spec"],
@@ -1191,9 +1147,9 @@ mod tests {
 
     #[test]
     fn hash_is_stable_for_the_same_input() {
-        let c = copy("configmaps", &fed_configmap());
+        let c = copy(k("", "ConfigMap"), &fed_configmap());
         let h = content_hash(&c);
-        assert_eq!(h, content_hash(&copy("configmaps", &fed_configmap())));
+        assert_eq!(h, content_hash(&copy(k("", "ConfigMap"), &fed_configmap())));
         assert_eq!(h.len(), 32);
         assert!(h.chars().all(|c| c.is_ascii_hexdigit()));
     }

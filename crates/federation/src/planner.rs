@@ -95,26 +95,20 @@ impl ReplicaAllocationPreferences {
     }
 }
 
-/// The preferences annotation a kind reads (`None`: the kind is not
-/// scheduled by replicas).
-pub fn preferences_annotation(kind: &str) -> Option<&'static str> {
-    match kind {
-        "ReplicaSet" => Some(REPLICA_SET_PREFERENCES_ANNOTATION),
-        "Deployment" | "StatefulSet" => Some(DEPLOYMENT_PREFERENCES_ANNOTATION),
-        _ => None,
-    }
-}
-
-/// The preferences of a federated workload of `kind`, as v1's scheduling
-/// adapter got them: the annotation if present and readable, else the
-/// default ([`ReplicaAllocationPreferences::even`]). The error (for an
-/// event) is returned beside the default when the annotation is unreadable.
-pub fn preferences_of(kind: &str, obj: &Value) -> (ReplicaAllocationPreferences, Option<String>) {
-    let text = preferences_annotation(kind).and_then(|key| {
-        obj.pointer("/metadata/annotations")
-            .and_then(|a| a.get(key))
-            .and_then(Value::as_str)
-    });
+/// The preferences of a federated workload, read from its annotation
+/// `annotation` (the kind's, [`crate::policy::Replicas::Workload`]), as v1's
+/// scheduling adapter got them: the annotation if present and readable,
+/// else the default ([`ReplicaAllocationPreferences::even`]). The error (for
+/// an event) is returned beside the default when the annotation is
+/// unreadable.
+pub fn preferences_of(
+    annotation: &str,
+    obj: &Value,
+) -> (ReplicaAllocationPreferences, Option<String>) {
+    let text = obj
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(annotation))
+        .and_then(Value::as_str);
     match text.map(parse_preferences) {
         None => (ReplicaAllocationPreferences::even(), None),
         Some(Ok(p)) => (p, None),
@@ -984,13 +978,21 @@ mod tests {
         }
     }
 
+    /// The preferences annotation of apps/v1 `kind`, as its policy says.
+    fn annotation_of(kind: &str) -> &'static str {
+        match crate::policy::of("apps", kind).replicas {
+            crate::policy::Replicas::Workload { preferences, .. } => preferences,
+            other => panic!("{kind}: {other:?}"),
+        }
+    }
+
     #[test]
     fn preferences_of_falls_back_to_the_even_default() {
         let obj = |a: Value| serde_json::json!({"metadata": {"annotations": a}});
-        let (p, e) = preferences_of("Deployment", &obj(serde_json::json!({})));
+        let (p, e) = preferences_of(annotation_of("Deployment"), &obj(serde_json::json!({})));
         assert_eq!((p, e), (ReplicaAllocationPreferences::even(), None));
         let (p, e) = preferences_of(
-            "Deployment",
+            annotation_of("Deployment"),
             &obj(serde_json::json!({DEPLOYMENT_PREFERENCES_ANNOTATION: "{oops"})),
         );
         assert_eq!(p, ReplicaAllocationPreferences::even());
@@ -1000,18 +1002,20 @@ mod tests {
             REPLICA_SET_PREFERENCES_ANNOTATION: r#"{"clusters": {"a": {"weight": 1}}}"#
         }));
         assert_eq!(
-            preferences_of("ReplicaSet", &rs).0.clusters,
+            preferences_of(annotation_of("ReplicaSet"), &rs).0.clusters,
             prefs(&[("a", w(1))])
         );
         assert_eq!(
-            preferences_of("Deployment", &rs).0,
+            preferences_of(annotation_of("Deployment"), &rs).0,
             ReplicaAllocationPreferences::even()
         );
         let sts = obj(serde_json::json!({
             DEPLOYMENT_PREFERENCES_ANNOTATION: r#"{"clusters": {"b": {"weight": 1}}}"#
         }));
         assert_eq!(
-            preferences_of("StatefulSet", &sts).0.clusters,
+            preferences_of(annotation_of("StatefulSet"), &sts)
+                .0
+                .clusters,
             prefs(&[("b", w(1))])
         );
     }

@@ -53,6 +53,7 @@ use crate::kinds::FederatedKind;
 use crate::member_object::ClusterFields;
 use crate::placement;
 use crate::planner;
+use crate::policy::{GroupKind, Replicas};
 use crate::sync::{ReplicaScheduler, ScheduleInput};
 
 /// The event recorded when a workload's replicas move between clusters.
@@ -81,8 +82,8 @@ pub struct Scheduler {
     recorder: Recorder,
     hpas: Store<DynamicObject>,
     memory: Mutex<HashMap<String, Memory>>,
-    /// Per kind id, where sync takes the keys to reconcile again.
-    wakeups: Mutex<HashMap<String, mpsc::UnboundedSender<ObjectKey>>>,
+    /// Per workload kind, where sync takes the keys to reconcile again.
+    wakeups: Mutex<HashMap<GroupKind, mpsc::UnboundedSender<ObjectKey>>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -104,13 +105,17 @@ fn hpa_resource() -> ApiResource {
     }
 }
 
-/// The kinds whose replicas are scheduled.
-fn scheduled(group: &str, kind: &str) -> bool {
-    group == "apps" && matches!(kind, "Deployment" | "ReplicaSet" | "StatefulSet")
-}
-
-fn workload_id(kind: &str) -> String {
-    format!("{}s.apps", kind.to_ascii_lowercase())
+/// Where the replicas of `kind` live, if it is a workload the scheduler
+/// plans (its policy's [`Replicas::Workload`]): `(pointer, preferences
+/// annotation)`.
+fn workload(kind: &FederatedKind) -> Option<(&'static str, &'static str)> {
+    match kind.policy().replicas {
+        Replicas::Workload {
+            pointer,
+            preferences,
+        } => Some((pointer, preferences)),
+        Replicas::None | Replicas::Autoscaler => None,
+    }
 }
 
 impl Scheduler {
@@ -148,11 +153,9 @@ impl Scheduler {
                     // An HPA changed: the workload it scales is scheduled anew.
                     Some(Ok(h)) => {
                         let v = serde_json::to_value(&h).unwrap_or(Value::Null);
-                        if let Some(t) = hpa::scale_target(&v)
-                            && scheduled("apps", &t.kind)
-                        {
+                        if let Some(t) = hpa::scale_target(&v) {
                             let key = ObjectKey::new(h.namespace().as_deref(), &t.name);
-                            me.wake(&workload_id(&t.kind), key);
+                            me.wake_target(&t, key);
                         }
                     }
                     Some(Err(e)) => tracing::debug!(error = %e, "federated HPA watch"),
@@ -163,14 +166,23 @@ impl Scheduler {
         this
     }
 
-    /// Ask sync to reconcile object `key` of kind `kind_id` again.
-    fn wake(&self, kind_id: &str, key: ObjectKey) {
-        if let Some(tx) = self.wakeups.lock().get(kind_id) {
-            let _ = tx.unbounded_send(key);
+    /// Ask sync to reconcile again the workload `key` an HPA's target
+    /// names (every scheduled kind it may be, when it names no group).
+    fn wake_target(&self, target: &hpa::ScaleTarget, key: ObjectKey) {
+        for (gk, tx) in self.wakeups.lock().iter() {
+            if target.is(&gk.group, &gk.kind, &target.name) {
+                let _ = tx.unbounded_send(key.clone());
+            }
         }
     }
 
-    fn controlling_hpa(&self, ns: Option<&str>, kind: &str, name: &str) -> Option<Value> {
+    fn controlling_hpa(
+        &self,
+        ns: Option<&str>,
+        group: &str,
+        kind: &str,
+        name: &str,
+    ) -> Option<Value> {
         let hpas: Vec<Value> = self
             .hpas
             .state()
@@ -178,14 +190,14 @@ impl Scheduler {
             .filter(|h| h.namespace().as_deref() == ns && h.metadata.deletion_timestamp.is_none())
             .filter_map(|h| serde_json::to_value(&**h).ok())
             .collect();
-        hpa::controlling_hpa(&hpas, "apps", kind, name).cloned()
+        hpa::controlling_hpa(&hpas, group, kind, name).cloned()
     }
 
     fn schedule_hpa(&self, input: &ScheduleInput<'_>) -> Option<BTreeMap<String, ClusterFields>> {
         let fed = input.object;
         let (min, max) = hpa::min_max(fed);
         // The HPA's own preferences annotation, if any (weight 1 each).
-        let (prefs, _) = planner::preferences_of("Deployment", fed);
+        let (prefs, _) = planner::preferences_of(planner::DEPLOYMENT_PREFERENCES_ANNOTATION, fed);
         let clusters = ready_selected(input);
         let shares = hpa::split(&prefs, min, max, &clusters, &object_key(fed));
         Some(
@@ -205,6 +217,7 @@ impl Scheduler {
         &self,
         input: &ScheduleInput<'_>,
         hpa_obj: &Value,
+        pointer: &str,
     ) -> BTreeMap<String, ClusterFields> {
         let hpa_placement = placement::placement_of(hpa_obj);
         let key = key_of(input.object);
@@ -217,15 +230,15 @@ impl Scheduler {
                     match input
                         .informer
                         .get(&c.member.name, &key)
-                        .and_then(|o| o.data.pointer("/spec/replicas").and_then(Value::as_i64))
+                        .and_then(|o| o.data.pointer(pointer).and_then(Value::as_i64))
                     {
                         // The member's autoscaler decides; we send back
                         // what it decided (never our own number).
-                        Some(r) => ClusterFields::replicas(r),
-                        None => ClusterFields::without_replicas(),
+                        Some(r) => ClusterFields::set_at(pointer, r),
+                        None => ClusterFields::omit_at(pointer),
                     }
                 } else {
-                    ClusterFields::replicas(0)
+                    ClusterFields::set_at(pointer, 0)
                 };
                 (c.member.name.clone(), fields)
             })
@@ -235,29 +248,27 @@ impl Scheduler {
     fn schedule_workload(
         &self,
         input: &ScheduleInput<'_>,
+        pointer: &str,
+        preferences: &str,
     ) -> Option<BTreeMap<String, ClusterFields>> {
         let fed = input.object;
-        let kind = input.kind.resource.kind.as_str();
+        let (group, kind) = (&input.kind.resource.group, &input.kind.resource.kind);
         let uid = fed
             .pointer("/metadata/uid")
             .and_then(Value::as_str)?
             .to_string();
         let name = fed.pointer("/metadata/name").and_then(Value::as_str)?;
         let ns = fed.pointer("/metadata/namespace").and_then(Value::as_str);
-        if let Some(h) = self.controlling_hpa(ns, kind, name) {
-            return Some(self.schedule_hpa_target(input, &h));
+        if let Some(h) = self.controlling_hpa(ns, group, kind, name) {
+            return Some(self.schedule_hpa_target(input, &h, pointer));
         }
-        let total = fed
-            .pointer("/spec/replicas")
-            .and_then(Value::as_i64)
-            .unwrap_or(1);
-        let (prefs, pref_error) = planner::preferences_of(kind, fed);
-        let prefs_text = planner::preferences_annotation(kind).and_then(|a| {
-            fed.pointer("/metadata/annotations")
-                .and_then(|m| m.get(a))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        });
+        let total = fed.pointer(pointer).and_then(Value::as_i64).unwrap_or(1);
+        let (prefs, pref_error) = planner::preferences_of(preferences, fed);
+        let prefs_text = fed
+            .pointer("/metadata/annotations")
+            .and_then(|m| m.get(preferences))
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let clusters = ready_selected(input);
         let key = key_of(fed);
         let copies: BTreeMap<String, Arc<DynamicObject>> = input
@@ -277,7 +288,7 @@ impl Scheduler {
         let mut capacity = BTreeMap::new();
         let mut next_wake: Option<Instant> = None;
         for (c, copy) in &copies {
-            let spec = i64_at(&copy.data, "/spec/replicas").unwrap_or(1);
+            let spec = i64_at(&copy.data, pointer).unwrap_or(1);
             let ready = i64_at(&copy.data, "/status/readyReplicas").unwrap_or(0);
             let available = i64_at(&copy.data, "/status/availableReplicas").unwrap_or(0);
             current.insert(c.clone(), ready);
@@ -318,7 +329,7 @@ impl Scheduler {
                     ClusterState {
                         ready: true,
                         target: plan.get(c).copied().unwrap_or(0),
-                        spec: copy.map(|o| i64_at(&o.data, "/spec/replicas").unwrap_or(1)),
+                        spec: copy.map(|o| i64_at(&o.data, pointer).unwrap_or(1)),
                         available: copy
                             .and_then(|o| i64_at(&o.data, "/status/availableReplicas"))
                             .unwrap_or(0),
@@ -366,7 +377,7 @@ impl Scheduler {
             && mem.wake_at.is_none_or(|w| w <= now || at < w)
         {
             mem.wake_at = Some(at);
-            if let Some(tx) = self.wakeups.lock().get(&input.kind.id()).cloned() {
+            if let Some(tx) = self.wakeups.lock().get(&input.kind.group_kind()).cloned() {
                 let key = key.clone();
                 tokio::spawn(async move {
                     tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
@@ -380,7 +391,7 @@ impl Scheduler {
             steps
                 .into_iter()
                 .filter_map(|(c, a)| match a {
-                    Action::Apply(n) => Some((c, ClusterFields::replicas(n))),
+                    Action::Apply(n) => Some((c, ClusterFields::set_at(pointer, n))),
                     Action::Leave => None,
                 })
                 .collect(),
@@ -390,24 +401,20 @@ impl Scheduler {
 
 impl ReplicaScheduler for Scheduler {
     fn schedule(&self, input: &ScheduleInput<'_>) -> Option<BTreeMap<String, ClusterFields>> {
-        let r = &input.kind.resource;
-        if r.group == "autoscaling" && r.kind == "HorizontalPodAutoscaler" {
-            return self.schedule_hpa(input);
+        match input.kind.policy().replicas {
+            Replicas::Autoscaler => self.schedule_hpa(input),
+            Replicas::Workload {
+                pointer,
+                preferences,
+            } => self.schedule_workload(input, pointer, preferences),
+            Replicas::None => None,
         }
-        if scheduled(&r.group, &r.kind) && !input.kind.custom {
-            return self.schedule_workload(input);
-        }
-        None
     }
 
     fn wakeups(&self, kind: &FederatedKind) -> Option<mpsc::UnboundedReceiver<ObjectKey>> {
-        let r = &kind.resource;
-        let scheduled_kind = scheduled(&r.group, &r.kind) && !kind.custom;
-        if !scheduled_kind {
-            return None;
-        }
+        workload(kind)?;
         let (tx, rx) = mpsc::unbounded();
-        self.wakeups.lock().insert(kind.id(), tx);
+        self.wakeups.lock().insert(kind.group_kind(), tx);
         Some(rx)
     }
 }
@@ -557,12 +564,24 @@ mod tests {
 
     #[test]
     fn only_apps_workloads_are_scheduled() {
-        assert!(scheduled("apps", "Deployment"));
-        assert!(scheduled("apps", "StatefulSet"));
-        assert!(scheduled("apps", "ReplicaSet"));
-        assert!(!scheduled("apps", "DaemonSet"));
-        assert!(!scheduled("example.com", "Deployment"));
-        assert_eq!(workload_id("Deployment"), "deployments.apps");
-        assert_eq!(workload_id("StatefulSet"), "statefulsets.apps");
+        let kind = |g: &str, k: &str| FederatedKind::new(g, "v1", k, "x", true);
+        for k in ["Deployment", "StatefulSet", "ReplicaSet"] {
+            assert_eq!(
+                workload(&kind("apps", k)),
+                Some((
+                    "/spec/replicas",
+                    if k == "ReplicaSet" {
+                        planner::REPLICA_SET_PREFERENCES_ANNOTATION
+                    } else {
+                        planner::DEPLOYMENT_PREFERENCES_ANNOTATION
+                    }
+                )),
+                "{k}"
+            );
+        }
+        assert_eq!(workload(&kind("apps", "DaemonSet")), None);
+        assert_eq!(workload(&kind("example.com", "Deployment")), None);
+        // A CRD's objects, whatever their group says.
+        assert_eq!(workload(&kind("apps", "Deployment").custom()), None);
     }
 }

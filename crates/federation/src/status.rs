@@ -48,7 +48,7 @@ use crate::informer::{FederatedInformer, InformerEvent, ObjectKey};
 use crate::kinds::{self, FederatedKind};
 use crate::member_object;
 use crate::placement;
-use crate::status_aggregate::{self, MemberView, SERVICE_INGRESSES_ANNOTATION};
+use crate::status_aggregate::{self, MemberView, SERVICE_INGRESSES_ANNOTATION, StatusSum};
 use crate::version::{self, ClusterRecord, SyncState};
 
 /// The field manager of status writes.
@@ -61,7 +61,7 @@ const RECHECK: Duration = Duration::from_secs(3);
 pub async fn run(ctx: Arc<Context>, stop: CancellationToken) -> anyhow::Result<()> {
     let mut tasks = tokio::task::JoinSet::new();
     for kind in ctx.options.builtin_kinds.iter().cloned() {
-        if !status_aggregate::aggregates(&kind.resource.kind) || ctx.options.disabled_for(&kind) {
+        if kind.policy().status.is_none() || ctx.options.disabled_for(&kind) {
             continue;
         }
         tasks.spawn(StatusController::run(ctx.clone(), kind, stop.child_token()));
@@ -340,7 +340,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<StatusController>) -> Resul
         return Ok(Action::await_change());
     }
     let fed = kinds::to_value(&obj, &ctx.kind)?;
-    if !member_object::is_propagated(&ctx.kind.resource.plural, &fed) {
+    if !member_object::is_propagated(ctx.kind.policy(), &fed) {
         // Kept to the federation (say, annotated federation-control-plane):
         // no member copy, so no status of the federation's to write.
         return Ok(Action::await_change());
@@ -401,10 +401,10 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<StatusController>) -> Resul
         })
         .collect();
     let all_observed = views.iter().all(MemberView::observed);
-    let Some(status) = status_aggregate::aggregate(&ctx.kind.resource.kind, &fed, &views, &now())
-    else {
+    let Some(sum) = ctx.kind.policy().status else {
         return Ok(Action::await_change());
     };
+    let status = status_aggregate::aggregate(sum, &fed, &views, &now());
 
     let api: Api<DynamicObject> = match ns.as_deref() {
         Some(ns) => Api::namespaced_with(ctx.ctx.fed.clone(), ns, &ctx.kind.resource),
@@ -417,7 +417,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<StatusController>) -> Resul
             .await?;
     }
 
-    if matches!(ctx.kind.resource.kind.as_str(), "Service" | "Ingress")
+    if sum == StatusSum::LoadBalancer
         && let Some(record) = record.as_deref()
         && record.spec.resource.uid == uid
     {

@@ -111,11 +111,29 @@ fn cond_str<'a>(c: &'a Value, field: &str) -> &'a str {
     c.get(field).and_then(Value::as_str).unwrap_or("")
 }
 
+/// How the members' statuses of a kind sum (the kind's
+/// [`crate::policy::KindPolicy::status`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusSum {
+    /// apps/v1 Deployment: counters, observedGeneration, conditions.
+    Deployment,
+    /// apps/v1 ReplicaSet: counters, observedGeneration, ReplicaFailure.
+    ReplicaSet,
+    /// apps/v1 StatefulSet: counters, observedGeneration, revisions.
+    StatefulSet,
+    /// apps/v1 DaemonSet: counters, observedGeneration.
+    DaemonSet,
+    /// batch/v1 Job: counters, start and completion, Complete / Failed.
+    Job,
+    /// Services and Ingresses: the union of `status.loadBalancer.ingress`.
+    LoadBalancer,
+}
+
 /// The counters summed per kind, and those kube's types require (always
 /// written, even when 0).
-fn counters(kind: &str) -> Option<(&'static [&'static str], &'static [&'static str])> {
-    Some(match kind {
-        "Deployment" => (
+fn counters(sum: StatusSum) -> (&'static [&'static str], &'static [&'static str]) {
+    match sum {
+        StatusSum::Deployment => (
             &[
                 "replicas",
                 "updatedReplicas",
@@ -126,7 +144,7 @@ fn counters(kind: &str) -> Option<(&'static [&'static str], &'static [&'static s
             ],
             &[],
         ),
-        "ReplicaSet" => (
+        StatusSum::ReplicaSet => (
             &[
                 "replicas",
                 "fullyLabeledReplicas",
@@ -136,7 +154,7 @@ fn counters(kind: &str) -> Option<(&'static [&'static str], &'static [&'static s
             ],
             &["replicas"],
         ),
-        "StatefulSet" => (
+        StatusSum::StatefulSet => (
             &[
                 "replicas",
                 "readyReplicas",
@@ -146,7 +164,7 @@ fn counters(kind: &str) -> Option<(&'static [&'static str], &'static [&'static s
             ],
             &["replicas"],
         ),
-        "DaemonSet" => (
+        StatusSum::DaemonSet => (
             &[
                 "currentNumberScheduled",
                 "numberMisscheduled",
@@ -163,27 +181,22 @@ fn counters(kind: &str) -> Option<(&'static [&'static str], &'static [&'static s
                 "numberReady",
             ],
         ),
-        "Job" => (
+        StatusSum::Job => (
             &["active", "succeeded", "failed", "ready", "terminating"],
             &[],
         ),
-        _ => return None,
-    })
-}
-
-/// Whether the federation aggregates the status of this kind.
-pub fn aggregates(kind: &str) -> bool {
-    counters(kind).is_some() || matches!(kind, "Service" | "Ingress")
-}
-
-/// The status of the federated object `fed` (of `kind`) from its members,
-/// or `None` for kinds whose status is not aggregated. `now` (RFC 3339) is
-/// the time written on conditions that change.
-pub fn aggregate(kind: &str, fed: &Value, members: &[MemberView], now: &str) -> Option<Value> {
-    if matches!(kind, "Service" | "Ingress") {
-        return Some(json!({"loadBalancer": load_balancer(members)}));
+        StatusSum::LoadBalancer => (&[], &[]),
     }
-    let (summed, required) = counters(kind)?;
+}
+
+/// The status of the federated object `fed` from its members, summed as
+/// `sum` says. `now` (RFC 3339) is the time written on conditions that
+/// change.
+pub fn aggregate(sum: StatusSum, fed: &Value, members: &[MemberView], now: &str) -> Value {
+    if sum == StatusSum::LoadBalancer {
+        return json!({"loadBalancer": load_balancer(members)});
+    }
+    let (summed, required) = counters(sum);
     let previous = fed.get("status");
     let mut status = Map::new();
     for field in summed {
@@ -194,7 +207,7 @@ pub fn aggregate(kind: &str, fed: &Value, members: &[MemberView], now: &str) -> 
             status.insert(field.to_string(), json!(sum));
         }
     }
-    if kind != "Job" {
+    if sum != StatusSum::Job {
         let generation = fed
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)
@@ -215,21 +228,21 @@ pub fn aggregate(kind: &str, fed: &Value, members: &[MemberView], now: &str) -> 
             status.insert("collisionCount".into(), json!(c));
         }
     }
-    let conds = match kind {
-        "Deployment" => deployment_conditions(members, now),
-        "ReplicaSet" => replica_failure_conditions(members, now),
-        "StatefulSet" => {
+    let conds = match sum {
+        StatusSum::Deployment => deployment_conditions(members, now),
+        StatusSum::ReplicaSet => replica_failure_conditions(members, now),
+        StatusSum::StatefulSet => {
             statefulset_revisions(members, &mut status);
             Vec::new()
         }
-        "Job" => job_fields(members, &mut status, now),
-        _ => Vec::new(),
+        StatusSum::Job => job_fields(members, &mut status, now),
+        StatusSum::DaemonSet | StatusSum::LoadBalancer => Vec::new(),
     };
     if !conds.is_empty() {
         let conds = carry_times(conds, conditions(previous));
         status.insert("conditions".into(), Value::Array(conds));
     }
-    Some(Value::Object(status))
+    Value::Object(status)
 }
 
 /// A member's Deployment rollout is done (kubectl's criteria, per member).
@@ -573,7 +586,7 @@ mod tests {
     fn deployment_counters_sum_and_rollout_completes_when_all_are_done() {
         let fed = deploy(10, 3, json!({}));
         let (a, b) = (done(5, 7), done(5, 2));
-        let s = aggregate("Deployment", &fed, &[view("a", &a), view("b", &b)], NOW).unwrap();
+        let s = deployment(&fed, &[view("a", &a), view("b", &b)]);
         assert_eq!(s["replicas"], 10);
         assert_eq!(s["readyReplicas"], 10);
         assert_eq!(s["availableReplicas"], 10);
@@ -597,7 +610,7 @@ mod tests {
             json!({"observedGeneration": 4, "replicas": 5, "updatedReplicas": 2,
                    "readyReplicas": 5, "availableReplicas": 5}),
         );
-        let s = aggregate("Deployment", &fed, &[view("a", &a), view("b", &b)], NOW).unwrap();
+        let s = deployment(&fed, &[view("a", &a), view("b", &b)]);
         assert_eq!(s["updatedReplicas"], 7);
         assert_eq!(s["conditions"][1]["reason"], "ReplicaSetUpdated");
         assert!(
@@ -619,7 +632,7 @@ mod tests {
             5,
             json!({"observedGeneration": 4, "replicas": 5, "updatedReplicas": 5, "availableReplicas": 5}),
         );
-        let s = aggregate("Deployment", &fed, &[view("a", &a), view("b", &b)], NOW).unwrap();
+        let s = deployment(&fed, &[view("a", &a), view("b", &b)]);
         assert_eq!(s["observedGeneration"], 2, "previous value kept");
         assert_eq!(kubectl_rollout_done(&with_status(&fed, s)), Ok(false));
 
@@ -633,7 +646,7 @@ mod tests {
         let mut va = view("a", &a);
         va.in_sync = false;
         assert!(!va.observed());
-        let s = aggregate("Deployment", &fed, &[va, view("b", &done(5, 5))], NOW).unwrap();
+        let s = deployment(&fed, &[va, view("b", &done(5, 5))]);
         assert_eq!(s["observedGeneration"], 2);
     }
 
@@ -647,7 +660,7 @@ mod tests {
             json!({"observedGeneration": 1, "replicas": 5, "updatedReplicas": 1,
                    "conditions": [{"type": "Progressing", "status": "False", "reason": TIMED_OUT_REASON}]}),
         );
-        let s = aggregate("Deployment", &fed, &[view("a", &a), view("b", &b)], NOW).unwrap();
+        let s = deployment(&fed, &[view("a", &a), view("b", &b)]);
         assert_eq!(s["conditions"][1]["status"], "False");
         assert_eq!(
             s["conditions"][0]["status"], "False",
@@ -661,14 +674,13 @@ mod tests {
         let fed = deploy(10, 1, json!({}));
         let (a, b) = (done(5, 1), done(5, 1));
         let members = [view("a", &a), view("b", &b)];
-        let s1 = aggregate("Deployment", &fed, &members, NOW).unwrap();
+        let s1 = deployment(&fed, &members);
         let s2 = aggregate(
-            "Deployment",
+            StatusSum::Deployment,
             &with_status(&fed, s1.clone()),
             &members,
             LATER,
-        )
-        .unwrap();
+        );
         assert_eq!(s1, s2, "an unchanged status is byte-identical");
         // A change of reason keeps lastTransitionTime (same status) but not lastUpdateTime.
         let lag = deploy(
@@ -678,12 +690,11 @@ mod tests {
             "availableReplicas": 5}),
         );
         let s3 = aggregate(
-            "Deployment",
+            StatusSum::Deployment,
             &with_status(&fed, s2),
             &[view("a", &a), view("b", &lag)],
             LATER,
-        )
-        .unwrap();
+        );
         assert_eq!(s3["conditions"][1]["lastTransitionTime"], NOW);
         assert_eq!(s3["conditions"][1]["lastUpdateTime"], LATER);
     }
@@ -691,7 +702,7 @@ mod tests {
     #[test]
     fn no_members_reports_zero_and_the_generation() {
         let fed = deploy(3, 2, json!({}));
-        let s = aggregate("Deployment", &fed, &[], NOW).unwrap();
+        let s = deployment(&fed, &[]);
         assert_eq!(s["observedGeneration"], 2);
         assert!(s.get("replicas").is_none());
         assert_eq!(kubectl_rollout_done(&with_status(&fed, s)), Ok(false));
@@ -706,18 +717,17 @@ mod tests {
                        "conditions": [{"type": "ReplicaFailure", "status": "True", "message": "quota"}]}});
         let rs0 = json!({"metadata": {"generation": 1}, "spec": {"replicas": 0}, "status": {"observedGeneration": 1}});
         let s = aggregate(
-            "ReplicaSet",
+            StatusSum::ReplicaSet,
             &rs_fed,
             &[view("a", &rs), view("b", &rs)],
             NOW,
-        )
-        .unwrap();
+        );
         assert_eq!(s["replicas"], 4);
         assert_eq!(s["fullyLabeledReplicas"], 4);
         assert_eq!(s["availableReplicas"], 2);
         assert_eq!(s["conditions"][0]["type"], "ReplicaFailure");
         assert_eq!(s["conditions"][0]["message"], "a: quota; b: quota");
-        let s = aggregate("ReplicaSet", &rs_fed, &[view("a", &rs0)], NOW).unwrap();
+        let s = aggregate(StatusSum::ReplicaSet, &rs_fed, &[view("a", &rs0)], NOW);
         assert_eq!(s["replicas"], 0, "required field kept at 0");
         assert!(s.get("conditions").is_none());
 
@@ -728,18 +738,33 @@ mod tests {
                          "currentRevision": cur, "updateRevision": upd, "collisionCount": 1}})
         };
         let (x, y) = (sts("web-1", "web-1"), sts("web-1", "web-2"));
-        let s = aggregate("StatefulSet", &rs_fed, &[view("a", &x), view("b", &y)], NOW).unwrap();
+        let s = aggregate(
+            StatusSum::StatefulSet,
+            &rs_fed,
+            &[view("a", &x), view("b", &y)],
+            NOW,
+        );
         assert_eq!(s["replicas"], 4);
         assert_eq!(s["currentRevision"], "web-1");
         assert_eq!(s["updateRevision"], "web-2", "a member still rolling shows");
         assert_eq!(s["collisionCount"], 1);
-        let s = aggregate("StatefulSet", &rs_fed, &[view("a", &x), view("b", &x)], NOW).unwrap();
+        let s = aggregate(
+            StatusSum::StatefulSet,
+            &rs_fed,
+            &[view("a", &x), view("b", &x)],
+            NOW,
+        );
         assert_eq!(s["updateRevision"], "web-1");
 
         let ds = json!({"metadata": {"generation": 2}, "status": {"observedGeneration": 2,
             "currentNumberScheduled": 3, "desiredNumberScheduled": 3, "numberReady": 2,
             "updatedNumberScheduled": 3, "numberAvailable": 2, "numberUnavailable": 1}});
-        let s = aggregate("DaemonSet", &rs_fed, &[view("a", &ds), view("b", &ds)], NOW).unwrap();
+        let s = aggregate(
+            StatusSum::DaemonSet,
+            &rs_fed,
+            &[view("a", &ds), view("b", &ds)],
+            NOW,
+        );
         assert_eq!(s["desiredNumberScheduled"], 6);
         assert_eq!(s["numberMisscheduled"], 0);
         assert_eq!(s["numberUnavailable"], 2);
@@ -761,19 +786,29 @@ mod tests {
             complete("2024-05-01T09:01:00Z"),
             complete("2024-05-01T09:02:00Z"),
         );
-        let s = aggregate("Job", &fed, &[view("a", &c1), view("b", &running)], NOW).unwrap();
+        let s = aggregate(
+            StatusSum::Job,
+            &fed,
+            &[view("a", &c1), view("b", &running)],
+            NOW,
+        );
         assert_eq!(s["active"], 2);
         assert_eq!(s["succeeded"], 3);
         assert_eq!(s["startTime"], "2024-05-01T09:00:00Z");
         assert!(s.get("conditions").is_none());
         assert!(s.get("completionTime").is_none());
         assert!(s.get("observedGeneration").is_none(), "Jobs have none");
-        let s = aggregate("Job", &fed, &[view("a", &c1), view("b", &c2)], NOW).unwrap();
+        let s = aggregate(StatusSum::Job, &fed, &[view("a", &c1), view("b", &c2)], NOW);
         assert_eq!(s["conditions"][0]["type"], "Complete");
         assert_eq!(s["completionTime"], "2024-05-01T09:02:00Z");
         let failed = json!({"status": {"failed": 1, "conditions": [{"type": "Failed", "status": "True",
             "reason": "BackoffLimitExceeded", "message": "too many"}]}});
-        let s = aggregate("Job", &fed, &[view("a", &c1), view("b", &failed)], NOW).unwrap();
+        let s = aggregate(
+            StatusSum::Job,
+            &fed,
+            &[view("a", &c1), view("b", &failed)],
+            NOW,
+        );
         assert_eq!(s["conditions"][0]["type"], "Failed");
         assert_eq!(s["conditions"][0]["reason"], "BackoffLimitExceeded");
         assert_eq!(s["conditions"][0]["message"], "b: too many");
@@ -798,7 +833,7 @@ mod tests {
             view("c", &c),
             view("d", &none),
         ];
-        let s = aggregate("Service", &json!({}), &members, NOW).unwrap();
+        let s = aggregate(StatusSum::LoadBalancer, &json!({}), &members, NOW);
         assert_eq!(
             s,
             json!({"loadBalancer": {"ingress": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}, {"hostname": "lb.example.com"}]}})
@@ -809,25 +844,36 @@ mod tests {
         );
         assert_eq!(service_ingresses_annotation(&[view("d", &none)]), None);
         assert_eq!(
-            aggregate("Ingress", &json!({}), &[view("d", &none)], NOW).unwrap(),
+            aggregate(
+                StatusSum::LoadBalancer,
+                &json!({}),
+                &[view("d", &none)],
+                NOW
+            ),
             json!({"loadBalancer": {}})
         );
     }
 
     #[test]
-    fn other_kinds_are_not_aggregated() {
-        assert!(aggregate("ConfigMap", &json!({}), &[], NOW).is_none());
-        assert!(!aggregates("ConfigMap"));
-        for k in [
-            "Deployment",
-            "ReplicaSet",
-            "StatefulSet",
-            "DaemonSet",
-            "Job",
-            "Service",
-            "Ingress",
-        ] {
-            assert!(aggregates(k), "{k}");
+    fn the_kinds_policy_decides_what_is_summed() {
+        use crate::policy::of;
+        assert_eq!(of("", "ConfigMap").status, None);
+        assert_eq!(of("", "Service").status, Some(StatusSum::LoadBalancer));
+        assert_eq!(
+            of("networking.k8s.io", "Ingress").status,
+            Some(StatusSum::LoadBalancer)
+        );
+        assert_eq!(of("batch", "Job").status, Some(StatusSum::Job));
+        for k in ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"] {
+            assert!(of("apps", k).status.is_some(), "{k}");
+            // A custom resource of the same kind name is not summed.
+            assert_eq!(of("example.com", k).status, None, "{k}");
         }
+        assert_eq!(of("example.com", "Service").status, None);
+    }
+
+    /// [`aggregate`] of a Deployment at [`NOW`].
+    fn deployment(fed: &Value, members: &[MemberView]) -> Value {
+        aggregate(StatusSum::Deployment, fed, members, NOW)
     }
 }

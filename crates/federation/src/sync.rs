@@ -53,7 +53,7 @@ use kube::runtime::watcher::{self, Event};
 use kube::runtime::{WatchStreamExt as _, watcher as watch_fn};
 use kube::{Resource as _, ResourceExt as _};
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -308,9 +308,10 @@ impl SyncController {
         // object in full cost ~5 KiB per object (heaptrack, docs/benchmarks.md).
         let writer = reflector::store::Writer::new(ar.clone());
         let reader = writer.as_reader();
+        let keep = this.kind.policy().decision_fields;
         let objects = reflector::reflector(
             writer,
-            watch_fn(api, watcher::Config::default()).modify(slim),
+            watch_fn(api, watcher::Config::default()).modify(move |o| slim(o, keep)),
         )
         .applied_objects();
         Controller::for_stream_with(objects, reader, ar)
@@ -372,13 +373,13 @@ impl SyncController {
     /// `default` ServiceAccount, `kube-root-ca.crt`, the system namespaces)
     /// stay quiet, as every unpropagated object always has.
     fn report_denied(&self, slim: &Value, uid: &str) {
-        let resource = &self.kind.resource.plural;
-        let Some((ns, pattern)) = member_object::denied_namespace(resource, slim, &self.denylist)
+        let policy = self.kind.policy();
+        let Some((ns, pattern)) = member_object::denied_namespace(policy, slim, &self.denylist)
         else {
             return;
         };
         let anyway = NamespaceDenylist::new(Vec::<String>::new());
-        if !member_object::is_propagated_with(resource, slim, &anyway)
+        if !member_object::is_propagated_with(policy, slim, &anyway)
             || !self.denied_reported.lock().insert(uid.to_string())
         {
             return;
@@ -444,15 +445,18 @@ fn error_policy(_obj: Arc<DynamicObject>, err: &Error, ctx: Arc<SyncController>)
 }
 
 /// What the controller's cache keeps of a federated object: its metadata
-/// without managedFields, and a Secret's `type` (which decides whether it is
-/// propagated at all).
-fn slim(obj: &mut DynamicObject) {
+/// without managedFields, and the fields `keep` that decide whether it is
+/// propagated at all (its kind's [`crate::policy::KindPolicy::decision_fields`],
+/// e.g. a Secret's `type`).
+fn slim(obj: &mut DynamicObject, keep: &[&str]) {
     obj.metadata.managed_fields = None;
-    let kept = obj.data.get("type").cloned();
-    obj.data = match kept {
-        Some(t) => json!({ "type": t }),
-        None => json!({}),
-    };
+    let mut kept = serde_json::Map::new();
+    for field in keep {
+        if let Some(v) = obj.data.get(*field) {
+            kept.insert((*field).to_string(), v.clone());
+        }
+    }
+    obj.data = Value::Object(kept);
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -507,7 +511,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
     // until a cluster joins (every change of the member set re-queues
     // every object).
     let members = ctx.ctx.members.snapshot();
-    if !member_object::is_propagated_with(&ctx.kind.resource.plural, &slim_value, &ctx.denylist) {
+    if !member_object::is_propagated_with(ctx.kind.policy(), &slim_value, &ctx.denylist) {
         if !members.is_empty() {
             ctx.report_denied(&slim_value, &uid);
         }
@@ -692,20 +696,16 @@ async fn sync_cluster(
             retry: Some(retry),
         }
     };
-    let desired = match member_object::member_copy_with(
-        &ctx.kind.resource.plural,
-        t.fed,
-        &member.name,
-        fields,
-    ) {
-        Ok(d) => d,
-        Err(msg) => return failed(format!("overrides: {msg}"), "FailedUpdateInCluster"),
-    };
+    let desired =
+        match member_object::member_copy_with(ctx.kind.policy(), t.fed, &member.name, fields) {
+            Ok(d) => d,
+            Err(msg) => return failed(format!("overrides: {msg}"), "FailedUpdateInCluster"),
+        };
     // What an override made of the copy must pass the rules the federated
     // object passed (admission checks this too, but an override or the
     // rules can change after the object was written).
     if let Some(why) =
-        member_object::not_propagated_because(&ctx.kind.resource.plural, &desired, &ctx.denylist)
+        member_object::not_propagated_because(ctx.kind.policy(), &desired, &ctx.denylist)
     {
         let message = format!(
             "the copy for cluster {} is not applied: {why} (after the overrides of \
@@ -926,6 +926,7 @@ async fn remove_unselected(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn backoff_starts_at_five_seconds_and_doubles_to_a_minute() {
@@ -949,8 +950,13 @@ mod tests {
             metadata: Default::default(),
             data: Value::Null,
         });
-        slim(&mut o);
+        let secret = crate::policy::of("", "Secret").decision_fields;
+        let mut other = o.clone();
+        slim(&mut o, secret);
         assert!(o.metadata.managed_fields.is_none());
         assert_eq!(o.data, json!({"type": "Opaque"}));
+        // A kind whose rules read nothing beside metadata keeps nothing else.
+        slim(&mut other, crate::policy::DEFAULT.decision_fields);
+        assert_eq!(other.data, json!({}));
     }
 }

@@ -195,8 +195,11 @@ async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow:
             &federation.member_namespace_denylist,
         ),
     );
+    // The rules are those of each object's own group and kind.
     ubernetes_apiserver::state::set_member_copies(std::sync::Arc::new(
-        ubernetes_federation::copy_checks::check_copies,
+        |_resource: &str, fed: &serde_json::Value| {
+            ubernetes_federation::copy_checks::check_copies(fed)
+        },
     ));
     let server = ubernetes_apiserver::serve::start(options, shutdown).await?;
     server.announce();
