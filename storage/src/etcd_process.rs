@@ -53,6 +53,26 @@ impl EtcdProcess {
         Self::start_inner(None)
     }
 
+    /// [`EtcdProcess::start`] for test `test`: says which etcd runs, or why
+    /// the test is skipped (`None`: no binary); panics if etcd fails to
+    /// start.
+    pub fn start_for_test(test: &str) -> Option<Self> {
+        match Self::start() {
+            Ok(Some(etcd)) => {
+                eprintln!("{test}: etcd {} at {}", etcd.binary.display(), etcd.url);
+                Some(etcd)
+            }
+            Ok(None) => {
+                eprintln!(
+                    "SKIPPED {test}: no etcd binary (set ETCD_BIN, install Debian's etcd-server, \
+                     or unpack ../shared/kube); scripts/test.sh installs etcd-server"
+                );
+                None
+            }
+            Err(e) => panic!("{test}: starting etcd: {e}"),
+        }
+    }
+
     /// Start etcd on an existing data dir (e.g. one `etcdctl snapshot
     /// restore` made); the dir is left in place when the process stops.
     /// `Ok(None)`: no etcd binary on this machine.

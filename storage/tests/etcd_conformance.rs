@@ -13,20 +13,7 @@ use ubernetes_storage::etcd_process::EtcdProcess;
 use ubernetes_storage::{EventType, ListOptions, Storage, StorageError, conformance};
 
 fn start_etcd(test: &str) -> Option<EtcdProcess> {
-    match EtcdProcess::start() {
-        Ok(Some(etcd)) => {
-            eprintln!("{test}: etcd {} at {}", etcd.binary.display(), etcd.url);
-            Some(etcd)
-        }
-        Ok(None) => {
-            eprintln!(
-                "SKIPPED {test}: no etcd binary (set ETCD_BIN, install Debian's etcd-server, \
-                 or unpack ../shared/kube); scripts/test.sh installs etcd-server"
-            );
-            None
-        }
-        Err(e) => panic!("starting etcd: {e}"),
-    }
+    EtcdProcess::start_for_test(test)
 }
 
 async fn engine(etcd: &EtcdProcess, prefix: &str) -> EtcdStorage {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use ubernetes_apimachinery::{ApiError, ResourceInfo};
 use ubernetes_storage::Storage;
+use ubernetes_storage::layered::Layered;
 
 use crate::admission::Admission;
 use crate::store::Store;
@@ -166,9 +167,9 @@ impl Registry {
             .entry(prefix.to_string())
             .or_default()
             .clone();
-        let storage: Arc<dyn Storage> = Arc::new(crate::conversion::WriteMarked::new(
+        let storage: Arc<dyn Storage> = Arc::new(Layered::new(
             self.storage.clone(),
-            mark,
+            Arc::new(crate::conversion::WriteMarked::new(mark)),
         ));
         let Some(conversion) = crate::conversion::served_from(info) else {
             return Ok((storage, None));
@@ -184,9 +185,9 @@ impl Registry {
         if moved > 0 {
             tracing::info!(resource = %info.resource, group = %info.group, version = %info.version, moved, "objects of an older release moved into the shared storage");
         }
-        let storage: Arc<dyn Storage> = Arc::new(crate::conversion::Converted::new(
+        let storage: Arc<dyn Storage> = Arc::new(Layered::new(
             storage,
-            conversion.converter,
+            Arc::new(crate::conversion::Converted::new(conversion.converter)),
         ));
         Ok((storage, Some(conversion.prefix)))
     }
@@ -198,10 +199,12 @@ impl Registry {
         &self,
         strategy: Arc<dyn Strategy>,
     ) -> Result<Arc<Store>, ApiError> {
-        let storage: Arc<dyn Storage> = Arc::new(crate::stamp::ApiVersionStamp::with_on_read(
+        let storage: Arc<dyn Storage> = Arc::new(Layered::new(
             self.storage.clone(),
-            &strategy.info().api_version(),
-            strategy.clone(),
+            Arc::new(crate::stamp::ApiVersionStamp::with_on_read(
+                &strategy.info().api_version(),
+                strategy.clone(),
+            )),
         ));
         self.add_version_over(strategy, storage).await
     }
@@ -224,15 +227,17 @@ impl Registry {
             .entry(crate::store::storage_prefix(strategy.info()))
             .or_default()
             .clone();
-        let marked: Arc<dyn Storage> = Arc::new(crate::conversion::WriteMarked::new(
+        let marked: Arc<dyn Storage> = Arc::new(Layered::new(
             self.storage.clone(),
-            mark,
+            Arc::new(crate::conversion::WriteMarked::new(mark)),
         ));
-        let storage: Arc<dyn Storage> = Arc::new(crate::conversion::review::Reviewed::new(
+        let storage: Arc<dyn Storage> = Arc::new(Layered::new(
             marked,
-            strategy.clone(),
-            storage_api_version,
-            converter,
+            Arc::new(crate::conversion::review::Reviewed::new(
+                strategy.clone(),
+                storage_api_version,
+                converter,
+            )),
         ));
         self.add_version_over(strategy, storage).await
     }

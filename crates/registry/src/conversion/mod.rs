@@ -3,8 +3,8 @@
 //! `autoscaling/v2` and served as `v2` and `v1`; Events are stored as core
 //! `v1` and served as core `v1` and `events.k8s.io/v1`.
 //!
-//! A version that is not the stored one gets a [`Converted`] [`Storage`]
-//! layer over the engine: every value read (get, list, watch events and
+//! A version that is not the stored one gets a [`Converted`] value layer
+//! ([`ubernetes_storage::layered`]) over the engine: every value read (get, list, watch events and
 //! their previous values, the value a write returns) goes through
 //! [`Converter::to_served`], every value written through
 //! [`Converter::to_stored`]. The version's [`Store`](crate::Store) and watch
@@ -23,14 +23,13 @@ pub mod review;
 
 use std::sync::Arc;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use bytes::Bytes;
-use futures::StreamExt;
 use serde_json::Value;
 use ubernetes_apimachinery::ResourceInfo;
-use ubernetes_storage::{
-    Event, KeyValue, ListOptions, ListResult, ProgressWatchStream, Revision, Storage, StorageError,
-    WatchItem, WatchStream,
-};
+use ubernetes_storage::layered::{Read, ValueLayer};
+use ubernetes_storage::{KeyValue, ListOptions, Revision, Storage, StorageError};
 
 /// The two directions of one served version's conversion.
 pub trait Converter: Send + Sync {
@@ -162,122 +161,80 @@ pub fn shared_prefix(info: &ResourceInfo) -> Option<&'static str> {
 /// prefix, so that each of them reads its own version's writes and the
 /// others' (a store waits for the writes it made itself; on one process
 /// without etcd, nothing else tells it about a write made through another
-/// version's store). Reported as [`Storage::consistent_read_revision`].
+/// version's store). A value layer that changes no value: it marks every
+/// write ([`ValueLayer::wrote`]) and reports the mark as
+/// [`Storage::consistent_read_revision`] (the higher of it and the
+/// storage's own).
 pub struct WriteMarked {
-    inner: Arc<dyn Storage>,
-    last_write: Arc<std::sync::atomic::AtomicU64>,
+    last_write: Arc<AtomicU64>,
 }
 
 impl WriteMarked {
-    pub fn new(inner: Arc<dyn Storage>, last_write: Arc<std::sync::atomic::AtomicU64>) -> Self {
-        Self { inner, last_write }
-    }
-
-    fn mark(&self, kv: KeyValue) -> KeyValue {
-        self.last_write
-            .fetch_max(kv.mod_revision, std::sync::atomic::Ordering::AcqRel);
-        kv
+    pub fn new(last_write: Arc<AtomicU64>) -> Self {
+        Self { last_write }
     }
 }
 
 #[async_trait::async_trait]
-impl Storage for WriteMarked {
-    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        self.inner.get(key).await
+impl ValueLayer for WriteMarked {
+    async fn transform_to_storage(&self, _key: &str, value: Bytes) -> Result<Bytes, StorageError> {
+        Ok(value)
     }
 
-    async fn get_with_staleness(
+    async fn transform_from_storage(
         &self,
-        key: &str,
-    ) -> Result<Option<(KeyValue, bool)>, StorageError> {
-        self.inner.get_with_staleness(key).await
-    }
-
-    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError> {
-        self.inner.list(prefix, opts).await
-    }
-
-    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue, StorageError> {
-        Ok(self.mark(self.inner.create(key, value).await?))
-    }
-
-    async fn update(
-        &self,
-        key: &str,
+        _key: &str,
         value: Bytes,
-        expected: Revision,
-    ) -> Result<KeyValue, StorageError> {
-        Ok(self.mark(self.inner.update(key, value, expected).await?))
+        _read: Read,
+    ) -> Result<(Bytes, bool), StorageError> {
+        Ok((value, false))
     }
 
-    async fn delete(
+    async fn transform_from_storage_batch(
         &self,
-        key: &str,
-        expected: Option<Revision>,
-    ) -> Result<KeyValue, StorageError> {
-        Ok(self.mark(self.inner.delete(key, expected).await?))
+        _kvs: &mut [KeyValue],
+        _read: Read,
+    ) -> Result<(), StorageError> {
+        Ok(())
     }
 
-    async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream, StorageError> {
-        self.inner.watch(prefix, from).await
+    fn wrote(&self, revision: Revision) {
+        self.last_write.fetch_max(revision, Ordering::AcqRel);
     }
 
-    async fn watch_progress(
+    fn consistent_read_revision(
         &self,
-        prefix: &str,
-        from: Revision,
-    ) -> Result<ProgressWatchStream, StorageError> {
-        self.inner.watch_progress(prefix, from).await
-    }
-
-    async fn current_revision(&self) -> Result<Revision, StorageError> {
-        self.inner.current_revision().await
-    }
-
-    async fn consistent_read_revision(&self) -> Result<Option<Revision>, StorageError> {
-        let mine = self.last_write.load(std::sync::atomic::Ordering::Acquire);
-        Ok(match self.inner.consistent_read_revision().await? {
+        below: Option<Revision>,
+    ) -> Result<Option<Revision>, StorageError> {
+        let mine = self.last_write.load(Ordering::Acquire);
+        Ok(match below {
             Some(r) => Some(r.max(mine)),
             None if mine > 0 => Some(mine),
             None => None,
         })
     }
-
-    fn request_progress(&self) {
-        self.inner.request_progress();
-    }
-
-    fn serves_progress_requests(&self) -> bool {
-        self.inner.serves_progress_requests()
-    }
-
-    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
-        self.inner.compact(revision).await
-    }
-
-    async fn compacted_revision(&self) -> Result<Revision, StorageError> {
-        self.inner.compacted_revision().await
-    }
 }
 
-/// A [`Storage`] that serves one version of objects stored in another.
+/// The value layer that serves one version of objects stored in another:
+/// every value read goes through [`Converter::to_served`], every value
+/// written through [`Converter::to_stored`], and a write answers with its
+/// stored form converted back (what a read returns).
 pub struct Converted {
-    inner: Arc<dyn Storage>,
     converter: Arc<dyn Converter>,
 }
 
 impl Converted {
-    pub fn new(inner: Arc<dyn Storage>, converter: Arc<dyn Converter>) -> Self {
-        Self { inner, converter }
+    pub fn new(converter: Arc<dyn Converter>) -> Self {
+        Self { converter }
     }
 }
 
 /// Stored bytes as the served version. A value that does not parse, or does
 /// not convert, is logged and passed on as it is (the reader then reports
 /// it, as for any corrupt value); reads never fail a whole list or watch.
-fn read(converter: &dyn Converter, key: &str, value: &Bytes) -> Bytes {
-    let Ok(v) = serde_json::from_slice::<Value>(value) else {
-        return value.clone();
+fn read(converter: &dyn Converter, key: &str, value: Bytes) -> Bytes {
+    let Ok(v) = serde_json::from_slice::<Value>(&value) else {
+        return value;
     };
     match converter
         .to_served(v)
@@ -286,7 +243,7 @@ fn read(converter: &dyn Converter, key: &str, value: &Bytes) -> Bytes {
         Ok(out) => Bytes::from(out),
         Err(e) => {
             tracing::error!(%key, error = %e, "cannot convert a stored object to the served version");
-            value.clone()
+            value
         }
     }
 }
@@ -303,123 +260,28 @@ fn write(converter: &dyn Converter, key: &str, value: Bytes) -> Result<Bytes, St
         .map_err(|e| StorageError::Engine(format!("converting {key}: {e}")))
 }
 
-fn read_kv(converter: &dyn Converter, mut kv: KeyValue) -> KeyValue {
-    kv.value = read(converter, &kv.key, &kv.value);
-    kv
-}
-
-fn read_event(converter: &dyn Converter, mut ev: Event) -> Event {
-    ev.kv = read_kv(converter, ev.kv);
-    ev.prev = ev.prev.map(|p| read_kv(converter, p));
-    ev
-}
-
 #[async_trait::async_trait]
-impl Storage for Converted {
-    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        Ok(self
-            .inner
-            .get(key)
-            .await?
-            .map(|kv| read_kv(&*self.converter, kv)))
+impl ValueLayer for Converted {
+    async fn transform_to_storage(&self, key: &str, value: Bytes) -> Result<Bytes, StorageError> {
+        write(&*self.converter, key, value)
     }
 
-    async fn get_with_staleness(
-        &self,
-        key: &str,
-    ) -> Result<Option<(KeyValue, bool)>, StorageError> {
-        Ok(self
-            .inner
-            .get_with_staleness(key)
-            .await?
-            .map(|(kv, stale)| (read_kv(&*self.converter, kv), stale)))
-    }
-
-    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError> {
-        let mut res = self.inner.list(prefix, opts).await?;
-        res.items = res
-            .items
-            .into_iter()
-            .map(|kv| read_kv(&*self.converter, kv))
-            .collect();
-        Ok(res)
-    }
-
-    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue, StorageError> {
-        let stored = write(&*self.converter, key, value)?;
-        let kv = self.inner.create(key, stored).await?;
-        Ok(read_kv(&*self.converter, kv))
-    }
-
-    async fn update(
+    async fn transform_from_storage(
         &self,
         key: &str,
         value: Bytes,
-        expected: Revision,
-    ) -> Result<KeyValue, StorageError> {
-        let stored = write(&*self.converter, key, value)?;
-        let kv = self.inner.update(key, stored, expected).await?;
-        Ok(read_kv(&*self.converter, kv))
+        _read: Read,
+    ) -> Result<(Bytes, bool), StorageError> {
+        Ok((read(&*self.converter, key, value), false))
     }
 
-    async fn delete(
+    async fn written(
         &self,
         key: &str,
-        expected: Option<Revision>,
-    ) -> Result<KeyValue, StorageError> {
-        Ok(read_kv(
-            &*self.converter,
-            self.inner.delete(key, expected).await?,
-        ))
-    }
-
-    async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream, StorageError> {
-        let c = self.converter.clone();
-        let events = self.inner.watch(prefix, from).await?;
-        Ok(Box::pin(
-            events.map(move |item| item.map(|ev| read_event(&*c, ev))),
-        ))
-    }
-
-    async fn watch_progress(
-        &self,
-        prefix: &str,
-        from: Revision,
-    ) -> Result<ProgressWatchStream, StorageError> {
-        let c = self.converter.clone();
-        let items = self.inner.watch_progress(prefix, from).await?;
-        Ok(Box::pin(items.map(move |item| {
-            item.map(|it| match it {
-                WatchItem::Event(ev) => WatchItem::Event(read_event(&*c, ev)),
-                other => other,
-            })
-        })))
-    }
-
-    async fn current_revision(&self) -> Result<Revision, StorageError> {
-        self.inner.current_revision().await
-    }
-
-    // Forwarded, or consistent reads across replicas fall back to this
-    // process's own writes (as in `stamp.rs`).
-    async fn consistent_read_revision(&self) -> Result<Option<Revision>, StorageError> {
-        self.inner.consistent_read_revision().await
-    }
-
-    fn request_progress(&self) {
-        self.inner.request_progress();
-    }
-
-    fn serves_progress_requests(&self) -> bool {
-        self.inner.serves_progress_requests()
-    }
-
-    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
-        self.inner.compact(revision).await
-    }
-
-    async fn compacted_revision(&self) -> Result<Revision, StorageError> {
-        self.inner.compacted_revision().await
+        _written: Bytes,
+        stored: Bytes,
+    ) -> Result<Bytes, StorageError> {
+        Ok(read(&*self.converter, key, stored))
     }
 }
 

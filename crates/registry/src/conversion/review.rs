@@ -2,7 +2,8 @@
 //! CustomResourceDefinition with `spec.conversion.strategy: Webhook`.
 //!
 //! Every served version of such a CRD (the storage version's too) gets a
-//! [`Reviewed`] [`Storage`] layer over the shared prefix: a value read
+//! [`Reviewed`] value layer ([`ubernetes_storage::layered`]) over the
+//! shared prefix: a value read
 //! whose `apiVersion` is not the served one is converted by an
 //! [`ObjectConverter`] (gets, a list page in one call, a watch event and its
 //! previous value in one call), and a value written whose `apiVersion` is
@@ -25,12 +26,11 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::StreamExt;
 use serde_json::Value;
-use ubernetes_storage::{
-    Event, KeyValue, ListOptions, ListResult, ProgressWatchStream, Revision, Storage, StorageError,
-    WatchItem, WatchStream,
-};
+#[cfg(doc)]
+use ubernetes_storage::Storage;
+use ubernetes_storage::layered::{Read, ValueLayer};
+use ubernetes_storage::{KeyValue, Revision, StorageError};
 
 use crate::strategy::Strategy;
 
@@ -58,8 +58,11 @@ pub trait ConversionWebhooks: Send + Sync {
     fn converter(&self, webhook: &Value) -> Result<Arc<dyn ObjectConverter>, String>;
 }
 
-/// What a [`Reviewed`] layer serves and stores.
-struct Versions {
+/// Serves one version of objects stored in the storage version (or in any
+/// version an older configuration stored), converting through an
+/// [`ObjectConverter`]: a value layer
+/// (`Layered::new(storage, Arc::new(Reviewed::new(..)))`).
+pub struct Reviewed {
     /// The version this layer's store serves (`example.com/v2`).
     served: String,
     /// The CRD's storage version (`example.com/v1`).
@@ -72,32 +75,20 @@ struct Versions {
     failing: parking_lot::Mutex<Option<String>>,
 }
 
-/// Serves one version of objects stored in the storage version (or in any
-/// version an older configuration stored), converting through an
-/// [`ObjectConverter`].
-pub struct Reviewed {
-    inner: Arc<dyn Storage>,
-    v: Arc<Versions>,
-}
-
 impl Reviewed {
     pub fn new(
-        inner: Arc<dyn Storage>,
         strategy: Arc<dyn Strategy>,
         storage_api_version: &str,
         converter: Arc<dyn ObjectConverter>,
     ) -> Self {
         let info = strategy.info().clone();
         Self {
-            inner,
-            v: Arc::new(Versions {
-                served: info.api_version(),
-                storage: storage_api_version.to_string(),
-                kind: info.kind.clone(),
-                converter,
-                on_read: strategy,
-                failing: parking_lot::Mutex::new(None),
-            }),
+            served: info.api_version(),
+            storage: storage_api_version.to_string(),
+            kind: info.kind.clone(),
+            converter,
+            on_read: strategy,
+            failing: parking_lot::Mutex::new(None),
         }
     }
 }
@@ -119,7 +110,7 @@ fn conversion_error(e: String) -> StorageError {
     StorageError::Conversion(e)
 }
 
-impl Versions {
+impl Reviewed {
     /// Convert to `desired` those of `values` not in it already (kube sends
     /// only those), in one call. `list` names the input a list in errors.
     async fn convert(
@@ -166,14 +157,11 @@ impl Versions {
 
     /// Stored values as served: parsed, converted in one call, then the
     /// served version's read hook. A value that is not JSON is passed on as
-    /// it is (the reader reports it, as for any corrupt value).
-    /// A failure of a watch event (what keeps the watch cache current) is
-    /// remembered for [`Storage::consistent_read_revision`]; any successful
-    /// conversion forgets it.
-    async fn read(&self, values: Vec<&Bytes>, list: bool) -> Result<Vec<Bytes>, StorageError> {
-        self.read_tracked(values, list, false).await
-    }
-
+    /// it is (the reader reports it, as for any corrupt value). `list` names
+    /// the input a list in errors. A failure of a watch event (`track`: what
+    /// keeps the watch cache current) is remembered for
+    /// [`Storage::consistent_read_revision`]; any successful conversion
+    /// forgets it.
     async fn read_tracked(
         &self,
         values: Vec<&Bytes>,
@@ -212,28 +200,6 @@ impl Versions {
         Ok(out)
     }
 
-    async fn read_kv(&self, mut kv: KeyValue) -> Result<KeyValue, StorageError> {
-        if let Some(b) = self.read(vec![&kv.value], false).await?.pop() {
-            kv.value = b;
-        }
-        Ok(kv)
-    }
-
-    async fn read_event(&self, mut ev: Event) -> Result<Event, StorageError> {
-        let mut values = vec![&ev.kv.value];
-        if let Some(p) = &ev.prev {
-            values.push(&p.value);
-        }
-        let mut out = self.read_tracked(values, false, true).await?.into_iter();
-        if let Some(b) = out.next() {
-            ev.kv.value = b;
-        }
-        if let (Some(p), Some(b)) = (ev.prev.as_mut(), out.next()) {
-            p.value = b;
-        }
-        Ok(ev)
-    }
-
     /// A served value as the storage version; a failure fails the write.
     async fn write(&self, key: &str, value: Bytes) -> Result<Bytes, StorageError> {
         let v: Value = serde_json::from_slice(&value)
@@ -250,129 +216,60 @@ impl Versions {
     }
 }
 
+/// Writes are converted to the storage version; a write answers with the
+/// served value it was given (what was just stored, in this version) rather
+/// than converting the stored form back: one webhook call per write, and a
+/// write that was stored is not reported failed because the way back
+/// failed. Reads convert a list page, or a watch event and its previous
+/// value, in one call.
 #[async_trait::async_trait]
-impl Storage for Reviewed {
-    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        match self.inner.get(key).await? {
-            Some(kv) => Ok(Some(self.v.read_kv(kv).await?)),
-            None => Ok(None),
-        }
+impl ValueLayer for Reviewed {
+    async fn transform_to_storage(&self, key: &str, value: Bytes) -> Result<Bytes, StorageError> {
+        self.write(key, value).await
     }
 
-    async fn get_with_staleness(
-        &self,
-        key: &str,
-    ) -> Result<Option<(KeyValue, bool)>, StorageError> {
-        match self.inner.get_with_staleness(key).await? {
-            Some((kv, stale)) => Ok(Some((self.v.read_kv(kv).await?, stale))),
-            None => Ok(None),
-        }
-    }
-
-    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError> {
-        let mut res = self.inner.list(prefix, opts).await?;
-        let values = self
-            .v
-            .read(res.items.iter().map(|kv| &kv.value).collect(), true)
-            .await?;
-        for (kv, b) in res.items.iter_mut().zip(values) {
-            kv.value = b;
-        }
-        Ok(res)
-    }
-
-    // A write answers with the served value it was given (what was just
-    // stored, in this version) rather than converting the stored form back:
-    // one webhook call per write, and a write that was stored is not
-    // reported failed because the way back failed.
-    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue, StorageError> {
-        let stored = self.v.write(key, value.clone()).await?;
-        let mut kv = self.inner.create(key, stored).await?;
-        kv.value = value;
-        Ok(kv)
-    }
-
-    async fn update(
+    async fn transform_from_storage(
         &self,
         key: &str,
         value: Bytes,
-        expected: Revision,
-    ) -> Result<KeyValue, StorageError> {
-        let stored = self.v.write(key, value.clone()).await?;
-        let mut kv = self.inner.update(key, stored, expected).await?;
-        kv.value = value;
-        Ok(kv)
+        read: Read,
+    ) -> Result<(Bytes, bool), StorageError> {
+        let mut kvs = [KeyValue {
+            key: key.to_string(),
+            value,
+            create_revision: 0,
+            mod_revision: 0,
+        }];
+        self.transform_from_storage_batch(&mut kvs, read).await?;
+        let [kv] = kvs;
+        Ok((kv.value, false))
     }
 
-    async fn delete(
+    async fn transform_from_storage_batch(
         &self,
-        key: &str,
-        expected: Option<Revision>,
-    ) -> Result<KeyValue, StorageError> {
-        let kv = self.inner.delete(key, expected).await?;
-        self.v.read_kv(kv).await
+        kvs: &mut [KeyValue],
+        read: Read,
+    ) -> Result<(), StorageError> {
+        let values = kvs.iter().map(|kv| &kv.value).collect();
+        let out = self
+            .read_tracked(values, read == Read::List, read == Read::Event)
+            .await?;
+        for (kv, b) in kvs.iter_mut().zip(out) {
+            kv.value = b;
+        }
+        Ok(())
     }
 
-    async fn watch(&self, prefix: &str, from: Revision) -> Result<WatchStream, StorageError> {
-        let v = self.v.clone();
-        let events = self.inner.watch(prefix, from).await?;
-        Ok(Box::pin(events.then(move |item| {
-            let v = v.clone();
-            async move {
-                match item {
-                    Ok(ev) => v.read_event(ev).await,
-                    Err(e) => Err(e),
-                }
-            }
-        })))
-    }
-
-    async fn watch_progress(
+    // The conversion error while reads cannot be converted (the module
+    // documentation).
+    fn consistent_read_revision(
         &self,
-        prefix: &str,
-        from: Revision,
-    ) -> Result<ProgressWatchStream, StorageError> {
-        let v = self.v.clone();
-        let items = self.inner.watch_progress(prefix, from).await?;
-        Ok(Box::pin(items.then(move |item| {
-            let v = v.clone();
-            async move {
-                match item {
-                    Ok(WatchItem::Event(ev)) => v.read_event(ev).await.map(WatchItem::Event),
-                    other => other,
-                }
-            }
-        })))
-    }
-
-    async fn current_revision(&self) -> Result<Revision, StorageError> {
-        self.inner.current_revision().await
-    }
-
-    // Forwarded, or consistent reads across replicas fall back to this
-    // process's own writes (as in `stamp.rs`); the conversion error while
-    // reads cannot be converted (the module documentation).
-    async fn consistent_read_revision(&self) -> Result<Option<Revision>, StorageError> {
-        if let Some(e) = self.v.failing.lock().clone() {
+        below: Option<Revision>,
+    ) -> Result<Option<Revision>, StorageError> {
+        if let Some(e) = self.failing.lock().clone() {
             return Err(StorageError::Conversion(e));
         }
-        self.inner.consistent_read_revision().await
-    }
-
-    fn request_progress(&self) {
-        self.inner.request_progress();
-    }
-
-    fn serves_progress_requests(&self) -> bool {
-        self.inner.serves_progress_requests()
-    }
-
-    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
-        self.inner.compact(revision).await
-    }
-
-    async fn compacted_revision(&self) -> Result<Revision, StorageError> {
-        self.inner.compacted_revision().await
+        Ok(below)
     }
 }
 
@@ -380,9 +277,12 @@ impl Storage for Reviewed {
 #[allow(clippy::unwrap_used)] // a failing test may panic
 mod tests {
     use super::*;
+    use futures::StreamExt;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use ubernetes_apimachinery::{ApiError, Cause, ResourceInfo};
+    use ubernetes_storage::layered::Layered;
     use ubernetes_storage::sled_engine::SledStorage;
+    use ubernetes_storage::{ListOptions, Storage};
 
     struct Widgets(ResourceInfo);
 
@@ -475,17 +375,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let engine: Arc<dyn Storage> = Arc::new(SledStorage::open(dir.path()).unwrap());
         let converter = Arc::new(SizeConverter::default());
-        let v2 = Reviewed::new(
+        let v2 = Layered::new(
             engine.clone(),
-            widgets("v2"),
-            "example.com/v1",
-            converter.clone(),
+            Arc::new(Reviewed::new(
+                widgets("v2"),
+                "example.com/v1",
+                converter.clone(),
+            )),
         );
-        let v1 = Reviewed::new(
+        let v1 = Layered::new(
             engine.clone(),
-            widgets("v1"),
-            "example.com/v1",
-            converter.clone(),
+            Arc::new(Reviewed::new(
+                widgets("v1"),
+                "example.com/v1",
+                converter.clone(),
+            )),
         );
         let prefix = "/registry/example.com/widgets/";
         let mut watch = v2.watch(prefix, 0).await.unwrap();
