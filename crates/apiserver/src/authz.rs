@@ -160,7 +160,15 @@ pub fn refusal_response(refused: &RequestRefused, request_uri: &str) -> Response
             plain_500(e.plain_text_body(request_uri))
         }
         RequestRefused::Impersonation(ImpersonationError::Forbidden(e))
-        | RequestRefused::Forbidden(e, _) => crate::response::status_response(e),
+        | RequestRefused::Forbidden(e, _) => {
+            // responsewriters.Forbidden sets nosniff on the Status it writes.
+            let mut resp = crate::response::status_response(e);
+            resp.headers_mut().insert(
+                http::header::X_CONTENT_TYPE_OPTIONS,
+                http::HeaderValue::from_static("nosniff"),
+            );
+            resp
+        }
     }
 }
 

@@ -39,6 +39,8 @@ pub fn status_response(e: &ApiError) -> axum::response::Response {
         http::header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    resp.headers_mut()
+        .insert(http::header::CACHE_CONTROL, no_cache());
     if e.code == 404 && *e == ApiError::no_route() {
         // A path that names nothing served: not a request metric's label.
         resp.extensions_mut().insert(NoRoute);
@@ -48,6 +50,12 @@ pub fn status_response(e: &ApiError) -> axum::response::Response {
             .insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
     }
     resp
+}
+
+/// kube-apiserver's `WithCacheControl` filter: no API answer may be cached
+/// (found by the difference harness, `e2e/tests/diff_vs_kube.rs`).
+fn no_cache() -> HeaderValue {
+    HeaderValue::from_static("no-cache, private")
 }
 
 /// A response with a body already encoded.
@@ -62,6 +70,8 @@ pub fn bytes_response(
     if let Ok(ct) = HeaderValue::from_str(content_type) {
         resp.headers_mut().insert(http::header::CONTENT_TYPE, ct);
     }
+    resp.headers_mut()
+        .insert(http::header::CACHE_CONTROL, no_cache());
     for w in warnings {
         let text = format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""));
         if let Ok(v) = HeaderValue::from_str(&text) {
