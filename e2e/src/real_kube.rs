@@ -62,6 +62,20 @@ impl KubeCluster {
         }
         Ok(cluster)
     }
+
+    /// A `kube::Client` with the cluster's admin credentials.
+    pub async fn client(&self) -> Result<kube::Client> {
+        let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
+        let config = kube::Config::from_custom_kubeconfig(
+            kc,
+            &kube::config::KubeConfigOptions {
+                context: Some(self.name.clone()),
+                ..Default::default()
+            },
+        )
+        .await?;
+        Ok(kube::Client::try_from(config)?)
+    }
 }
 
 impl Drop for KubeCluster {

@@ -175,19 +175,6 @@ fn objects(kubectl: Kubectl<'_>) -> Result<BTreeMap<String, Value>> {
     Ok(out)
 }
 
-async fn client_of(kubeconfig: &Path, context: &str) -> Result<kube::Client> {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig)?;
-    let config = kube::Config::from_custom_kubeconfig(
-        kc,
-        &kube::config::KubeConfigOptions {
-            context: Some(context.into()),
-            ..Default::default()
-        },
-    )
-    .await?;
-    Ok(kube::Client::try_from(config)?)
-}
-
 fn kubectl_at(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Result<String> {
     use std::io::Write;
     let mut child = std::process::Command::new(ubernetes_e2e::kubectl_bin())
@@ -255,7 +242,7 @@ async fn the_policy_kinds_print_and_default_as_kube_apiserver() -> Result<()> {
             let kc = cluster.kubeconfig.clone();
             let live_kubectl = |args: &[&str], stdin: Option<&str>| kubectl_at(&kc, args, stdin);
             setup(&live_kubectl)?;
-            let live = tables(&client_of(&kc, &cluster.name).await?).await?;
+            let live = tables(&cluster.client().await?).await?;
             let live_objects = objects(&live_kubectl)?;
             if std::env::var_os("UBERNETES_WRITE_REFERENCE").is_some() {
                 std::fs::write(
