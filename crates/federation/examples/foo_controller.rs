@@ -4,11 +4,13 @@
 //! its own next to the federation (built-in sync for the kind switched off
 //! with `ubernetes serve --federation-controllers-disabled-for=foos.example.com`).
 //!
-//! The seed's four parts:
-//! - an informer on the federation's Foos (a kube-runtime `Controller`);
-//! - a federated informer on the Foos in every member cluster, with cluster
-//!   lifecycle callbacks ([`FederatedInformer`] over the member set that
-//!   [`members::follow`] keeps from the federation's Clusters);
+//! The seed's four parts, each a piece of this crate's library:
+//! - an informer on the federation's Foos: the kind's shared reflector
+//!   ([`Context::objects`], a kube-runtime `Controller` over its cache);
+//! - a federated informer on the Foos in every member cluster
+//!   ([`Context::informers`], over the member set that [`Context::follow`]
+//!   keeps from the federation's Clusters), whose copy changes and cluster
+//!   lifecycle re-queue the Foos ([`Federated::federated`]);
 //! - a reconcile that compares each member's copy with the desired one and
 //!   updates it ([`member_object::member_copy`], [`member_object::is_subset`],
 //!   [`dispatch::apply`]); every copy is stamped
@@ -24,29 +26,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use futures::channel::mpsc;
 use kube::Resource as _;
-use kube::api::{Api, DynamicObject};
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::api::DynamicObject;
+use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use ubernetes_federation::deletion::{DeletionHelper, Tracked};
-use ubernetes_federation::events::Recorder;
-use ubernetes_federation::informer::{FederatedInformer, InformerEvent, ObjectKey};
+use ubernetes_federation::informer::{Federated as _, FederatedInformer, ObjectKey};
 use ubernetes_federation::kinds::{self, FederatedKind};
-use ubernetes_federation::{FederationOptions, dispatch, member_object, members};
+use ubernetes_federation::objects::SharedObjects;
+use ubernetes_federation::{Context, FederationOptions, dispatch, member_object};
 
 /// The annotation every copy this controller writes carries.
 const RECONCILED_BY: &str = "example.com/reconciled-by";
 
 struct FooController {
+    ctx: Context,
     kind: FederatedKind,
+    objects: Arc<SharedObjects>,
     informer: Arc<FederatedInformer>,
     deletion: Arc<DeletionHelper>,
-    fed: kube::Client,
-    timeout: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +60,6 @@ enum Error {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let fed = kube::Client::try_default().await?;
     let stop = CancellationToken::new();
     let on_signal = stop.clone();
     tokio::spawn(async move {
@@ -70,59 +68,37 @@ async fn main() -> anyhow::Result<()> {
     });
 
     let kind = FederatedKind::new("example.com", "v1", "Foo", "foos", true).custom();
-    let options = FederationOptions::default();
-    // The member clusters, from the federation's Clusters and their Secrets.
-    let members = members::follow(fed.clone(), options.clone(), stop.clone());
-    // Federated informer: Foos in every member, with cluster lifecycle events.
-    let informer = FederatedInformer::start(kind.clone(), members, stop.clone());
+    // The member set (from the federation's Clusters), the informers.
+    let ctx = Context::follow(
+        kube::Client::try_default().await?,
+        FederationOptions::default(),
+        &stop,
+    );
+    let objects = ctx.objects.for_kind(&kind);
+    let informer = ctx.informers.for_kind(&kind);
     // Deletion helper: PropagationRecords and cascading deletion.
     let deletion = DeletionHelper::new(
-        fed.clone(),
+        ctx.fed.clone(),
         informer.clone(),
-        Recorder::new(fed.clone()),
-        options.member_request_timeout,
+        ctx.recorder.clone(),
+        ctx.options.member_request_timeout,
     );
     tokio::spawn(deletion.clone().run(stop.clone()));
 
-    // A change of a copy re-queues its Foo; a cluster becoming available
-    // re-queues every Foo (the seed's `ClusterAvailable` callback).
-    let (refs_tx, refs_rx) = mpsc::unbounded();
-    let (all_tx, all_rx) = mpsc::unbounded();
-    let mut events = informer.subscribe();
-    let ar = kind.resource.clone();
-    tokio::spawn(async move {
-        while let Some(e) = events.next().await {
-            match e {
-                InformerEvent::Changed { key, .. } => {
-                    let mut r = ObjectRef::<DynamicObject>::new_with(&key.name, ar.clone());
-                    if let Some(ns) = key.namespace {
-                        r = r.within(&ns);
-                    }
-                    let _ = refs_tx.unbounded_send(r);
-                }
-                InformerEvent::ClusterReady(_) | InformerEvent::ClusterSynced(_) => {
-                    let _ = all_tx.unbounded_send(());
-                }
-                _ => {}
-            }
-        }
-    });
-
-    let ctx = Arc::new(FooController {
-        kind: kind.clone(),
+    println!("foo-controller: reconciling {}", kind.id());
+    // A Foo changed, a copy of it changed, or a cluster came or went.
+    let controller = objects.controller().federated(&informer);
+    let this = Arc::new(FooController {
+        ctx,
+        kind,
+        objects,
         informer,
         deletion,
-        fed: fed.clone(),
-        timeout: options.member_request_timeout,
     });
-    println!("foo-controller: reconciling {}", kind.id());
-    let api: Api<DynamicObject> = Api::all_with(fed, &kind.resource);
     let closing = stop.clone();
-    Controller::new_with(api, watcher::Config::default(), kind.resource.clone())
-        .reconcile_on(refs_rx)
-        .reconcile_all_on(all_rx)
+    controller
         .graceful_shutdown_on(async move { closing.cancelled().await })
-        .run(reconcile, error_policy, ctx)
+        .run(reconcile, error_policy, this)
         .for_each(|r| async move {
             if let Err(e) = r {
                 eprintln!("foo-controller: {e}");
@@ -148,10 +124,15 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<FooController>) -> Result<A
         Tracked::Record(_) => {}
         Tracked::Wait => return Ok(Action::requeue(Duration::from_secs(1))),
     }
+    // The shared cache keeps metadata only: the content, as it is now.
+    let Some(obj) = ctx.objects.fetch(&obj).await? else {
+        return Ok(Action::await_change());
+    };
     let fed = kinds::to_value(&obj, &ctx.kind)?;
     let key = ObjectKey::of(&obj);
     let ns = key.namespace.as_deref();
-    for member in ctx.informer.members().snapshot() {
+    let timeout = ctx.ctx.options.member_request_timeout;
+    for member in ctx.ctx.members.snapshot() {
         if !member.ready || ctx.informer.is_synced(&member.name) != Some(true) {
             continue;
         }
@@ -169,23 +150,11 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<FooController>) -> Result<A
         {
             continue;
         }
-        let mut result =
-            dispatch::apply(&member, &ctx.kind, &desired, &key.name, ns, ctx.timeout).await;
-        if let Err(e) = &result
-            && e.not_found()
-            && let Some(ns) = ns
-            && dispatch::ensure_namespace(&ctx.fed, &member, ns, ctx.timeout).await
-        {
-            result = dispatch::apply(
-                &member,
-                &ctx.kind,
-                &desired,
-                &key.name,
-                Some(ns),
-                ctx.timeout,
-            )
-            .await;
-        }
+        let fed_client = &ctx.ctx.fed;
+        let result = dispatch::apply_with_namespace(
+            fed_client, &member, &ctx.kind, &desired, &key.name, ns, timeout,
+        )
+        .await;
         match result {
             Ok(applied) => println!(
                 "foo-controller: {} {key} in cluster {} (resourceVersion {})",

@@ -5,7 +5,8 @@
 //! - [`apply`]: server-side apply of a member copy, field manager
 //!   [`FIELD_MANAGER`], forced (the federation owns the fields it sets;
 //!   other managers' fields stay);
-//! - [`ensure_namespace`]: the namespace first, from its federated twin;
+//! - [`ensure_namespace`]: the namespace first, from its federated twin
+//!   ([`apply_with_namespace`]: both, when the member lacks the namespace);
 //! - [`delete_copy`]: delete our copy (never an object the federation does
 //!   not manage, checked against the label and the origin uid; with a uid
 //!   precondition);
@@ -114,6 +115,27 @@ pub async fn apply(
         .patch(name, &params, &Patch::Apply(desired))
         .map_err(|e| MemberError::transport(e.to_string()))?;
     send(&member.client, req, timeout).await.map(|(_, v)| v)
+}
+
+/// [`apply`], and when the member has no namespace `ns` yet, the
+/// namespace first ([`ensure_namespace`], from its federated twin read with
+/// `fed`) and the copy again.
+pub async fn apply_with_namespace(
+    fed: &kube::Client,
+    member: &Member,
+    kind: &FederatedKind,
+    desired: &Value,
+    name: &str,
+    ns: Option<&str>,
+    timeout: Duration,
+) -> Result<Value, MemberError> {
+    let result = apply(member, kind, desired, name, ns, timeout).await;
+    match (&result, ns) {
+        (Err(e), Some(ns)) if e.not_found() && ensure_namespace(fed, member, ns, timeout).await => {
+            apply(member, kind, desired, name, Some(ns), timeout).await
+        }
+        _ => result,
+    }
 }
 
 /// Create the namespace `ns` in a member from its federated twin (read

@@ -76,23 +76,21 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::ResourceExt as _;
-use kube::api::Api;
+use kube::api::{Api, DynamicObject};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{WatchStreamExt as _, watcher as watch_fn};
-use parking_lot::RwLock;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use ubernetes_api::Cluster;
 use ubernetes_dns::{RecordSet, RecordStore};
 
 use crate::Context;
-use crate::informer::ObjectKey;
+use crate::informer::{FederatedInformer, ObjectKey, Selection};
 use crate::kinds::FederatedKind;
-use crate::members::{Member, Members};
+use crate::members::Members;
 
 /// The annotation choosing how a Service's answers are drawn.
 pub const POLICY_ANNOTATION: &str = "federation.kubernetes.io/dns-policy";
@@ -559,133 +557,90 @@ pub fn load_balancer_addresses(status: Option<&serde_json::Value>) -> Vec<Addres
 
 /// The ready endpoints of one EndpointSlice (`conditions.ready` unset
 /// counts as ready, as Kubernetes reads it).
-pub fn ready_endpoints(slice: &EndpointSlice) -> u32 {
+pub fn ready_endpoints(slice: &DynamicObject) -> u32 {
     let n = slice
-        .endpoints
-        .iter()
-        .flatten()
-        .filter(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true))
-        .count();
+        .data
+        .get("endpoints")
+        .and_then(serde_json::Value::as_array)
+        .map_or(0, |eps| {
+            eps.iter()
+                .filter(|e| {
+                    e.pointer("/conditions/ready")
+                        .and_then(serde_json::Value::as_bool)
+                        .unwrap_or(true)
+                })
+                .count()
+        });
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// Per member, the ready endpoints of each Service (namespace/name), from
-/// a watch of the member's EndpointSlices that carry the service-name
-/// label (only the count per slice is kept).
-struct EndpointCounts {
-    by_cluster: RwLock<BTreeMap<String, MemberSlices>>,
-    changed: Arc<Notify>,
+/// What the EndpointSlice informer keeps of a slice: its name, namespace
+/// and labels (the Service it belongs to), and each endpoint's readiness.
+fn lean_slice(slice: &mut DynamicObject) {
+    let meta = &mut slice.metadata;
+    meta.managed_fields = None;
+    meta.annotations = None;
+    meta.owner_references = None;
+    let endpoints: Vec<serde_json::Value> = slice
+        .data
+        .get("endpoints")
+        .and_then(serde_json::Value::as_array)
+        .map(|eps| {
+            eps.iter()
+                .map(|e| match e.pointer("/conditions/ready") {
+                    Some(ready) => serde_json::json!({"conditions": {"ready": ready}}),
+                    None => serde_json::json!({}),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    slice.data = serde_json::json!({ "endpoints": endpoints });
 }
 
-struct MemberSlices {
-    uid: String,
-    server: String,
-    slices: Arc<RwLock<HashMap<ObjectKey, (ObjectKey, u32)>>>,
-    stop: CancellationToken,
+/// The members' EndpointSlices that belong to a Service (they carry the
+/// service-name label): not copies of the federation's, so an informer of
+/// their own ([`crate::informer::Informers::for_member_objects`]).
+fn endpoint_slices(ctx: &Context) -> Arc<FederatedInformer> {
+    ctx.informers.for_member_objects(
+        &FederatedKind::new(
+            "discovery.k8s.io",
+            "v1",
+            "EndpointSlice",
+            "endpointslices",
+            true,
+        ),
+        Selection {
+            labels: SERVICE_NAME_LABEL.to_string(),
+            modify: lean_slice,
+        },
+    )
 }
+
+/// Per member and Service (namespace/name), the ready endpoints of its
+/// EndpointSlices there, counted in one pass over the informer's caches.
+struct EndpointCounts(HashMap<(String, ObjectKey), u32>);
 
 impl EndpointCounts {
+    fn of(slices: &FederatedInformer) -> Self {
+        let mut counts: HashMap<(String, ObjectKey), u32> = HashMap::new();
+        for member in slices.clusters() {
+            for s in slices.list(&member.name) {
+                let Some(svc) = s.labels().get(SERVICE_NAME_LABEL) else {
+                    continue;
+                };
+                let key = ObjectKey::new(s.namespace().as_deref(), svc);
+                let n = counts.entry((member.name.clone(), key)).or_default();
+                *n = n.saturating_add(ready_endpoints(&s));
+            }
+        }
+        Self(counts)
+    }
+
     fn ready(&self, cluster: &str, service: &ObjectKey) -> u32 {
-        self.by_cluster.read().get(cluster).map_or(0, |m| {
-            m.slices
-                .read()
-                .values()
-                .filter(|(s, _)| s == service)
-                .map(|(_, n)| *n)
-                .fold(0u32, u32::saturating_add)
-        })
-    }
-
-    fn sync(&self, members: &[Arc<Member>], stop: &CancellationToken) {
-        let mut by_cluster = self.by_cluster.write();
-        by_cluster.retain(|name, m| {
-            let keep = members
-                .iter()
-                .any(|x| &x.name == name && x.uid == m.uid && x.server == m.server);
-            if !keep {
-                m.stop.cancel();
-            }
-            keep
-        });
-        for m in members {
-            if by_cluster.contains_key(&m.name) {
-                continue;
-            }
-            let slices = Arc::new(RwLock::new(HashMap::new()));
-            let token = stop.child_token();
-            tokio::spawn(watch_slices(
-                m.clone(),
-                slices.clone(),
-                self.changed.clone(),
-                token.clone(),
-            ));
-            by_cluster.insert(
-                m.name.clone(),
-                MemberSlices {
-                    uid: m.uid.clone(),
-                    server: m.server.clone(),
-                    slices,
-                    stop: token,
-                },
-            );
-        }
-    }
-}
-
-async fn watch_slices(
-    member: Arc<Member>,
-    slices: Arc<RwLock<HashMap<ObjectKey, (ObjectKey, u32)>>>,
-    changed: Arc<Notify>,
-    stop: CancellationToken,
-) {
-    let api: Api<EndpointSlice> = Api::all(member.client.clone());
-    let wc = watcher::Config::default().labels(SERVICE_NAME_LABEL);
-    let mut stream = watch_fn(api, wc).default_backoff().boxed();
-    let mut buffer: Option<HashMap<ObjectKey, (ObjectKey, u32)>> = None;
-    let entry = |s: &EndpointSlice| {
-        let ns = s.namespace();
-        let svc = s
-            .labels()
-            .get(SERVICE_NAME_LABEL)
-            .cloned()
-            .unwrap_or_default();
-        (
-            ObjectKey::new(ns.as_deref(), &s.name_any()),
-            (ObjectKey::new(ns.as_deref(), &svc), ready_endpoints(s)),
-        )
-    };
-    loop {
-        let event = tokio::select! {
-            () = stop.cancelled() => break,
-            e = stream.next() => e,
-        };
-        match event {
-            None => break,
-            Some(Ok(Event::Apply(s))) => {
-                let (k, v) = entry(&s);
-                slices.write().insert(k, v);
-            }
-            Some(Ok(Event::Delete(s))) => {
-                slices.write().remove(&entry(&s).0);
-            }
-            Some(Ok(Event::Init)) => {
-                buffer = Some(HashMap::new());
-                continue;
-            }
-            Some(Ok(Event::InitApply(s))) => {
-                let (k, v) = entry(&s);
-                buffer.get_or_insert_with(HashMap::new).insert(k, v);
-                continue;
-            }
-            Some(Ok(Event::InitDone)) => {
-                *slices.write() = buffer.take().unwrap_or_default();
-            }
-            Some(Err(e)) => {
-                tracing::debug!(cluster = %member.name, error = %e, "watch of EndpointSlices");
-                continue;
-            }
-        }
-        changed.notify_one();
+        self.0
+            .get(&(cluster.to_string(), service.clone()))
+            .copied()
+            .unwrap_or(0)
     }
 }
 
@@ -713,7 +668,9 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
     // The member copies (with status), shared with the other controllers.
     let informer = ctx.informers.for_kind(&service_kind());
     let ingress_informer = ctx.informers.for_kind(&ingress_kind());
-    for informer in [&informer, &ingress_informer] {
+    // The members' EndpointSlices.
+    let slices = endpoint_slices(&ctx);
+    for informer in [&informer, &ingress_informer, &slices] {
         let mut events = informer.subscribe();
         let changed = changed.clone();
         let stop = stop.clone();
@@ -729,18 +686,13 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
             }
         });
     }
-    // The members' EndpointSlices, following the member set.
-    let counts = Arc::new(EndpointCounts {
-        by_cluster: RwLock::new(BTreeMap::new()),
-        changed: changed.clone(),
-    });
     let mut member_changes = ctx.members.subscribe();
     let mut endpoints = crate::dns_endpoints::Writer::start(ctx.fed.clone()).await;
     let mut conflicts = ConflictReporter::default();
 
     tracing::info!(zone = %suffix, federation = %options.federation_name, "DNS records controller started");
     loop {
-        counts.sync(&ctx.members.snapshot(), &stop);
+        let counts = EndpointCounts::of(&slices);
         let infos = cluster_infos(&clusters, &ctx.members);
         let fed_ingresses = federated_ingresses(&ingresses, &ingress_informer, &counts);
         let fed_services = federated_services(&services, &informer, &counts);
@@ -784,9 +736,6 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
         }
         // Let a burst of changes settle into one rebuild.
         tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    for m in counts.by_cluster.write().values() {
-        m.stop.cancel();
     }
 }
 
@@ -1466,7 +1415,7 @@ mod tests {
             [ip("192.0.2.1"), Address::Hostname("lb.example.net".into())]
         );
         assert!(load_balancer_addresses(None).is_empty());
-        let slice: EndpointSlice = serde_json::from_value(serde_json::json!({
+        let mut slice: DynamicObject = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "web-abc", "namespace": "shop",
                 "labels": {SERVICE_NAME_LABEL: "web"}},
             "addressType": "IPv4",
@@ -1478,6 +1427,14 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(ready_endpoints(&slice), 2);
+        // What the informer keeps of it counts the same.
+        lean_slice(&mut slice);
+        assert_eq!(ready_endpoints(&slice), 2);
+        assert_eq!(
+            slice.labels().get(SERVICE_NAME_LABEL).map(String::as_str),
+            Some("web")
+        );
+        assert!(slice.data.get("addressType").is_none());
     }
 
     fn ingress(hosts: &[&str], copies: &[(&str, ServiceCopy)]) -> FederatedIngress {

@@ -18,6 +18,25 @@
 //! v1's `ClusterLifecycleHandlerFuncs` as events: a cluster added, ready,
 //! not ready, removed, and its cache synced (listed in full).
 //!
+//! Most controllers want those events as kube-runtime triggers, as
+//! kube-rs's `Controller::watches` gives them: [`FederatedInformer::watches`]
+//! maps each copy change to the objects to reconcile (a stream of
+//! `ObjectRef`s), [`FederatedInformer::copy_triggers`] is the common
+//! mapping (a copy → its federated object) and
+//! [`FederatedInformer::cluster_triggers`] the cluster lifecycle (every
+//! object); [`Federated::federated`] adds both to a `Controller`:
+//!
+//! ```ignore
+//! Controller::for_stream_with(stream::pending(), store, ar)
+//!     .federated(&informer) // copies and cluster lifecycle
+//!     .run(reconcile, error_policy, ctx)
+//! ```
+//!
+//! The same informer watches member objects that are not copies
+//! ([`Informers::for_member_objects`]: a label selector of one's own and
+//! what the cache keeps of each object), e.g. the EndpointSlices the DNS
+//! records count endpoints from.
+//!
 //! The informer follows the shared [`Members`] set: it starts a watch when
 //! a member joins, restarts it when the member's client changes or it
 //! becomes Ready again (a fresh list, so what happened while it was away
@@ -29,8 +48,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt as _;
 use futures::channel::mpsc;
+use futures::stream::BoxStream;
 use kube::ResourceExt as _;
 use kube::api::{Api, DynamicObject};
+use kube::discovery::ApiResource;
+use kube::runtime::Controller;
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{WatchStreamExt as _, watcher as watch_fn};
 use parking_lot::{Mutex, RwLock};
@@ -62,6 +85,46 @@ impl ObjectKey {
     /// The key of an object.
     pub fn of(obj: &DynamicObject) -> Self {
         Self::new(obj.namespace().as_deref(), &obj.name_any())
+    }
+
+    /// The reference to the object of this key of kind `ar`, as a
+    /// kube-runtime `Controller` takes it.
+    pub fn to_ref(&self, ar: &ApiResource) -> ObjectRef<DynamicObject> {
+        let r = ObjectRef::new_with(&self.name, ar.clone());
+        match &self.namespace {
+            Some(ns) => r.within(ns),
+            None => r,
+        }
+    }
+}
+
+/// A copy that was added, changed or deleted in a member cluster (what a
+/// [`FederatedInformer::watches`] mapper is given).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// The member cluster.
+    pub cluster: String,
+    /// The copy's key (the key of its federated object).
+    pub key: ObjectKey,
+    /// The copy's `federation.kubernetes.io/origin-uid`, if it has one.
+    pub origin_uid: Option<String>,
+}
+
+/// kube-runtime's `Controller`, reconciling on a federated informer's
+/// events (see [`FederatedInformer::copy_triggers`] and
+/// [`FederatedInformer::cluster_triggers`]).
+pub trait Federated {
+    /// Reconcile a federated object when one of its copies changes, and
+    /// every object when a cluster is added, becomes Ready or not, changes
+    /// labels, is removed or is listed anew.
+    #[must_use]
+    fn federated(self, informer: &FederatedInformer) -> Self;
+}
+
+impl Federated for Controller<DynamicObject> {
+    fn federated(self, informer: &FederatedInformer) -> Self {
+        self.reconcile_on(informer.copy_triggers())
+            .reconcile_all_on(informer.cluster_triggers())
     }
 }
 
@@ -102,6 +165,27 @@ pub enum InformerEvent {
     /// The cache of a member holds a full list (after a start or restart
     /// of its watch): every object may need a look.
     ClusterSynced(String),
+}
+
+/// What a [`FederatedInformer`] watches in each member: the objects of a
+/// label selector, and what its cache keeps of each.
+#[derive(Clone, Debug)]
+pub struct Selection {
+    /// The label selector of the member watch.
+    pub labels: String,
+    /// What the cache keeps of an object (it may drop fields).
+    pub modify: fn(&mut DynamicObject),
+}
+
+impl Default for Selection {
+    /// The federation's copies ([`MANAGED_LABEL`]), kept with status
+    /// ([`lean`]).
+    fn default() -> Self {
+        Self {
+            labels: format!("{MANAGED_LABEL}=true"),
+            modify: lean,
+        }
+    }
 }
 
 /// The copies of one member cluster.
@@ -160,6 +244,7 @@ struct ClusterCache {
 /// [`FederatedInformer::start`] (or share one through [`Informers`]).
 pub struct FederatedInformer {
     kind: FederatedKind,
+    selection: Selection,
     members: Arc<Members>,
     clusters: RwLock<BTreeMap<String, ClusterCache>>,
     subscribers: Mutex<Vec<mpsc::UnboundedSender<InformerEvent>>>,
@@ -179,8 +264,20 @@ impl FederatedInformer {
     /// Start the informer of `kind` over the member set: it follows
     /// `members` until `stop` is cancelled.
     pub fn start(kind: FederatedKind, members: Arc<Members>, stop: CancellationToken) -> Arc<Self> {
+        Self::start_with(kind, Selection::default(), members, stop)
+    }
+
+    /// [`FederatedInformer::start`] on the member objects `selection`
+    /// names (say, objects that are not the federation's copies).
+    pub fn start_with(
+        kind: FederatedKind,
+        selection: Selection,
+        members: Arc<Members>,
+        stop: CancellationToken,
+    ) -> Arc<Self> {
         let this = Arc::new(Self {
             kind,
+            selection,
             members,
             clusters: RwLock::new(BTreeMap::new()),
             subscribers: Mutex::new(Vec::new()),
@@ -207,6 +304,59 @@ impl FederatedInformer {
         let (tx, rx) = mpsc::unbounded();
         self.subscribers.lock().push(tx);
         rx
+    }
+
+    /// kube-rs's `watches`: every change of a copy, through `mapper`, as
+    /// the objects to reconcile (a stream for `Controller::reconcile_on`).
+    /// Cluster lifecycle events are not in it (see
+    /// [`FederatedInformer::cluster_triggers`]).
+    pub fn watches<K, I, F>(&self, mut mapper: F) -> BoxStream<'static, ObjectRef<K>>
+    where
+        K: kube::Resource + 'static,
+        K::DynamicType: Send,
+        F: FnMut(Change) -> I + Send + 'static,
+        I: IntoIterator<Item = ObjectRef<K>>,
+    {
+        self.subscribe()
+            .flat_map(move |e| {
+                let refs: Vec<ObjectRef<K>> = match e {
+                    InformerEvent::Changed {
+                        cluster,
+                        key,
+                        origin_uid,
+                    } => mapper(Change {
+                        cluster,
+                        key,
+                        origin_uid,
+                    })
+                    .into_iter()
+                    .collect(),
+                    _ => Vec::new(),
+                };
+                futures::stream::iter(refs)
+            })
+            .boxed()
+    }
+
+    /// The federated object of every copy that changes (kube-rs's
+    /// `trigger_self` for copies: drift repair, status).
+    pub fn copy_triggers(&self) -> BoxStream<'static, ObjectRef<DynamicObject>> {
+        let ar = self.kind.resource.clone();
+        self.watches(move |c| Some(c.key.to_ref(&ar)))
+    }
+
+    /// One `()` per cluster lifecycle event (added, Ready, not Ready,
+    /// labels changed, removed, listed anew): every object may need a look
+    /// (a stream for `Controller::reconcile_all_on`).
+    pub fn cluster_triggers(&self) -> BoxStream<'static, ()> {
+        self.subscribe()
+            .filter_map(|e| {
+                futures::future::ready(match e {
+                    InformerEvent::Changed { .. } => None,
+                    _ => Some(()),
+                })
+            })
+            .boxed()
     }
 
     /// The copy of `key` in `cluster`, as last seen (status included).
@@ -360,7 +510,8 @@ impl FederatedInformer {
     fn start_watch(self: &Arc<Self>, member: Arc<Member>) -> ClusterCache {
         let ar = self.kind.resource.clone();
         let api: Api<DynamicObject> = Api::all_with(member.client.clone(), &ar);
-        let wc = watcher::Config::default().labels(&format!("{MANAGED_LABEL}=true"));
+        let wc = watcher::Config::default().labels(&self.selection.labels);
+        let modify = self.selection.modify;
         let copies = Arc::new(RwLock::new(Copies::default()));
         let synced = Arc::new(AtomicBool::new(false));
         let stop = self.stop.child_token();
@@ -374,7 +525,7 @@ impl FederatedInformer {
         let cluster = member.name.clone();
         let kind = self.kind.id();
         tokio::spawn(async move {
-            let mut stream = watch_fn(api, wc).modify(lean).default_backoff().boxed();
+            let mut stream = watch_fn(api, wc).modify(modify).default_backoff().boxed();
             let mut buffer: Option<Copies> = None;
             loop {
                 let event = tokio::select! {
@@ -488,6 +639,30 @@ impl Informers {
         informer
     }
 
+    /// The informer of the member objects of `kind` that `selection` names
+    /// (objects that are not the federation's copies, e.g. EndpointSlices),
+    /// started now if it is the first use; shared as [`Informers::for_kind`].
+    pub fn for_member_objects(
+        &self,
+        kind: &FederatedKind,
+        selection: Selection,
+    ) -> Arc<FederatedInformer> {
+        let key = format!("{}?{}", informer_key(kind), selection.labels);
+        let mut by_kind = self.by_kind.lock();
+        if let Some((i, _)) = by_kind.get(&key) {
+            return i.clone();
+        }
+        let token = self.stop.child_token();
+        let informer = FederatedInformer::start_with(
+            kind.clone(),
+            selection,
+            self.members.clone(),
+            token.clone(),
+        );
+        by_kind.insert(key, (informer.clone(), token));
+        informer
+    }
+
     /// The informer of `kind` if one runs.
     pub fn get(&self, kind: &FederatedKind) -> Option<Arc<FederatedInformer>> {
         self.by_kind
@@ -518,6 +693,7 @@ fn informer_key(kind: &FederatedKind) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::time::Duration;
 
     fn copy(ns: &str, name: &str, origin: &str) -> DynamicObject {
         serde_json::from_value(json!({
@@ -552,6 +728,43 @@ mod tests {
         lean(&mut o);
         assert!(o.metadata.managed_fields.is_none());
         assert_eq!(o.data["status"]["ready"], true);
+    }
+
+    #[tokio::test]
+    async fn triggers_map_copies_to_their_objects_and_clusters_to_all() {
+        let kind = FederatedKind::new("apps", "v1", "Deployment", "deployments", true);
+        let stop = CancellationToken::new();
+        let informer = FederatedInformer::start(kind.clone(), Members::new(), stop.clone());
+        let mut copies = informer.copy_triggers();
+        let mut clusters = informer.cluster_triggers();
+        let ar = kind.resource.clone();
+        let mut mapped = informer.watches(move |c: Change| {
+            let twin = ObjectKey::new(c.key.namespace.as_deref(), &format!("{}-hpa", c.key.name));
+            [c.key.to_ref(&ar), twin.to_ref(&ar)]
+        });
+        let changed = |ns: Option<&str>, name: &str| InformerEvent::Changed {
+            cluster: "east".into(),
+            key: ObjectKey::new(ns, name),
+            origin_uid: Some("u1".into()),
+        };
+        informer.publish(changed(Some("app"), "web"));
+        informer.publish(InformerEvent::ClusterSynced("east".into()));
+        informer.publish(changed(None, "global"));
+        let r = copies.next().await.unwrap();
+        assert_eq!(
+            (r.name.as_str(), r.namespace.as_deref()),
+            ("web", Some("app"))
+        );
+        assert_eq!(r.dyntype.kind, "Deployment");
+        let r = copies.next().await.unwrap();
+        assert_eq!((r.name.as_str(), r.namespace), ("global", None));
+        // One `()` for the cluster event, none for the copies.
+        assert_eq!(clusters.next().await, Some(()));
+        let none = tokio::time::timeout(Duration::from_millis(50), clusters.next()).await;
+        assert!(none.is_err(), "a copy change is not a cluster event");
+        let names: Vec<String> = mapped.by_ref().take(4).map(|r| r.name).collect().await;
+        assert_eq!(names, ["web", "web-hpa", "global", "global-hpa"]);
+        stop.cancel();
     }
 
     #[test]

@@ -65,6 +65,7 @@ pub mod member_kubeconfig;
 pub mod member_object;
 pub mod members;
 pub mod metrics;
+pub mod objects;
 pub mod options;
 pub mod overrides;
 pub mod placement;
@@ -90,8 +91,10 @@ pub struct Context {
     pub fed: kube::Client,
     /// The joined members (filled by the Cluster controller).
     pub members: Arc<members::Members>,
-    /// One federated informer per kind.
+    /// One federated informer per kind (the member side).
     pub informers: Arc<informer::Informers>,
+    /// One shared reflector per kind (the federation side).
+    pub objects: Arc<objects::FederationObjects>,
     /// Events on federated objects.
     pub recorder: events::Recorder,
     /// The flags.
@@ -106,6 +109,17 @@ impl Context {
         Self::with_members(client, options, members::Members::new(), stop)
     }
 
+    /// A context for a controller in a process of its own: its member set
+    /// follows the federation's Clusters ([`members::follow`]) until `stop`.
+    pub fn follow(
+        client: kube::Client,
+        options: FederationOptions,
+        stop: &CancellationToken,
+    ) -> Self {
+        let members = members::follow(client.clone(), options.clone(), stop.clone());
+        Self::with_members(client, options, members, stop)
+    }
+
     /// A context over `client` whose Cluster controller fills `members`
     /// (shared with the server's cluster proxy), with no scheduler.
     pub fn with_members(
@@ -117,6 +131,7 @@ impl Context {
         Self {
             recorder: events::Recorder::new(client.clone()),
             informers: informer::Informers::new(members.clone(), stop.clone()),
+            objects: objects::FederationObjects::new(client.clone(), stop.clone()),
             fed: client,
             members,
             options,

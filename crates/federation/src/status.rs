@@ -33,9 +33,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use futures::channel::mpsc;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::controller::{Action, Config as ControllerConfig};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Resource as _, ResourceExt as _};
@@ -44,7 +43,7 @@ use tokio_util::sync::CancellationToken;
 use ubernetes_api::PropagationRecord;
 
 use crate::Context;
-use crate::informer::{FederatedInformer, InformerEvent, ObjectKey};
+use crate::informer::{Federated as _, FederatedInformer, ObjectKey};
 use crate::kinds::{self, FederatedKind};
 use crate::member_object;
 use crate::placement;
@@ -184,9 +183,6 @@ impl StatusController {
         let ar = kind.resource.clone();
         let informer = ctx.informers.for_kind(&kind);
         let (records, records_writer) = reflector::store();
-        let (refs_tx, refs_rx) = mpsc::unbounded::<ObjectRef<DynamicObject>>();
-        let (all_tx, all_rx) = mpsc::unbounded::<()>();
-
         // Records: a change re-queues the object it is about.
         let records_api: Api<PropagationRecord> = Api::all(ctx.fed.clone());
         let selector = format!(
@@ -194,98 +190,47 @@ impl StatusController {
             version::RESOURCE_LABEL,
             version::resource_label(&kind)
         );
-        let records_task = {
-            let refs_tx = refs_tx.clone();
-            let ar = ar.clone();
-            let stop = stop.clone();
-            tokio::spawn(async move {
-                let stream = reflector::reflector(
-                    records_writer,
-                    watcher(records_api, watcher::Config::default().labels(&selector)),
-                )
-                .default_backoff()
-                .applied_objects();
-                let mut stream = std::pin::pin!(stream);
-                loop {
-                    let next = tokio::select! {
-                        () = stop.cancelled() => break,
-                        n = stream.next() => n,
-                    };
-                    match next {
-                        Some(Ok(r)) => {
-                            let o = &r.spec.resource;
-                            let mut oref = ObjectRef::new_with(&o.name, ar.clone());
-                            if !o.namespace.is_empty() {
-                                oref = oref.within(&o.namespace);
-                            }
-                            let _ = refs_tx.unbounded_send(oref);
-                        }
-                        Some(Err(e)) => tracing::debug!(error = %e, "record watch"),
-                        None => break,
-                    }
+        let record_changes = reflector::reflector(
+            records_writer,
+            watcher(records_api, watcher::Config::default().labels(&selector)),
+        )
+        .default_backoff()
+        .applied_objects()
+        .filter_map(move |r| {
+            futures::future::ready(match r {
+                Ok(r) => {
+                    let o = &r.spec.resource;
+                    Some(ObjectKey::new(Some(&o.namespace), &o.name).to_ref(&ar))
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "record watch");
+                    None
                 }
             })
-        };
-        let forward = tokio::spawn(forward_events(
-            informer.subscribe(),
-            ar.clone(),
-            refs_tx,
-            all_tx,
-            stop.clone(),
-        ));
+        });
+        let objects = ctx.objects.for_kind(&kind);
         let this = Arc::new(Self {
             ctx: ctx.clone(),
             kind,
-            informer,
+            informer: informer.clone(),
             records,
         });
-        let api: Api<DynamicObject> = Api::all_with(ctx.fed.clone(), &ar);
         let closing = stop.clone();
-        Controller::new_with(api, watcher::Config::default(), ar)
+        objects
+            .controller()
             .with_config(ControllerConfig::default().concurrency(16))
-            .reconcile_on(refs_rx)
-            .reconcile_all_on(all_rx)
+            .federated(&informer)
+            .reconcile_on(record_changes)
             .graceful_shutdown_on(async move { closing.cancelled().await })
             .run(reconcile, error_policy, this)
             .for_each(|_| async {})
             .await;
-        stop.cancel();
-        let _ = forward.await;
-        let _ = records_task.await;
     }
 
     fn record(&self, ns: Option<&str>, name: &str) -> Option<Arc<PropagationRecord>> {
         let key = ObjectRef::<PropagationRecord>::new(&version::record_name(&self.kind, name))
             .within(&version::record_namespace(ns));
         self.records.get(&key)
-    }
-}
-
-async fn forward_events(
-    mut events: mpsc::UnboundedReceiver<InformerEvent>,
-    ar: kube::discovery::ApiResource,
-    refs: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
-    all: mpsc::UnboundedSender<()>,
-    stop: CancellationToken,
-) {
-    loop {
-        let e = tokio::select! {
-            () = stop.cancelled() => break,
-            e = events.next() => e,
-        };
-        let Some(e) = e else { break };
-        match e {
-            InformerEvent::Changed { key, .. } => {
-                let mut r = ObjectRef::new_with(&key.name, ar.clone());
-                if let Some(ns) = key.namespace {
-                    r = r.within(&ns);
-                }
-                let _ = refs.unbounded_send(r);
-            }
-            _ => {
-                let _ = all.unbounded_send(());
-            }
-        }
     }
 }
 

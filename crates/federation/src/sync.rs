@@ -47,8 +47,7 @@ use futures::StreamExt as _;
 use futures::channel::mpsc;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject};
-use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
-use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::controller::{Action, Config as ControllerConfig};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{WatchStreamExt as _, watcher as watch_fn};
 use kube::{Resource as _, ResourceExt as _};
@@ -61,7 +60,7 @@ use crate::Context;
 use crate::deletion::{DeletionHelper, Tracked, event_message};
 use crate::dispatch::{self, MemberError};
 use crate::events::EventType;
-use crate::informer::{FederatedInformer, InformerEvent, ObjectKey};
+use crate::informer::{Federated as _, FederatedInformer, ObjectKey};
 use crate::kinds::{self, FederatedKind};
 use crate::member_object::{
     self, CONFLICT_RESOLUTION_ANNOTATION, ClusterFields, FEDERATED_CRD_LABEL, NamespaceDenylist,
@@ -156,6 +155,7 @@ async fn custom_resource_kinds(ctx: Arc<Context>, stop: CancellationToken) {
     let stop_kind = |ctx: &Context, kind: &FederatedKind, token: &CancellationToken| {
         token.cancel();
         ctx.informers.remove(kind);
+        ctx.objects.remove(kind);
     };
     loop {
         let event = tokio::select! {
@@ -266,75 +266,22 @@ impl SyncController {
             denied_reported: Mutex::new(HashSet::new()),
         });
         let deletions = tokio::spawn(deletion.run(stop.clone()));
-        let (refs_tx, refs_rx) = mpsc::unbounded::<ObjectRef<DynamicObject>>();
-        let (all_tx, all_rx) = mpsc::unbounded::<()>();
-        let forward = tokio::spawn(forward_events(
-            informer.subscribe(),
-            ar.clone(),
-            refs_tx.clone(),
-            all_tx,
-            stop.clone(),
-        ));
-        let wakeups = ctx
-            .scheduler
-            .as_ref()
-            .and_then(|s| s.wakeups(&this.kind))
-            .map(|mut keys| {
-                let refs_tx = refs_tx.clone();
-                let ar = ar.clone();
-                let stop = stop.clone();
-                tokio::spawn(async move {
-                    loop {
-                        let key = tokio::select! {
-                            () = stop.cancelled() => break,
-                            k = keys.next() => k,
-                        };
-                        let Some(key) = key else { break };
-                        let mut r = ObjectRef::new_with(&key.name, ar.clone());
-                        if let Some(ns) = key.namespace {
-                            r = r.within(&ns);
-                        }
-                        if refs_tx.unbounded_send(r).is_err() {
-                            break;
-                        }
-                    }
-                })
-            });
-        let api: Api<DynamicObject> = Api::all_with(ctx.fed.clone(), &ar);
-        let closing = stop.clone();
-        // The controller's cache keeps only what decides whether and how to
-        // reconcile (metadata, a Secret's type): reconcile reads the content
-        // itself when it has members to write to. Holding every federated
-        // object in full cost ~5 KiB per object (heaptrack, docs/benchmarks.md).
-        let writer = reflector::store::Writer::new(ar.clone());
-        let reader = writer.as_reader();
-        let keep = this.kind.policy().decision_fields;
-        let objects = reflector::reflector(
-            writer,
-            watch_fn(api, watcher::Config::default()).modify(move |o| slim(o, keep)),
-        )
-        .applied_objects();
-        Controller::for_stream_with(objects, reader, ar)
+        let objects = ctx.objects.for_kind(&this.kind);
+        let mut controller = objects
+            .controller()
             .with_config(ControllerConfig::default().concurrency(CONCURRENCY))
-            .reconcile_on(refs_rx)
-            .reconcile_all_on(all_rx)
+            .federated(&informer);
+        if let Some(keys) = ctx.scheduler.as_ref().and_then(|s| s.wakeups(&this.kind)) {
+            controller = controller.reconcile_on(keys.map(move |k| k.to_ref(&ar)));
+        }
+        let closing = stop.clone();
+        controller
             .graceful_shutdown_on(async move { closing.cancelled().await })
             .run(reconcile, error_policy, this.clone())
             .for_each(|_| async {})
             .await;
         stop.cancel();
-        let _ = forward.await;
-        if let Some(w) = wakeups {
-            let _ = w.await;
-        }
         let _ = deletions.await;
-    }
-
-    fn fed_api(&self, ns: Option<&str>) -> Api<DynamicObject> {
-        match ns {
-            Some(ns) => Api::namespaced_with(self.ctx.fed.clone(), ns, &self.kind.resource),
-            None => Api::all_with(self.ctx.fed.clone(), &self.kind.resource),
-        }
     }
 
     fn timeout(&self) -> Duration {
@@ -397,42 +344,6 @@ impl SyncController {
     }
 }
 
-/// Turn the informer's events into the controller's triggers: a copy's
-/// change re-queues its federated object; a cluster's lifecycle re-queues
-/// every object (placement and readiness decide anew).
-async fn forward_events(
-    mut events: mpsc::UnboundedReceiver<InformerEvent>,
-    ar: kube::discovery::ApiResource,
-    refs: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
-    all: mpsc::UnboundedSender<()>,
-    stop: CancellationToken,
-) {
-    loop {
-        let e = tokio::select! {
-            () = stop.cancelled() => break,
-            e = events.next() => e,
-        };
-        let Some(e) = e else { break };
-        match e {
-            InformerEvent::Changed { key, .. } => {
-                let mut r = ObjectRef::new_with(&key.name, ar.clone());
-                if let Some(ns) = key.namespace {
-                    r = r.within(&ns);
-                }
-                let _ = refs.unbounded_send(r);
-            }
-            InformerEvent::ClusterAdded(_)
-            | InformerEvent::ClusterReady(_)
-            | InformerEvent::ClusterNotReady(_)
-            | InformerEvent::ClusterChanged(_)
-            | InformerEvent::ClusterRemoved(_)
-            | InformerEvent::ClusterSynced(_) => {
-                let _ = all.unbounded_send(());
-            }
-        }
-    }
-}
-
 /// The wait before retry `n` (1-based): 5 s doubling, at most 1 min.
 fn backoff(n: u32) -> Duration {
     let shift = n.saturating_sub(1).min(8);
@@ -442,21 +353,6 @@ fn backoff(n: u32) -> Duration {
 fn error_policy(_obj: Arc<DynamicObject>, err: &Error, ctx: Arc<SyncController>) -> Action {
     tracing::debug!(kind = %ctx.kind.id(), error = %err, "reconcile failed; retrying");
     Action::requeue(Duration::from_secs(1))
-}
-
-/// What the controller's cache keeps of a federated object: its metadata
-/// without managedFields, and the fields `keep` that decide whether it is
-/// propagated at all (its kind's [`crate::policy::KindPolicy::decision_fields`],
-/// e.g. a Secret's `type`).
-fn slim(obj: &mut DynamicObject, keep: &[&str]) {
-    obj.metadata.managed_fields = None;
-    let mut kept = serde_json::Map::new();
-    for field in keep {
-        if let Some(v) = obj.data.get(*field) {
-            kept.insert((*field).to_string(), v.clone());
-        }
-    }
-    obj.data = Value::Object(kept);
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -521,12 +417,12 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
         return Ok(Action::await_change());
     }
 
-    // The cached object is metadata only (see `slim`): read the content to
-    // propagate, from the federation's own watch cache.
-    let obj = match ctx.fed_api(ns.as_deref()).get_opt(&name).await? {
-        Some(o) if o.uid().as_deref() == Some(uid.as_str()) => Arc::new(o),
+    // The shared cache is metadata only (see `objects`): read the content
+    // to propagate, from the federation's own watch cache.
+    let obj = match ctx.ctx.objects.for_kind(&ctx.kind).fetch(&obj).await? {
+        Some(o) => Arc::new(o),
         // Gone or re-created: its own watch event reconciles it.
-        _ => return Ok(Action::await_change()),
+        None => return Ok(Action::await_change()),
     };
     if obj.meta().deletion_timestamp.is_some() {
         return Ok(Action::await_change());
@@ -791,15 +687,16 @@ async fn sync_cluster(
         "FailedUpdateInCluster"
     };
     let started = Instant::now();
-    let mut result =
-        dispatch::apply(member, &ctx.kind, &desired, t.name, t.ns, ctx.timeout()).await;
-    if let Err(e) = &result
-        && e.not_found()
-        && let Some(ns) = t.ns
-        && dispatch::ensure_namespace(&ctx.ctx.fed, member, ns, ctx.timeout()).await
-    {
-        result = dispatch::apply(member, &ctx.kind, &desired, t.name, t.ns, ctx.timeout()).await;
-    }
+    let result = dispatch::apply_with_namespace(
+        &ctx.ctx.fed,
+        member,
+        &ctx.kind,
+        &desired,
+        t.name,
+        t.ns,
+        ctx.timeout(),
+    )
+    .await;
     crate::metrics::metrics().propagated(&member.name, &resource, started.elapsed());
     match result {
         Ok(applied) => {
@@ -926,7 +823,6 @@ async fn remove_unselected(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn backoff_starts_at_five_seconds_and_doubles_to_a_minute() {
@@ -936,27 +832,5 @@ mod tests {
         assert_eq!(backoff(4), Duration::from_secs(40));
         assert_eq!(backoff(5), Duration::from_secs(60));
         assert_eq!(backoff(50), Duration::from_secs(60));
-    }
-
-    #[test]
-    fn the_slim_cache_keeps_metadata_and_a_secrets_type() {
-        let mut o: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": "s", "managedFields": [{"manager": "x"}]},
-            "type": "Opaque", "data": {"k": "dg=="}
-        }))
-        .unwrap_or_else(|_| DynamicObject {
-            types: None,
-            metadata: Default::default(),
-            data: Value::Null,
-        });
-        let secret = crate::policy::of("", "Secret").decision_fields;
-        let mut other = o.clone();
-        slim(&mut o, secret);
-        assert!(o.metadata.managed_fields.is_none());
-        assert_eq!(o.data, json!({"type": "Opaque"}));
-        // A kind whose rules read nothing beside metadata keeps nothing else.
-        slim(&mut other, crate::policy::DEFAULT.decision_fields);
-        assert_eq!(other.data, json!({}));
     }
 }
