@@ -362,7 +362,7 @@ pub struct HostClaims {
 /// Decide who owns each host of `ingresses` (zone `suffix`): the oldest
 /// claim (`creationTimestamp`, unknown last, then namespace and name) wins
 /// and keeps it whatever its health; a Service's name
-/// ([`is_service_name`]) is never an Ingress's. Wildcards and empty hosts
+/// (`is_service_name`) is never an Ingress's. Wildcards and empty hosts
 /// are not claims.
 pub fn claim_hosts(suffix: &str, ingresses: &[FederatedIngress]) -> HostClaims {
     let zone = format!("{}.", suffix.trim_end_matches('.')).to_ascii_lowercase();

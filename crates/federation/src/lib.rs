@@ -14,7 +14,10 @@
 //!   - [`informer`]: the federated informer, one per kind, shared: per
 //!     member, a cache of our copies **with status**, indexed by origin,
 //!     and an event stream (a copy changed → re-queue its federated object;
-//!     cluster added / ready / not ready / removed / synced);
+//!     cluster added / ready / not ready / removed / synced), also as
+//!     kube-runtime triggers ([`informer::Federated`]);
+//!   - [`objects`]: the federation side of each kind, one shared reflector
+//!     per kind for every controller;
 //!   - [`deletion`]: the deletion helper, which keeps each federated
 //!     object's [`version::PropagationRecord`] and through it follows
 //!     Kubernetes' Background / Foreground / Orphan deletion in the members;
@@ -43,6 +46,63 @@
 //! - [`metrics`]: the federation's Prometheus metrics (per cluster:
 //!   ready, probe latency, objects in sync, replicas placed, propagation
 //!   latency and errors).
+//!
+//! # Writing a federated controller
+//!
+//! A controller of one federated kind is a kube-runtime `Controller` over
+//! the kind's shared federation-side cache, triggered by its own changes
+//! and by its member copies' (`examples/foo_controller.rs` is a whole one,
+//! run against two members by `e2e/tests/federation_foo_controller.rs`):
+//!
+//! ```no_run
+//! # use std::{sync::Arc, time::Duration};
+//! # use futures::StreamExt as _;
+//! # use kube::api::DynamicObject;
+//! # use kube::runtime::controller::Action;
+//! use ubernetes_federation::informer::Federated as _;
+//! use ubernetes_federation::kinds::FederatedKind;
+//! use ubernetes_federation::{Context, FederationOptions, member_object};
+//!
+//! async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Context>) -> kube::Result<Action> {
+//!     let kind = FederatedKind::new("example.com", "v1", "Foo", "foos", true).custom();
+//!     // The cache keeps metadata: read the content to write it.
+//!     let Some(full) = ctx.objects.for_kind(&kind).fetch(&obj).await? else {
+//!         return Ok(Action::await_change());
+//!     };
+//!     let fed = serde_json::to_value(&full).unwrap_or_default();
+//!     let informer = ctx.informers.for_kind(&kind);
+//!     for member in ctx.members.snapshot() {
+//!         let desired = member_object::member_copy(kind.policy(), &fed, &member.name);
+//!         let actual = informer.get(&member.name, &ubernetes_federation::informer::ObjectKey::of(&full));
+//!         // compare, then `dispatch::apply_with_namespace` …
+//!         # let _ = (desired, actual);
+//!     }
+//!     Ok(Action::await_change())
+//! }
+//!
+//! # async fn run() -> anyhow::Result<()> {
+//! let stop = tokio_util::sync::CancellationToken::new();
+//! // The member set follows the federation's Clusters.
+//! let ctx = Context::follow(kube::Client::try_default().await?, FederationOptions::default(), &stop);
+//! let kind = FederatedKind::new("example.com", "v1", "Foo", "foos", true).custom();
+//! let informer = ctx.informers.for_kind(&kind); // the member side, shared
+//! ctx.objects
+//!     .for_kind(&kind) // the federation side, watched once per process
+//!     .controller() // a Foo changed
+//!     .federated(&informer) // a copy changed (→ its Foo), a cluster came or went (→ all)
+//!     .run(reconcile, |_, _, _| Action::requeue(Duration::from_secs(2)), Arc::new(ctx))
+//!     .for_each(|_| async {})
+//!     .await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Other triggers map a copy change to other objects
+//! ([`informer::FederatedInformer::watches`], kube-rs's `watches`); the
+//! rules of a kind (what propagates, what a copy drops, how status sums,
+//! where replicas live) are its [`policy::KindPolicy`], looked up by group
+//! and kind; member objects that are not copies get an informer of their
+//! own ([`informer::Informers::for_member_objects`]).
 //!
 //! What it is not: it never touches the store directly, and never writes
 //! the user's objects (SPEC §3.8): its bookkeeping lives in objects of its

@@ -18,7 +18,7 @@
 //!   [`MANAGED_LABEL`] and [`ORIGIN_UID_ANNOTATION`], per-cluster overrides
 //!   applied.
 //! - [`content_hash`]: a stable hash of a member copy, for the record of
-//!   what was last applied ([`crate::record`]).
+//!   what was last applied ([`crate::version`]).
 //! - [`is_subset`]: whether a member's object still carries everything that
 //!   was applied (drift detection that tolerates member defaults and other
 //!   field managers).

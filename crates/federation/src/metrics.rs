@@ -24,7 +24,7 @@
 //!   `FailedAdoptInCluster`, `FailedDeleteInCluster`; [`crate::sync`]).
 //!
 //! `resource` is kube's `resource.group` (`deployments.apps`, `configmaps`).
-//! A cluster's series go away when it leaves the federation ([`forget`]).
+//! A cluster's series go away when it leaves the federation ([`FederationMetrics::forget`]).
 //! The DNS server's `ubernetes_federation_dns_queries_total` is in
 //! `ubernetes_dns::metrics`.
 

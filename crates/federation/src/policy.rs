@@ -165,22 +165,22 @@ impl KindPolicy {
         }
     }
 
-    const fn keep_home(mut self, rule: fn(&Candidate<'_>) -> Option<String>) -> Self {
+    const fn with_keep_home(mut self, rule: fn(&Candidate<'_>) -> Option<String>) -> Self {
         self.keep_home = rule;
         self
     }
 
-    const fn override_rule(mut self, words: &'static str) -> Self {
+    const fn with_override_rule(mut self, words: &'static str) -> Self {
         self.override_rule = Some(words);
         self
     }
 
-    const fn strip(mut self, strip: fn(&mut Value)) -> Self {
+    const fn with_strip(mut self, strip: fn(&mut Value)) -> Self {
         self.strip = strip;
         self
     }
 
-    const fn status(mut self, sum: StatusSum) -> Self {
+    const fn with_status(mut self, sum: StatusSum) -> Self {
         self.status = Some(sum);
         self
     }
@@ -220,77 +220,77 @@ const APF_RULE: &str = "API Priority and Fairness objects annotated apf.kubernet
 /// Every kind with rules of its own.
 static POLICIES: &[KindPolicy] = &[
     // Per-cluster by nature (SPEC §3.4: events, leases, clusters).
-    KindPolicy::new("", "Event").keep_home(each_clusters_own),
-    KindPolicy::new("events.k8s.io", "Event").keep_home(each_clusters_own),
-    KindPolicy::new("coordination.k8s.io", "Lease").keep_home(each_clusters_own),
-    KindPolicy::new(ubernetes_api::GROUP, "Cluster").keep_home(each_clusters_own),
+    KindPolicy::new("", "Event").with_keep_home(each_clusters_own),
+    KindPolicy::new("events.k8s.io", "Event").with_keep_home(each_clusters_own),
+    KindPolicy::new("coordination.k8s.io", "Lease").with_keep_home(each_clusters_own),
+    KindPolicy::new(ubernetes_api::GROUP, "Cluster").with_keep_home(each_clusters_own),
     KindPolicy {
         is_namespace: true,
         ..KindPolicy::new("", "Namespace")
-            .keep_home(default_namespace)
-            .strip(strip_namespace)
+            .with_keep_home(default_namespace)
+            .with_strip(strip_namespace)
     },
-    KindPolicy::new("", "ConfigMap").keep_home(root_ca),
+    KindPolicy::new("", "ConfigMap").with_keep_home(root_ca),
     KindPolicy::new("", "ServiceAccount")
-        .keep_home(default_service_account)
-        .strip(strip_service_account),
+        .with_keep_home(default_service_account)
+        .with_strip(strip_service_account),
     KindPolicy::new("", "Service")
-        .keep_home(kubernetes_service)
-        .strip(strip_service)
-        .status(StatusSum::LoadBalancer),
+        .with_keep_home(kubernetes_service)
+        .with_strip(strip_service)
+        .with_status(StatusSum::LoadBalancer),
     KindPolicy {
         decision_fields: &["type"],
         ..KindPolicy::new("", "Secret")
-            .keep_home(service_account_token)
-            .override_rule(
+            .with_keep_home(service_account_token)
+            .with_override_rule(
                 "Secrets of type kubernetes.io/service-account-token are never propagated (each \
                  cluster issues its own service-account tokens; a token stays in the cluster that \
                  issued it)",
             )
     },
     KindPolicy::new(RBAC, "Role")
-        .keep_home(bootstrap_rbac)
-        .override_rule(RBAC_RULE),
+        .with_keep_home(bootstrap_rbac)
+        .with_override_rule(RBAC_RULE),
     KindPolicy::new(RBAC, "RoleBinding")
-        .keep_home(bootstrap_rbac)
-        .override_rule(RBAC_RULE),
+        .with_keep_home(bootstrap_rbac)
+        .with_override_rule(RBAC_RULE),
     KindPolicy::new(RBAC, "ClusterRole")
-        .keep_home(bootstrap_rbac)
-        .override_rule(RBAC_RULE),
+        .with_keep_home(bootstrap_rbac)
+        .with_override_rule(RBAC_RULE),
     KindPolicy::new(RBAC, "ClusterRoleBinding")
-        .keep_home(bootstrap_rbac)
-        .override_rule(RBAC_RULE),
+        .with_keep_home(bootstrap_rbac)
+        .with_override_rule(RBAC_RULE),
     KindPolicy::new("apiextensions.k8s.io", "CustomResourceDefinition")
-        .keep_home(unfederated_crd)
-        .override_rule(
+        .with_keep_home(unfederated_crd)
+        .with_override_rule(
             "CustomResourceDefinitions are propagated only while labelled \
              federation.kubernetes.io/federated=true",
         ),
     // Every cluster has its own: kube-apiserver creates the system
     // PriorityClasses and the API Priority and Fairness bootstrap objects
     // (annotated `apf.kubernetes.io/autoupdate-spec`) itself.
-    KindPolicy::new("scheduling.k8s.io", "PriorityClass").keep_home(system_priority_class),
+    KindPolicy::new("scheduling.k8s.io", "PriorityClass").with_keep_home(system_priority_class),
     KindPolicy::new(APF, "FlowSchema")
-        .keep_home(apf_bootstrap)
-        .override_rule(APF_RULE),
+        .with_keep_home(apf_bootstrap)
+        .with_override_rule(APF_RULE),
     KindPolicy::new(APF, "PriorityLevelConfiguration")
-        .keep_home(apf_bootstrap)
-        .override_rule(APF_RULE),
+        .with_keep_home(apf_bootstrap)
+        .with_override_rule(APF_RULE),
     // Workloads: status summed, replicas scheduled.
     KindPolicy::new("apps", "Deployment")
-        .status(StatusSum::Deployment)
+        .with_status(StatusSum::Deployment)
         .workload(DEPLOYMENT_PREFERENCES_ANNOTATION),
     KindPolicy::new("apps", "ReplicaSet")
-        .status(StatusSum::ReplicaSet)
+        .with_status(StatusSum::ReplicaSet)
         .workload(REPLICA_SET_PREFERENCES_ANNOTATION),
     KindPolicy::new("apps", "StatefulSet")
-        .status(StatusSum::StatefulSet)
+        .with_status(StatusSum::StatefulSet)
         .workload(DEPLOYMENT_PREFERENCES_ANNOTATION),
-    KindPolicy::new("apps", "DaemonSet").status(StatusSum::DaemonSet),
+    KindPolicy::new("apps", "DaemonSet").with_status(StatusSum::DaemonSet),
     KindPolicy::new("batch", "Job")
-        .strip(strip_job)
-        .status(StatusSum::Job),
-    KindPolicy::new("networking.k8s.io", "Ingress").status(StatusSum::LoadBalancer),
+        .with_strip(strip_job)
+        .with_status(StatusSum::Job),
+    KindPolicy::new("networking.k8s.io", "Ingress").with_status(StatusSum::LoadBalancer),
     KindPolicy {
         replicas: Replicas::Autoscaler,
         ..KindPolicy::new("autoscaling", "HorizontalPodAutoscaler")

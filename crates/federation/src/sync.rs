@@ -8,7 +8,7 @@
 //!   and re-queues a federated object on every change of one of its copies
 //!   (drift repair), and every object when a cluster is added, becomes
 //!   Ready or not, changes labels or is removed;
-//! - its [`DeletionHelper`] keeps the objects' [`PropagationRecord`]s and
+//! - its [`DeletionHelper`] keeps the objects' [`PropagationRecord`](crate::version::PropagationRecord)s and
 //!   does deletion (the user's object is never written: SPEC §3.8).
 //!
 //! A reconcile of one object: make sure it has its record, compute the
