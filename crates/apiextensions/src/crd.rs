@@ -19,7 +19,7 @@ use ubernetes_apimachinery::{ApiError, Cause, ResourceInfo};
 use ubernetes_registry::Strategy;
 use ubernetes_registry::kinds::builtin::{Builtin, info};
 use ubernetes_registry::kinds::names::{dns1035_label, dns1123_subdomain};
-use ubernetes_registry::printers::Printer;
+use ubernetes_registry::printers::{self, TablePrinter};
 
 use crate::printer::is_simple_json_path;
 use crate::schema::{child, index, validate_schema};
@@ -39,7 +39,7 @@ pub fn crd_info() -> ResourceInfo {
 pub fn crd_strategy() -> Arc<dyn Strategy> {
     Arc::new(CrdStrategy {
         inner: Builtin::<CustomResourceDefinition>::new(crd_info())
-            .printer(Printer::Default)
+            .printer(printers::DEFAULT)
             .federated()
             .defaults(set_defaults)
             .validate_json(validate)
@@ -111,7 +111,7 @@ impl Strategy for CrdStrategy {
         Strategy::prepare_for_update(&self.inner, new, old);
     }
 
-    fn printer(&self) -> Option<Printer> {
+    fn printer(&self) -> Option<TablePrinter> {
         Strategy::printer(&self.inner)
     }
 

@@ -19,7 +19,9 @@ pub fn table(
     } else {
         ubernetes_registry::printers::IncludeObject::None
     };
-    let mut table = ubernetes_registry::printers::to_table(info, objects, true, include, list_meta);
+    let printer = ubernetes_registry::kinds::printer_for(&info.group, &info.kind);
+    let mut table =
+        ubernetes_registry::printers::to_table(&printer, objects, true, include, list_meta);
     if let Some(columns) = ubernetes_apiextensions::controller::printer_columns_of(info) {
         custom_columns(&mut table, &columns, objects);
     }

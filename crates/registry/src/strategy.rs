@@ -143,9 +143,10 @@ pub trait Strategy: Send + Sync {
     // federated kinds) is derived from these, and `kinds::check` fails on a
     // kind that leaves one undeclared.
 
-    /// The kind's Table printer (kube-apiserver's printers, registered by
-    /// Go type). `None`: not declared.
-    fn printer(&self) -> Option<crate::printers::Printer> {
+    /// The kind's Table printer: its columns and the function printing an
+    /// object's cells together (kube's `TableHandler(columns, printFunc)`,
+    /// registered by Go type). `None`: not declared.
+    fn printer(&self) -> Option<crate::printers::TablePrinter> {
         None
     }
 

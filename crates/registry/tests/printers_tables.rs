@@ -7,7 +7,26 @@
 use jiff::Timestamp;
 use serde_json::{Value, json};
 use ubernetes_apimachinery::ResourceInfo;
-use ubernetes_registry::printers::{IncludeObject, table_columns, to_table_at};
+use ubernetes_registry::kinds::printer_for;
+use ubernetes_registry::printers::{self, IncludeObject};
+
+/// The table of the kind `i` names, with the printer its declaration
+/// chose (as the API server finds it).
+fn to_table_at(
+    i: &ResourceInfo,
+    objects: &[Value],
+    wide: bool,
+    include: IncludeObject,
+    list_meta: Option<Value>,
+    now: Timestamp,
+) -> Value {
+    let printer = printer_for(&i.group, &i.kind);
+    printers::to_table_at(&printer, objects, wide, include, list_meta, now)
+}
+
+fn table_columns(i: &ResourceInfo) -> Vec<Value> {
+    printers::table_columns(&printer_for(&i.group, &i.kind))
+}
 
 fn info(group: &str, version: &str, resource: &str, kind: &str) -> ResourceInfo {
     ResourceInfo {

@@ -17,7 +17,7 @@ use ubernetes_apimachinery::error::field;
 use super::builtin::{Builtin, info};
 use super::names::{self, NameValidation};
 use super::validation::{invalid_num, invalid_shown, invalid_str};
-use crate::printers::Printer;
+use crate::printers;
 use crate::strategy::Strategy;
 
 /// The group of APIServices.
@@ -32,7 +32,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             &["api-extensions"],
             &["status"],
         ))
-        .printer(Printer::APIService)
+        .printer(printers::API_SERVICE)
         .names(NameValidation::PathSegment)
         .defaults(default_api_service)
         .validate(validate_api_service),

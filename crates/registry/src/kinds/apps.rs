@@ -21,7 +21,7 @@ use super::validation::{
     go_selector, invalid_num, invalid_shown, invalid_str, non_negative,
     validate_controller_selector, validate_embedded_name,
 };
-use crate::printers::Printer;
+use crate::printers;
 use crate::strategy::Strategy;
 
 /// The `apps/v1` strategies.
@@ -34,7 +34,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
-            .printer(Printer::ControllerRevision)
+            .printer(printers::CONTROLLER_REVISION)
             .validate(|r| non_negative("revision", r.revision))
             .validate_update(|n, o| {
                 if n.data != o.data {
@@ -51,7 +51,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["all"],
                 &["status"],
             ))
-            .printer(Printer::DaemonSet)
+            .printer(printers::DAEMON_SET)
             .federated()
             .generation()
             .defaults(default_daemonset)
@@ -66,7 +66,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["all"],
                 &["status", "scale"],
             ))
-            .printer(Printer::Deployment)
+            .printer(printers::DEPLOYMENT)
             .federated()
             .generation()
             .defaults(default_deployment)
@@ -82,7 +82,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["all"],
                 &["status", "scale"],
             ))
-            .printer(Printer::ReplicaSet)
+            .printer(printers::REPLICA_SET)
             .federated()
             .generation()
             .defaults(|rs| {
@@ -104,7 +104,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["all"],
                 &["status", "scale"],
             ))
-            .printer(Printer::StatefulSet)
+            .printer(printers::STATEFUL_SET)
             .federated()
             .generation()
             .defaults(default_statefulset)

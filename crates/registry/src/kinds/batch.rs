@@ -17,7 +17,7 @@ use super::validation::{
     go_map, invalid_shown, invalid_str, non_negative, positive, selector_matches,
     validate_pod_template, validate_selector,
 };
-use crate::printers::Printer;
+use crate::printers;
 use crate::strategy::Strategy;
 
 /// The `batch/v1` strategies.
@@ -25,7 +25,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
     vec![
         Arc::new(
             Builtin::<CronJob>::new(info::<CronJob>("cronjob", &["cj"], &["all"], &["status"]))
-                .printer(Printer::CronJob)
+                .printer(printers::CRON_JOB)
                 .federated()
                 .generation()
                 .defaults(default_cronjob)
@@ -33,7 +33,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<Job>::new(info::<Job>("job", &[], &["all"], &["status"]))
-                .printer(Printer::Job)
+                .printer(printers::JOB)
                 .federated()
                 .generation()
                 .defaults(default_job)

@@ -16,7 +16,7 @@ use ubernetes_apimachinery::{ApiError, Cause, ResourceInfo, SubresourceInfo};
 use ubernetes_storage::cache::Attrs;
 
 use super::names::NameValidation;
-use crate::printers::Printer;
+use crate::printers;
 use crate::strategy::{
     AdmissionFn, FinalizeFn, ScalePaths, SchemaFn, Strategy, WriteAuthority, default_attrs,
 };
@@ -138,7 +138,7 @@ pub struct Builtin<T> {
     prepare_status_update: Option<fn(&mut Value, &Value) -> Vec<Cause>>,
     returns_deleted_object: bool,
     status_writes_metadata: bool,
-    printer: Option<Printer>,
+    printer: Option<printers::TablePrinter>,
     protobuf: bool,
     federated: bool,
     write_authority: WriteAuthority,
@@ -306,8 +306,8 @@ where
     }
 
     /// The kind's Table columns (kube-apiserver's printer for its Go type;
-    /// [`Printer::Default`] for `Name, Created At`).
-    pub fn printer(mut self, p: Printer) -> Self {
+    /// [`printers::DEFAULT`] for `Name, Created At`).
+    pub fn printer(mut self, p: printers::TablePrinter) -> Self {
         self.printer = Some(p);
         self
     }
@@ -492,7 +492,7 @@ where
         self.status_writes_metadata
     }
 
-    fn printer(&self) -> Option<Printer> {
+    fn printer(&self) -> Option<printers::TablePrinter> {
         self.printer
     }
 

@@ -27,7 +27,7 @@ use super::validation::{
     validate_pod_spec, validate_pod_template,
 };
 use super::{defaults, validation};
-use crate::printers::Printer;
+use crate::printers;
 use crate::strategy::{Strategy, default_attrs};
 
 /// Size limit of ConfigMap and Secret data (`MaxSecretSize`).
@@ -44,33 +44,33 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
     vec![
         Arc::new(
             Builtin::<ConfigMap>::new(info::<ConfigMap>("configmap", &["cm"], &[], &[]))
-                .printer(Printer::ConfigMap)
+                .printer(printers::CONFIG_MAP)
                 .federated()
                 .validate(validate_configmap)
                 .validate_update(validate_configmap_update),
         ),
         Arc::new(
             Builtin::<Endpoints>::new(info::<Endpoints>("endpoints", &["ep"], &[], &[]))
-                .printer(Printer::Endpoints)
+                .printer(printers::ENDPOINTS)
                 .defaults(default_endpoints)
                 .validate(validate_endpoints),
         ),
         Arc::new(
             Builtin::<Event>::new(info::<Event>("event", &["ev"], &[], &[]))
-                .printer(Printer::Event)
+                .printer(printers::EVENT)
                 .validate(validate_event)
                 .fields(EVENT_FIELDS)
                 .attrs(event_attrs),
         ),
         Arc::new(
             Builtin::<LimitRange>::new(info::<LimitRange>("limitrange", &["limits"], &[], &[]))
-                .printer(Printer::Default)
+                .printer(printers::DEFAULT)
                 .federated()
                 .defaults(default_limitrange),
         ),
         Arc::new(
             Builtin::<Namespace>::new(ns_info)
-                .printer(Printer::Namespace)
+                .printer(printers::NAMESPACE)
                 .federated()
                 .names(NameValidation::Dns1123Label)
                 .defaults(default_namespace)
@@ -84,7 +84,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<Node>::new(info::<Node>("node", &["no"], &[], &["status"]))
-                .printer(Printer::Node)
+                .printer(printers::NODE)
                 .defaults(default_node)
                 .fields(&["spec.unschedulable"])
                 .attrs(node_attrs),
@@ -96,7 +96,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
-            .printer(Printer::PersistentVolumeClaim)
+            .printer(printers::PERSISTENT_VOLUME_CLAIM)
             .defaults(defaults::pvc)
             .validate(validate_pvc)
             .validate_update(validate_pvc_update)
@@ -110,7 +110,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
-            .printer(Printer::PersistentVolume)
+            .printer(printers::PERSISTENT_VOLUME)
             .defaults(default_pv)
             .validate(validate_pv)
             .on_create(|o| set_phase(o, "Pending"))
@@ -123,7 +123,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["all"],
                 &["binding", "status"],
             ))
-            .printer(Printer::Pod)
+            .printer(printers::POD)
             .generation()
             .defaults(default_pod)
             .validate(validate_pod)
@@ -136,7 +136,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<PodTemplate>::new(info::<PodTemplate>("podtemplate", &[], &[], &[]))
-                .printer(Printer::PodTemplate)
+                .printer(printers::POD_TEMPLATE)
                 .defaults(|t| {
                     if let Some(t) = &mut t.template {
                         defaults::pod_template(t);
@@ -154,7 +154,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["all"],
                 &["status", "scale"],
             ))
-            .printer(Printer::ReplicationController)
+            .printer(printers::REPLICATION_CONTROLLER)
             .generation()
             .defaults(default_rc)
             .validate(validate_rc)
@@ -168,13 +168,13 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
-            .printer(Printer::ResourceQuota)
+            .printer(printers::RESOURCE_QUOTA)
             .federated()
             .validate(validate_quota),
         ),
         Arc::new(
             Builtin::<Secret>::new(info::<Secret>("secret", &[], &[], &[]))
-                .printer(Printer::Secret)
+                .printer(printers::SECRET)
                 .federated()
                 .defaults(default_secret)
                 .validate(validate_secret)
@@ -188,13 +188,13 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["token"],
             ))
-            .printer(Printer::ServiceAccount)
+            .printer(printers::SERVICE_ACCOUNT)
             .federated()
             .returns_deleted_object(),
         ),
         Arc::new(
             Builtin::<Service>::new(info::<Service>("service", &["svc"], &["all"], &["status"]))
-                .printer(Printer::Service)
+                .printer(printers::SERVICE)
                 .federated()
                 .names(NameValidation::Dns1035Label)
                 .defaults(default_service)

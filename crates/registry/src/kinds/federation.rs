@@ -12,7 +12,7 @@ use ubernetes_apimachinery::error::field;
 use super::builtin::{Builtin, info};
 use super::names;
 use super::validation::invalid_str;
-use crate::printers::Printer;
+use crate::printers;
 use crate::strategy::Strategy;
 
 /// The `federation/v1beta1` strategies.
@@ -26,7 +26,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 // `proxy`: served by the API server's cluster proxy.
                 &["status", "proxy"],
             ))
-            .printer(Printer::Cluster)
+            .printer(printers::CLUSTER)
             .generation()
             .validate(validate_cluster),
         ),
@@ -37,7 +37,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
-            .printer(Printer::PropagationRecord)
+            .printer(printers::PROPAGATION_RECORD)
             .without_protobuf()
             .validate(validate_record),
         ),

@@ -23,7 +23,7 @@ use ubernetes_apimachinery::{ApiError, Cause};
 
 use super::builtin::{Builtin, info};
 use super::validation::invalid_num;
-use crate::printers::Printer;
+use crate::printers;
 use crate::registry::Registry;
 use crate::store::WriteOptions;
 use crate::strategy::Strategy;
@@ -35,7 +35,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
     vec![
         Arc::new(
             Builtin::<FlowSchema>::new(info::<FlowSchema>("flowschema", &[], &[], &["status"]))
-                .printer(Printer::FlowSchema)
+                .printer(printers::FLOW_SCHEMA)
                 .federated()
                 .generation()
                 .defaults(|fs| {
@@ -51,7 +51,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
-            .printer(Printer::PriorityLevelConfiguration)
+            .printer(printers::PRIORITY_LEVEL_CONFIGURATION)
             .federated()
             .generation()
             .defaults(|pl| default_priority_level(&mut pl.spec))

@@ -25,7 +25,7 @@ use super::names::{self, NameValidation};
 use super::validation::{
     invalid_num, invalid_shown, invalid_str, non_negative, port_range, positive, validate_selector,
 };
-use crate::printers::Printer;
+use crate::printers;
 use crate::strategy::Strategy;
 use crate::strategy::WriteAuthority;
 
@@ -39,7 +39,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["all"],
                 &["status"],
             ))
-            .printer(Printer::HorizontalPodAutoscaler)
+            .printer(printers::HORIZONTAL_POD_AUTOSCALER)
             .federated()
             .defaults(default_hpa_v2)
             .validate(|h| {
@@ -58,7 +58,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["all"],
                 &["status"],
             ))
-            .printer(Printer::HorizontalPodAutoscaler)
+            .printer(printers::HORIZONTAL_POD_AUTOSCALER)
             .defaults(|h| {
                 h.spec.min_replicas.get_or_insert(1);
             })
@@ -83,7 +83,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<IngressClass>::new(info::<IngressClass>("ingressclass", &[], &[], &[]))
-                .printer(Printer::IngressClass)
+                .printer(printers::INGRESS_CLASS)
                 .federated()
                 .generation()
                 .defaults(|c| {
@@ -110,7 +110,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<Ingress>::new(info::<Ingress>("ingress", &["ing"], &[], &["status"]))
-                .printer(Printer::Ingress)
+                .printer(printers::INGRESS)
                 .federated()
                 .generation()
                 .validate(validate_ingress),
@@ -122,7 +122,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
-            .printer(Printer::NetworkPolicy)
+            .printer(printers::NETWORK_POLICY)
             .federated()
             .generation()
             .defaults(default_network_policy)
@@ -135,7 +135,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
-            .printer(Printer::PodDisruptionBudget)
+            .printer(printers::POD_DISRUPTION_BUDGET)
             .federated()
             .generation()
             .validate(validate_pdb),
@@ -147,7 +147,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
-            .printer(Printer::RoleBinding)
+            .printer(printers::CLUSTER_ROLE_BINDING)
             .federated()
             .write_authority(WriteAuthority::BindingEscalation)
             .names(NameValidation::PathSegment)
@@ -157,7 +157,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<ClusterRole>::new(info::<ClusterRole>("clusterrole", &[], &[], &[]))
-                .printer(Printer::Default)
+                .printer(printers::DEFAULT)
                 .federated()
                 .write_authority(WriteAuthority::RoleEscalation)
                 .names(NameValidation::PathSegment)
@@ -170,7 +170,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<RoleBinding>::new(info::<RoleBinding>("rolebinding", &[], &[], &[]))
-                .printer(Printer::RoleBinding)
+                .printer(printers::ROLE_BINDING)
                 .federated()
                 .write_authority(WriteAuthority::BindingEscalation)
                 .names(NameValidation::PathSegment)
@@ -180,7 +180,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<Role>::new(info::<Role>("role", &[], &[], &[]))
-                .printer(Printer::Default)
+                .printer(printers::DEFAULT)
                 .federated()
                 .write_authority(WriteAuthority::RoleEscalation)
                 .names(NameValidation::PathSegment)
@@ -188,7 +188,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<Lease>::new(info::<Lease>("lease", &[], &[], &[]))
-                .printer(Printer::Lease)
+                .printer(printers::LEASE)
                 .validate(|l| {
                     let Some(s) = &l.spec else { return vec![] };
                     let mut out = positive(
@@ -204,7 +204,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<Event>::new(info::<Event>("event", &["ev"], &[], &[]))
-                .printer(Printer::Event)
+                .printer(printers::EVENT)
                 .validate(validate_event_v1)
                 .validate_update(validate_event_v1_update)
                 .update_validation_only()
@@ -223,7 +223,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<EndpointSlice>::new(info::<EndpointSlice>("endpointslice", &[], &[], &[]))
-                .printer(Printer::EndpointSlice)
+                .printer(printers::ENDPOINT_SLICE)
                 .generation()
                 .defaults(|s| {
                     for p in s.ports.iter_mut().flatten() {

@@ -23,7 +23,7 @@ use ubernetes_apimachinery::{ApiError, Cause};
 use super::builtin::{Builtin, info};
 use super::names::{self, NameValidation};
 use super::validation::{invalid_shown, invalid_str};
-use crate::printers::Printer;
+use crate::printers;
 use crate::registry::Registry;
 use crate::store::WriteOptions;
 use crate::strategy::Strategy;
@@ -36,7 +36,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
     vec![
         Arc::new(
             Builtin::<IPAddress>::new(info::<IPAddress>("ipaddress", &["ip"], &[], &[]))
-                .printer(Printer::IPAddress)
+                .printer(printers::IP_ADDRESS)
                 // The name is an IP (IPv6 has colons): checked below instead.
                 .names(NameValidation::PathSegment)
                 .validate(validate_ip_address)
@@ -53,7 +53,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<ServiceCIDR>::new(info::<ServiceCIDR>("servicecidr", &[], &[], &["status"]))
-                .printer(Printer::ServiceCIDR)
+                .printer(printers::SERVICE_CIDR)
                 .on_create(super::resource::empty_status)
                 .validate(|s| {
                     validate_cidrs(

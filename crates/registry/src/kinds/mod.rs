@@ -52,6 +52,37 @@ pub fn builtin() -> Vec<Arc<dyn Strategy>> {
     all
 }
 
+/// The Table printer of a group and kind (kube registers printers by Go
+/// type, i.e. by group and kind, whatever the version served), as the
+/// built-in kinds declare it ([`Strategy::printer`]);
+/// [`printers::DEFAULT`](crate::printers::DEFAULT) (`Name, Created At`) for
+/// anything else (custom resources, the CRD kind).
+pub fn printer_for(group: &str, kind: &str) -> crate::printers::TablePrinter {
+    use std::collections::HashMap;
+    use std::sync::LazyLock;
+
+    static BY_KIND: LazyLock<HashMap<(String, String), crate::printers::TablePrinter>> =
+        LazyLock::new(|| {
+            let mut by_kind: HashMap<_, _> = builtin()
+                .iter()
+                .filter_map(|s| {
+                    let info = s.info();
+                    Some(((info.group.clone(), info.kind.clone()), s.printer()?))
+                })
+                .collect();
+            // Served by the API server itself, not stored: no strategy.
+            by_kind.insert(
+                (String::new(), "ComponentStatus".into()),
+                crate::printers::COMPONENT_STATUS,
+            );
+            by_kind
+        });
+    BY_KIND
+        .get(&(group.to_string(), kind.to_string()))
+        .copied()
+        .unwrap_or(crate::printers::DEFAULT)
+}
+
 /// Everything wrong with a set of kind declarations, one message each:
 /// a resource or kind declared twice, a kind that leaves a piece
 /// undeclared (printer, OpenAPI schema), an OpenAPI schema that is not the
@@ -65,7 +96,7 @@ pub fn check(kinds: &[Arc<dyn Strategy>]) -> Vec<String> {
     let mut problems = Vec::new();
     let mut resources: HashMap<String, usize> = HashMap::new();
     let mut gvks: HashMap<String, usize> = HashMap::new();
-    let mut printers: HashMap<(String, String), crate::printers::Printer> = HashMap::new();
+    let mut printers: HashMap<(String, String), crate::printers::TablePrinter> = HashMap::new();
     let mut federated: HashMap<(String, String), String> = HashMap::new();
     for s in kinds {
         let info = s.info();
@@ -90,7 +121,7 @@ pub fn check(kinds: &[Arc<dyn Strategy>]) -> Vec<String> {
         match s.printer() {
             None => problems.push(format!("{gvr}: no printer declared")),
             Some(p) => match printers.get(&group_kind) {
-                Some(other) if *other != p => problems.push(format!(
+                Some(other) if other.columns() != p.columns() => problems.push(format!(
                     "{gvr}: printer {p:?}, but another version of {} declares {other:?}",
                     info.kind
                 )),
@@ -148,7 +179,7 @@ mod tests {
         fn validate_create(&self, obj: &Value) -> Vec<Cause> {
             self.0.validate_create(obj)
         }
-        fn printer(&self) -> Option<crate::printers::Printer> {
+        fn printer(&self) -> Option<crate::printers::TablePrinter> {
             self.0.printer()
         }
         fn protobuf(&self) -> bool {
@@ -211,7 +242,7 @@ mod tests {
                 &["all"],
                 &["status"],
             ))
-            .printer(crate::printers::Printer::HorizontalPodAutoscaler)
+            .printer(crate::printers::HORIZONTAL_POD_AUTOSCALER)
             .federated(),
         ));
         assert_eq!(

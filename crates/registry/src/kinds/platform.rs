@@ -25,7 +25,7 @@ use super::builtin::{Builtin, info};
 use super::names;
 use super::validation::{immutable_str, invalid_num, invalid_str};
 use crate::csr_signer::KUBE_APISERVER_CLIENT_SIGNER;
-use crate::printers::Printer;
+use crate::printers;
 use crate::registry::Registry;
 use crate::store::WriteOptions;
 use crate::strategy::Strategy;
@@ -61,7 +61,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 API_EXTENSIONS,
                 &[],
             ))
-            .printer(Printer::MutatingAdmissionPolicy)
+            .printer(printers::MUTATING_ADMISSION_POLICY)
             .federated()
             .without_protobuf()
             .defaults(|p| {
@@ -93,7 +93,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 API_EXTENSIONS,
                 &[],
             ))
-            .printer(Printer::AdmissionPolicyBinding)
+            .printer(printers::ADMISSION_POLICY_BINDING)
             .federated()
             .without_protobuf(),
         ),
@@ -106,7 +106,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 API_EXTENSIONS,
                 &[],
             ))
-            .printer(Printer::WebhookConfiguration)
+            .printer(printers::WEBHOOK_CONFIGURATION)
             .federated()
             .defaults(|w| {
                 for h in w.webhooks.iter_mut().flatten() {
@@ -125,7 +125,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 API_EXTENSIONS,
                 &["status"],
             ))
-            .printer(Printer::ValidatingAdmissionPolicy)
+            .printer(printers::VALIDATING_ADMISSION_POLICY)
             .federated()
             .generation()
             // Go's status is a struct: `{}` from create on.
@@ -148,7 +148,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 API_EXTENSIONS,
                 &[],
             ))
-            .printer(Printer::AdmissionPolicyBinding)
+            .printer(printers::ADMISSION_POLICY_BINDING)
             .federated()
             .validate(|b| {
                 let spec = &b.spec;
@@ -169,7 +169,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 API_EXTENSIONS,
                 &[],
             ))
-            .printer(Printer::WebhookConfiguration)
+            .printer(printers::WEBHOOK_CONFIGURATION)
             .federated()
             .defaults(|w| {
                 for h in w.webhooks.iter_mut().flatten() {
@@ -186,7 +186,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["approval", "status"],
             ))
-            .printer(Printer::CertificateSigningRequest)
+            .printer(printers::CERTIFICATE_SIGNING_REQUEST)
             // kube's CSR field selector (the signer's controllers list by it).
             .fields(&["spec.signerName"])
             // Go's status is a struct: `{}` from create on.
@@ -203,7 +203,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         // node.k8s.io/v1
         Arc::new(
             Builtin::<RuntimeClass>::new(info::<RuntimeClass>("runtimeclass", &[], &[], &[]))
-                .printer(Printer::RuntimeClass)
+                .printer(printers::RUNTIME_CLASS)
                 .federated()
                 .validate(|rc| {
                     if rc.handler.is_empty() {
@@ -229,7 +229,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
-            .printer(Printer::PriorityClass)
+            .printer(printers::PRIORITY_CLASS)
             .admission(crate::priority::class_plugin)
             .federated()
             .defaults(|pc| {
@@ -256,7 +256,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
-            .printer(Printer::CSIDriver)
+            .printer(printers::CSI_DRIVER)
             // kube's SetDefaults_CSIDriver.
             .defaults(|d| {
                 let spec = &mut d.spec;
@@ -277,7 +277,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<storage::CSINode>::new(info::<storage::CSINode>("csinode", &[], &[], &[]))
-                .printer(Printer::CSINode)
+                .printer(printers::CSI_NODE)
                 // Go's `TopologyKeys []string` has no omitempty: null when unset.
                 .after_normalize(|obj| {
                     for d in obj
@@ -299,7 +299,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
-            .printer(Printer::Default)
+            .printer(printers::DEFAULT)
             .validate(|c| {
                 if c.storage_class_name.is_empty() {
                     return vec![field::required("storageClassName", "")];
@@ -314,7 +314,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
-            .printer(Printer::StorageClass)
+            .printer(printers::STORAGE_CLASS)
             .federated()
             .defaults(|sc| {
                 if sc.reclaim_policy.is_none() {
@@ -345,7 +345,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
-            .printer(Printer::VolumeAttachment)
+            .printer(printers::VOLUME_ATTACHMENT)
             // Go's status is a struct and `attached` a plain bool: always
             // there, from create on (kube's PrepareForCreate resets it).
             .on_create(|obj| obj["status"] = json!({"attached": false}))
@@ -365,7 +365,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
-            .printer(Printer::VolumeAttributesClass)
+            .printer(printers::VOLUME_ATTRIBUTES_CLASS)
             .federated()
             .validate(|v| {
                 if v.driver_name.is_empty() {

@@ -26,7 +26,7 @@ use ubernetes_apimachinery::error::field;
 use super::builtin::{Builtin, info};
 use super::names;
 use super::validation::{immutable_str, invalid_shown, invalid_str};
-use crate::printers::Printer;
+use crate::printers;
 use crate::strategy::Strategy;
 
 /// The strategies of `resource.k8s.io/v1`, in discovery order.
@@ -34,7 +34,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
     vec![
         Arc::new(
             Builtin::<DeviceClass>::new(info::<DeviceClass>("deviceclass", &[], &[], &[]))
-                .printer(Printer::NameAge)
+                .printer(printers::NAME_AGE)
                 .federated()
                 .generation(),
         ),
@@ -45,7 +45,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &["status"],
             ))
-            .printer(Printer::ResourceClaim)
+            .printer(printers::RESOURCE_CLAIM)
             .defaults(|c| default_claim_spec(c.spec.as_mut()))
             .on_create(empty_status)
             .validate(|c| validate_claim_spec("spec", c.spec.as_ref()))
@@ -67,7 +67,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
                 &[],
             ))
-            .printer(Printer::NameAge)
+            .printer(printers::NAME_AGE)
             .federated()
             .defaults(|t| {
                 if let Some(spec) = t.spec.as_mut() {
@@ -91,7 +91,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         ),
         Arc::new(
             Builtin::<ResourceSlice>::new(info::<ResourceSlice>("resourceslice", &[], &[], &[]))
-                .printer(Printer::ResourceSlice)
+                .printer(printers::RESOURCE_SLICE)
                 .generation()
                 .fields(&["spec.nodeName", "spec.driver"])
                 .validate(validate_slice)

@@ -8,6 +8,7 @@
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
+use super::TablePrinter;
 use super::format::human_duration;
 use super::kinds::{AGE, Column, NAME, age, col, name, s};
 
@@ -46,15 +47,25 @@ fn flag(obj: &Value, ptr: &str, default: bool) -> Value {
 
 // ---- admissionregistration.k8s.io ------------------------------------------
 
-pub(crate) fn webhook_configuration_columns() -> Vec<Column> {
+/// kube's printer for WebhookConfiguration (columns and cells).
+pub const WEBHOOK_CONFIGURATION: TablePrinter =
+    TablePrinter::new(webhook_configuration_columns, webhook_configuration);
+
+fn webhook_configuration_columns() -> Vec<Column> {
     vec![NAME, WEBHOOKS, AGE]
 }
 
-pub(crate) fn webhook_configuration(obj: &Value, now: Timestamp) -> Vec<Value> {
+fn webhook_configuration(obj: &Value, now: Timestamp) -> Vec<Value> {
     vec![name(obj), len(obj, "/webhooks"), age(obj, now)]
 }
 
-pub(crate) fn validating_policy_columns() -> Vec<Column> {
+/// kube's printer for ValidatingAdmissionPolicy (columns and cells).
+pub const VALIDATING_ADMISSION_POLICY: TablePrinter =
+    TablePrinter::new(validating_policy_columns, |obj, now| {
+        policy(obj, "validations", now)
+    });
+
+fn validating_policy_columns() -> Vec<Column> {
     vec![
         NAME,
         col(
@@ -67,7 +78,13 @@ pub(crate) fn validating_policy_columns() -> Vec<Column> {
     ]
 }
 
-pub(crate) fn mutating_policy_columns() -> Vec<Column> {
+/// kube's printer for MutatingAdmissionPolicy (columns and cells).
+pub const MUTATING_ADMISSION_POLICY: TablePrinter =
+    TablePrinter::new(mutating_policy_columns, |obj, now| {
+        policy(obj, "mutations", now)
+    });
+
+fn mutating_policy_columns() -> Vec<Column> {
     vec![
         NAME,
         col(
@@ -82,7 +99,7 @@ pub(crate) fn mutating_policy_columns() -> Vec<Column> {
 
 /// A policy's rule count (`validations` or `mutations`) and `paramKind` as
 /// `apiVersion/kind`, `<unset>` without one.
-pub(crate) fn policy(obj: &Value, rules: &str, now: Timestamp) -> Vec<Value> {
+fn policy(obj: &Value, rules: &str, now: Timestamp) -> Vec<Value> {
     let param_kind = match obj.pointer("/spec/paramKind") {
         Some(pk) if pk.is_object() => {
             format!("{}/{}", s(pk, "/apiVersion"), s(pk, "/kind"))
@@ -97,14 +114,18 @@ pub(crate) fn policy(obj: &Value, rules: &str, now: Timestamp) -> Vec<Value> {
     ]
 }
 
-pub(crate) fn policy_binding_columns() -> Vec<Column> {
+/// kube's printer for AdmissionPolicyBinding (columns and cells).
+pub const ADMISSION_POLICY_BINDING: TablePrinter =
+    TablePrinter::new(policy_binding_columns, policy_binding);
+
+fn policy_binding_columns() -> Vec<Column> {
     vec![NAME, POLICY_NAME, PARAM_REF, AGE]
 }
 
 /// `paramRef` as kube prints it: `namespace/name`, `*/name` without a
 /// namespace (it cannot tell whether the param is cluster-scoped), the
 /// selector in Go's `String()` form, or `<unset>`.
-pub(crate) fn policy_binding(obj: &Value, now: Timestamp) -> Vec<Value> {
+fn policy_binding(obj: &Value, now: Timestamp) -> Vec<Value> {
     let param = match obj.pointer("/spec/paramRef") {
         Some(pr) if pr.is_object() => {
             let (ns, n) = (s(pr, "/namespace"), s(pr, "/name"));
@@ -173,7 +194,10 @@ fn go_label_selector(sel: &Value) -> String {
 
 // ---- certificates.k8s.io ---------------------------------------------------
 
-pub(crate) fn csr_columns() -> Vec<Column> {
+/// kube's printer for CertificateSigningRequest (columns and cells).
+pub const CERTIFICATE_SIGNING_REQUEST: TablePrinter = TablePrinter::new(csr_columns, csr);
+
+fn csr_columns() -> Vec<Column> {
     vec![
         NAME,
         AGE,
@@ -199,7 +223,7 @@ pub(crate) fn csr_columns() -> Vec<Column> {
 /// `printCertificateSigningRequest`: the requested duration as
 /// `duration.HumanDuration`, and `extractCSRStatus`: Denied over Approved
 /// over Pending, then `,Failed` and `,Issued`.
-pub(crate) fn csr(obj: &Value, now: Timestamp) -> Vec<Value> {
+fn csr(obj: &Value, now: Timestamp) -> Vec<Value> {
     let duration = obj
         .pointer("/spec/expirationSeconds")
         .and_then(Value::as_i64)
@@ -238,16 +262,22 @@ pub(crate) fn csr(obj: &Value, now: Timestamp) -> Vec<Value> {
 
 // ---- node.k8s.io, scheduling.k8s.io ----------------------------------------
 
-pub(crate) fn runtime_class_columns() -> Vec<Column> {
+/// kube's printer for RuntimeClass (columns and cells).
+pub const RUNTIME_CLASS: TablePrinter = TablePrinter::new(runtime_class_columns, runtime_class);
+
+fn runtime_class_columns() -> Vec<Column> {
     // kube's Handler column has an empty description.
     vec![NAME, col("Handler", "string", ""), AGE]
 }
 
-pub(crate) fn runtime_class(obj: &Value, now: Timestamp) -> Vec<Value> {
+fn runtime_class(obj: &Value, now: Timestamp) -> Vec<Value> {
     vec![name(obj), json!(s(obj, "/handler")), age(obj, now)]
 }
 
-pub(crate) fn priority_class_columns() -> Vec<Column> {
+/// kube's printer for PriorityClass (columns and cells).
+pub const PRIORITY_CLASS: TablePrinter = TablePrinter::new(priority_class_columns, priority_class);
+
+fn priority_class_columns() -> Vec<Column> {
     vec![
         NAME,
         col(
@@ -269,7 +299,7 @@ pub(crate) fn priority_class_columns() -> Vec<Column> {
     ]
 }
 
-pub(crate) fn priority_class(obj: &Value, now: Timestamp) -> Vec<Value> {
+fn priority_class(obj: &Value, now: Timestamp) -> Vec<Value> {
     vec![
         name(obj),
         json!(obj.get("value").and_then(Value::as_i64).unwrap_or(0)),
@@ -281,7 +311,10 @@ pub(crate) fn priority_class(obj: &Value, now: Timestamp) -> Vec<Value> {
 
 // ---- storage.k8s.io --------------------------------------------------------
 
-pub(crate) fn storage_class_columns() -> Vec<Column> {
+/// kube's printer for StorageClass (columns and cells).
+pub const STORAGE_CLASS: TablePrinter = TablePrinter::new(storage_class_columns, storage_class);
+
+fn storage_class_columns() -> Vec<Column> {
     vec![
         NAME,
         col(
@@ -310,7 +343,7 @@ pub(crate) fn storage_class_columns() -> Vec<Column> {
 
 /// `printStorageClass`: ` (default)` after the name of the default class
 /// (either is-default-class annotation), Delete and Immediate when unset.
-pub(crate) fn storage_class(obj: &Value, now: Timestamp) -> Vec<Value> {
+fn storage_class(obj: &Value, now: Timestamp) -> Vec<Value> {
     let is_default = [
         "storageclass.kubernetes.io/is-default-class",
         "storageclass.beta.kubernetes.io/is-default-class",
@@ -340,7 +373,10 @@ pub(crate) fn storage_class(obj: &Value, now: Timestamp) -> Vec<Value> {
     ]
 }
 
-pub(crate) fn csi_driver_columns() -> Vec<Column> {
+/// kube's printer for CSIDriver (columns and cells).
+pub const CSI_DRIVER: TablePrinter = TablePrinter::new(csi_driver_columns, csi_driver);
+
+fn csi_driver_columns() -> Vec<Column> {
     vec![
         NAME,
         col(
@@ -377,7 +413,7 @@ pub(crate) fn csi_driver_columns() -> Vec<Column> {
     ]
 }
 
-pub(crate) fn csi_driver(obj: &Value, now: Timestamp) -> Vec<Value> {
+fn csi_driver(obj: &Value, now: Timestamp) -> Vec<Value> {
     let audiences: Vec<&str> = obj
         .pointer("/spec/tokenRequests")
         .and_then(Value::as_array)
@@ -407,7 +443,10 @@ pub(crate) fn csi_driver(obj: &Value, now: Timestamp) -> Vec<Value> {
     ]
 }
 
-pub(crate) fn csi_node_columns() -> Vec<Column> {
+/// kube's printer for CSINode (columns and cells).
+pub const CSI_NODE: TablePrinter = TablePrinter::new(csi_node_columns, csi_node);
+
+fn csi_node_columns() -> Vec<Column> {
     vec![
         NAME,
         col(
@@ -419,11 +458,15 @@ pub(crate) fn csi_node_columns() -> Vec<Column> {
     ]
 }
 
-pub(crate) fn csi_node(obj: &Value, now: Timestamp) -> Vec<Value> {
+fn csi_node(obj: &Value, now: Timestamp) -> Vec<Value> {
     vec![name(obj), len(obj, "/spec/drivers"), age(obj, now)]
 }
 
-pub(crate) fn volume_attachment_columns() -> Vec<Column> {
+/// kube's printer for VolumeAttachment (columns and cells).
+pub const VOLUME_ATTACHMENT: TablePrinter =
+    TablePrinter::new(volume_attachment_columns, volume_attachment);
+
+fn volume_attachment_columns() -> Vec<Column> {
     vec![
         NAME,
         Column {
@@ -452,7 +495,7 @@ pub(crate) fn volume_attachment_columns() -> Vec<Column> {
     ]
 }
 
-pub(crate) fn volume_attachment(obj: &Value, now: Timestamp) -> Vec<Value> {
+fn volume_attachment(obj: &Value, now: Timestamp) -> Vec<Value> {
     vec![
         name(obj),
         json!(s(obj, "/spec/attacher")),
@@ -463,7 +506,11 @@ pub(crate) fn volume_attachment(obj: &Value, now: Timestamp) -> Vec<Value> {
     ]
 }
 
-pub(crate) fn volume_attributes_class_columns() -> Vec<Column> {
+/// kube's printer for VolumeAttributesClass (columns and cells).
+pub const VOLUME_ATTRIBUTES_CLASS: TablePrinter =
+    TablePrinter::new(volume_attributes_class_columns, volume_attributes_class);
+
+fn volume_attributes_class_columns() -> Vec<Column> {
     vec![
         NAME,
         col(
@@ -475,7 +522,7 @@ pub(crate) fn volume_attributes_class_columns() -> Vec<Column> {
     ]
 }
 
-pub(crate) fn volume_attributes_class(obj: &Value, now: Timestamp) -> Vec<Value> {
+fn volume_attributes_class(obj: &Value, now: Timestamp) -> Vec<Value> {
     vec![name(obj), json!(s(obj, "/driverName")), age(obj, now)]
 }
 

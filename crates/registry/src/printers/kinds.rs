@@ -4,12 +4,10 @@
 //! `federation/v1beta1` Cluster and the default `Name, Created At` table
 //! (`rest.NewDefaultTableConvertor`) for every other kind.
 
-use std::collections::HashMap;
-use std::sync::LazyLock;
-
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
+use super::TablePrinter;
 use super::format::{
     format_label_selector, format_labels, human_duration, int_or_string, join_host_port,
     label_selector_string, parse_time, since,
@@ -79,406 +77,1012 @@ const SELECTOR: Column = wide(
     "A label query over pods that should match the replica count. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
 );
 
-/// Which printer a resource uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Printer {
-    Pod,
-    PodTemplate,
-    PodDisruptionBudget,
-    ReplicationController,
-    ReplicaSet,
-    DaemonSet,
-    Job,
-    CronJob,
-    Service,
-    Ingress,
-    IngressClass,
-    StatefulSet,
-    Endpoints,
-    Node,
-    Event,
-    Namespace,
-    Secret,
-    ServiceAccount,
-    PersistentVolume,
-    PersistentVolumeClaim,
-    Deployment,
-    HorizontalPodAutoscaler,
-    ConfigMap,
-    NetworkPolicy,
-    RoleBinding,
-    Lease,
-    ControllerRevision,
-    ResourceQuota,
-    EndpointSlice,
-    Cluster,
-    PropagationRecord,
-    APIService,
-    ComponentStatus,
-    ResourceClaim,
-    ResourceSlice,
-    FlowSchema,
-    PriorityLevelConfiguration,
-    IPAddress,
-    ServiceCIDR,
-    /// Mutating and validating webhook configurations.
-    WebhookConfiguration,
-    ValidatingAdmissionPolicy,
-    MutatingAdmissionPolicy,
-    /// Validating and mutating admission policy bindings.
-    AdmissionPolicyBinding,
-    CertificateSigningRequest,
-    RuntimeClass,
-    PriorityClass,
-    StorageClass,
-    CSIDriver,
-    CSINode,
-    VolumeAttachment,
-    VolumeAttributesClass,
-    /// kube's printers with only Name and Age (DeviceClass,
-    /// ResourceClaimTemplate).
-    NameAge,
-    Default,
-}
+// ---- printers: columns and cells of each kind ----------------------------
 
-/// The printer for a group and kind (kube registers printers by Go type,
-/// i.e. by group and kind, whatever the version served), as the built-in
-/// kinds declare it ([`crate::Strategy::printer`]); [`Printer::Default`] for
-/// anything else (custom resources, the CRD kind).
-pub(crate) fn printer_for(group: &str, kind: &str) -> Printer {
-    static BY_KIND: LazyLock<HashMap<(String, String), Printer>> = LazyLock::new(|| {
-        crate::kinds::builtin()
-            .iter()
-            .filter_map(|s| {
-                let info = s.info();
-                Some(((info.group.clone(), info.kind.clone()), s.printer()?))
-            })
-            .collect()
-    });
-    BY_KIND
-        .get(&(group.to_string(), kind.to_string()))
-        .copied()
-        .unwrap_or(match (group, kind) {
-            // Served by the API server itself, not stored: no declaration.
-            ("", "ComponentStatus") => Printer::ComponentStatus,
-            _ => Printer::Default,
-        })
-}
+/// kube's printer for Pod (columns and cells).
+pub const POD: TablePrinter = TablePrinter::with_conditions(pod_columns, pod);
 
-/// Every column of a printer, wide ones included.
-// One column per line reads as the table it is.
 #[rustfmt::skip]
-pub(crate) fn columns(p: Printer, kind: &str) -> Vec<Column> {
-    use Printer::*;
-    match p {
-        Pod => vec![
-            NAME,
-            col("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."),
-            col("Status", "string", "The aggregate status of the containers in this pod."),
-            col("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
-            AGE,
-            wide("IP", "string", "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated."),
-            wide("Node", "string", "NodeName indicates in which node this pod is scheduled."),
-            wide("Nominated Node", "string", "nominatedNodeName is set only when this pod preempts other pods on the node."),
-            wide("Readiness Gates", "string", "If specified, all readiness gates will be evaluated for pod readiness."),
-        ],
-        PodTemplate => vec![
-            NAME,
-            col("Containers", "string", "Names of each container in the template."),
-            col("Images", "string", "Images referenced by each container in the template."),
-            col("Pod Labels", "string", "The labels for the pod template."),
-        ],
-        PodDisruptionBudget => vec![
-            NAME,
-            col("Min Available", "string", "The minimum number of pods that must be available."),
-            col("Max Unavailable", "string", "The maximum number of pods that may be unavailable."),
-            col("Allowed Disruptions", "integer", "Calculated number of pods that may be disrupted at this time."),
-            AGE,
-        ],
-        ReplicationController => vec![
-            NAME,
-            col("Desired", "integer", "Replicas is the number of desired replicas."),
-            col("Current", "integer", "Replicas is the most recently observed number of replicas."),
-            col("Ready", "integer", "The number of ready replicas for this replication controller."),
-            AGE,
-            CONTAINERS,
-            IMAGES,
-            SELECTOR,
-        ],
-        ReplicaSet => vec![
-            NAME,
-            col("Desired", "integer", "Replicas is the number of desired replicas."),
-            col("Current", "integer", "Replicas is the most recently observed number of replicas."),
-            col("Ready", "integer", "The number of ready replicas for this replica set."),
-            AGE,
-            CONTAINERS,
-            IMAGES,
-            SELECTOR,
-        ],
-        DaemonSet => vec![
-            NAME,
-            col("Desired", "integer", "The total number of nodes that should be running the daemon pod."),
-            col("Current", "integer", "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod."),
-            col("Ready", "integer", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready."),
-            col("Up-to-date", "integer", "The total number of nodes that are running updated daemon pod"),
-            col("Available", "integer", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available."),
-            col("Node Selector", "string", "NodeSelector is a selector which must be true for the pod to fit on a node."),
-            AGE,
-            CONTAINERS,
-            IMAGES,
-            SELECTOR,
-        ],
-        Job => vec![
-            NAME,
-            col("Status", "string", "Status of the job."),
-            col("Completions", "string", "The number of pods which reached phase Succeeded."),
-            col("Duration", "string", "Time required to complete the job."),
-            AGE,
-            CONTAINERS,
-            IMAGES,
-            SELECTOR,
-        ],
-        CronJob => vec![
-            NAME,
-            col("Schedule", "string", "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."),
-            col("Timezone", "string", "The time zone name for the given schedule."),
-            col("Suspend", "boolean", "This flag tells the controller to suspend subsequent executions."),
-            col("Active", "integer", "A list of pointers to currently running jobs."),
-            col("Last Schedule", "string", "Information when was the last time the job was successfully scheduled."),
-            AGE,
-            CONTAINERS,
-            IMAGES,
-            SELECTOR,
-        ],
-        Service => vec![
-            NAME,
-            col("Type", "string", "type determines how the Service is exposed."),
-            col("Cluster-IP", "string", "clusterIP is the IP address of the service and is usually assigned randomly."),
-            col("External-IP", "string", "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service."),
-            col("Port(s)", "string", "The list of ports that are exposed by this service."),
-            AGE,
-            wide("Selector", "string", "Route service traffic to pods with label keys and values matching this selector."),
-        ],
-        Ingress => vec![
-            NAME,
-            col("Class", "string", "The name of the IngressClass resource that should be used for additional configuration"),
-            col("Hosts", "string", "Hosts that incoming requests are matched against before the ingress rule"),
-            col("Address", "string", "Address is a list containing ingress points for the load-balancer"),
-            col("Ports", "string", "Ports of TLS configurations that open"),
-            AGE,
-        ],
-        IngressClass => vec![
-            NAME,
-            col("Controller", "string", "Controller that is responsible for handling this class"),
-            col("Parameters", "string", "A reference to a resource with additional parameters"),
-            AGE,
-        ],
-        StatefulSet => vec![
-            NAME,
-            col("Ready", "string", "Number of the pod with ready state"),
-            AGE,
-            CONTAINERS,
-            IMAGES,
-        ],
-        Endpoints => vec![
-            NAME,
-            col("Endpoints", "string", "The set of all endpoints is the union of all subsets."),
-            AGE,
-        ],
-        Node => vec![
-            NAME,
-            col("Status", "string", "The status of the node"),
-            col("Roles", "string", "The roles of the node"),
-            AGE,
-            col("Version", "string", "Kubelet Version reported by the node."),
-            wide("Internal-IP", "string", "List of addresses reachable to the node."),
-            wide("External-IP", "string", "List of addresses reachable to the node."),
-            wide("OS-Image", "string", "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy))."),
-            wide("Kernel-Version", "string", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64)."),
-            wide("Container-Runtime", "string", "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2)."),
-        ],
-        Event => vec![
-            col("Last Seen", "string", "The time at which the most recent occurrence of this event was recorded."),
-            col("Type", "string", "Type of this event (Normal, Warning), new types could be added in the future"),
-            col("Reason", "string", "This should be a short, machine understandable string that gives the reason for the transition into the object's current status."),
-            col("Object", "string", "The object that this event is about."),
-            wide("Subobject", "string", "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement."),
-            wide("Source", "string", "The component reporting this event. Should be a short machine understandable string."),
-            col("Message", "string", "A human-readable description of the status of this operation."),
-            wide("First Seen", "string", "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)"),
-            wide("Count", "string", "The number of times this event has occurred."),
-            Column {
-                priority: 1,
-                ..NAME
-            },
-        ],
-        Namespace => vec![
-            NAME,
-            col("Status", "string", "The status of the namespace"),
-            AGE,
-        ],
-        Secret => vec![
-            NAME,
-            col("Type", "string", "Used to facilitate programmatic handling of secret data."),
-            col("Data", "string", "Data contains the secret data."),
-            AGE,
-        ],
-        ServiceAccount => vec![
-            NAME,
-            col("Secrets", "string", "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use."),
-            AGE,
-        ],
-        PersistentVolume => vec![
-            NAME,
-            col("Capacity", "string", "capacity is the description of the persistent volume's resources and capacity."),
-            col("Access Modes", "string", "accessModes contains all ways the volume can be mounted."),
-            col("Reclaim Policy", "string", "persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its claim."),
-            col("Status", "string", "phase indicates if a volume is available, bound to a claim, or released by a claim."),
-            col("Claim", "string", "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim."),
-            col("StorageClass", "string", "StorageClass of the pv"),
-            col("VolumeAttributesClass", "string", "VolumeAttributesClass of the pv"),
-            col("Reason", "string", "reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI."),
-            AGE,
-            wide("VolumeMode", "string", "volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state."),
-        ],
-        PersistentVolumeClaim => vec![
-            NAME,
-            col("Status", "string", "phase represents the current phase of PersistentVolumeClaim."),
-            col("Volume", "string", "volumeName is the binding reference to the PersistentVolume backing this claim."),
-            col("Capacity", "string", "capacity represents the actual resources of the underlying volume."),
-            col("Access Modes", "string", "accessModes contains the actual access modes the volume backing the PVC has."),
-            col("StorageClass", "string", "StorageClass of the pvc"),
-            col("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc"),
-            AGE,
-            wide("VolumeMode", "string", "volumeMode defines what type of volume is required by the claim."),
-        ],
-        Deployment => vec![
-            NAME,
-            col("Ready", "string", "Number of the pod with ready state"),
-            col("Up-to-date", "string", "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
-            col("Available", "string", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
-            AGE,
-            CONTAINERS,
-            IMAGES,
-            wide("Selector", "string", "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment."),
-        ],
-        HorizontalPodAutoscaler => vec![
-            NAME,
-            col("Reference", "string", "reference to scaled resource; horizontal pod autoscaler will learn the current resource consumption and will set the desired number of pods by using its Scale subresource."),
-            col("Targets", "string", "metrics contains the specifications for which to use to calculate the desired replica count."),
-            col("MinPods", "string", "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down."),
-            col("MaxPods", "string", "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up."),
-            col("Replicas", "string", "currentReplicas is current number of replicas of pods managed by this autoscaler."),
-            AGE,
-        ],
-        ConfigMap => vec![
-            NAME,
-            col("Data", "string", "Data contains the configuration data."),
-            AGE,
-        ],
-        NetworkPolicy => vec![
-            NAME,
-            col("Pod-Selector", "string", "Selects the pods to which this NetworkPolicy object applies."),
-            AGE,
-        ],
-        RoleBinding => {
-            let (u, g, s) = if kind == "ClusterRoleBinding" {
-                (
-                    "Users in the clusterRoleBinding",
-                    "Groups in the clusterRoleBinding",
-                    "ServiceAccounts in the clusterRoleBinding",
-                )
-            } else {
-                (
-                    "Users in the roleBinding",
-                    "Groups in the roleBinding",
-                    "ServiceAccounts in the roleBinding",
-                )
-            };
-            vec![
-                NAME,
-                col("Role", "string", "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace."),
-                AGE,
-                wide("Users", "string", u),
-                wide("Groups", "string", g),
-                wide("ServiceAccounts", "string", s),
-            ]
+fn pod_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."),
+        col("Status", "string", "The aggregate status of the containers in this pod."),
+        col("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
+        AGE,
+        wide("IP", "string", "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated."),
+        wide("Node", "string", "NodeName indicates in which node this pod is scheduled."),
+        wide("Nominated Node", "string", "nominatedNodeName is set only when this pod preempts other pods on the node."),
+        wide("Readiness Gates", "string", "If specified, all readiness gates will be evaluated for pod readiness."),
+    ]
+}
+
+/// kube's printer for PodTemplate (columns and cells).
+pub const POD_TEMPLATE: TablePrinter = TablePrinter::new(pod_template_columns, pod_template_cells);
+
+#[rustfmt::skip]
+fn pod_template_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Containers", "string", "Names of each container in the template."),
+        col("Images", "string", "Images referenced by each container in the template."),
+        col("Pod Labels", "string", "The labels for the pod template."),
+    ]
+}
+
+fn pod_template_cells(obj: &Value, _now: Timestamp) -> Vec<Value> {
+    let (n, im) = containers(obj, "/template/spec/containers");
+    vec![
+        name(obj),
+        n,
+        im,
+        json!(format_labels(obj.pointer("/template/metadata/labels"))),
+    ]
+}
+
+/// kube's printer for PodDisruptionBudget (columns and cells).
+pub const POD_DISRUPTION_BUDGET: TablePrinter =
+    TablePrinter::new(pod_disruption_budget_columns, pod_disruption_budget_cells);
+
+#[rustfmt::skip]
+fn pod_disruption_budget_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Min Available", "string", "The minimum number of pods that must be available."),
+        col("Max Unavailable", "string", "The maximum number of pods that may be unavailable."),
+        col("Allowed Disruptions", "integer", "Calculated number of pods that may be disrupted at this time."),
+        AGE,
+    ]
+}
+
+fn pod_disruption_budget_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let fmt = |ptr: &str| {
+        at(obj, ptr)
+            .map(int_or_string)
+            .unwrap_or_else(|| "N/A".into())
+    };
+    vec![
+        name(obj),
+        json!(fmt("/spec/minAvailable")),
+        json!(fmt("/spec/maxUnavailable")),
+        json!(i(obj, "/status/disruptionsAllowed")),
+        age(obj, now),
+    ]
+}
+
+/// kube's printer for ReplicationController (columns and cells).
+pub const REPLICATION_CONTROLLER: TablePrinter =
+    TablePrinter::new(replication_controller_columns, replication_controller_cells);
+
+fn replication_controller_columns() -> Vec<Column> {
+    replica_columns("The number of ready replicas for this replication controller.")
+}
+
+fn replication_controller_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    // A ReplicationController's selector is a map of labels.
+    replica_cells(obj, now, format_labels(obj.pointer("/spec/selector")))
+}
+
+/// kube's printer for ReplicaSet (columns and cells).
+pub const REPLICA_SET: TablePrinter = TablePrinter::new(replica_set_columns, replica_set_cells);
+
+fn replica_set_columns() -> Vec<Column> {
+    replica_columns("The number of ready replicas for this replica set.")
+}
+
+fn replica_set_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    replica_cells(
+        obj,
+        now,
+        format_label_selector(obj.pointer("/spec/selector")),
+    )
+}
+
+/// The columns ReplicationControllers and ReplicaSets share; `ready` is
+/// the Ready column's description.
+#[rustfmt::skip]
+fn replica_columns(ready: &'static str) -> Vec<Column> {
+    vec![
+        NAME,
+        col("Desired", "integer", "Replicas is the number of desired replicas."),
+        col("Current", "integer", "Replicas is the most recently observed number of replicas."),
+        col("Ready", "integer", ready),
+        AGE,
+        CONTAINERS,
+        IMAGES,
+        SELECTOR,
+    ]
+}
+
+fn replica_cells(obj: &Value, now: Timestamp, selector: String) -> Vec<Value> {
+    let (n, im) = containers(obj, "/spec/template/spec/containers");
+    vec![
+        name(obj),
+        json!(replicas(obj, "/spec/replicas")),
+        json!(i(obj, "/status/replicas")),
+        json!(i(obj, "/status/readyReplicas")),
+        age(obj, now),
+        n,
+        im,
+        json!(selector),
+    ]
+}
+
+/// kube's printer for DaemonSet (columns and cells).
+pub const DAEMON_SET: TablePrinter = TablePrinter::new(daemon_set_columns, daemon_set_cells);
+
+#[rustfmt::skip]
+fn daemon_set_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Desired", "integer", "The total number of nodes that should be running the daemon pod."),
+        col("Current", "integer", "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod."),
+        col("Ready", "integer", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready."),
+        col("Up-to-date", "integer", "The total number of nodes that are running updated daemon pod"),
+        col("Available", "integer", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available."),
+        col("Node Selector", "string", "NodeSelector is a selector which must be true for the pod to fit on a node."),
+        AGE,
+        CONTAINERS,
+        IMAGES,
+        SELECTOR,
+    ]
+}
+
+fn daemon_set_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let (n, im) = containers(obj, "/spec/template/spec/containers");
+    vec![
+        name(obj),
+        json!(i(obj, "/status/desiredNumberScheduled")),
+        json!(i(obj, "/status/currentNumberScheduled")),
+        json!(i(obj, "/status/numberReady")),
+        json!(i(obj, "/status/updatedNumberScheduled")),
+        json!(i(obj, "/status/numberAvailable")),
+        json!(format_labels(
+            obj.pointer("/spec/template/spec/nodeSelector")
+        )),
+        age(obj, now),
+        n,
+        im,
+        json!(format_label_selector(obj.pointer("/spec/selector"))),
+    ]
+}
+
+/// kube's printer for Job (columns and cells).
+pub const JOB: TablePrinter = TablePrinter::new(job_columns, job);
+
+#[rustfmt::skip]
+fn job_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Status", "string", "Status of the job."),
+        col("Completions", "string", "The number of pods which reached phase Succeeded."),
+        col("Duration", "string", "Time required to complete the job."),
+        AGE,
+        CONTAINERS,
+        IMAGES,
+        SELECTOR,
+    ]
+}
+
+/// kube's printer for CronJob (columns and cells).
+pub const CRON_JOB: TablePrinter = TablePrinter::new(cron_job_columns, cron_job_cells);
+
+#[rustfmt::skip]
+fn cron_job_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Schedule", "string", "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."),
+        col("Timezone", "string", "The time zone name for the given schedule."),
+        col("Suspend", "boolean", "This flag tells the controller to suspend subsequent executions."),
+        col("Active", "integer", "A list of pointers to currently running jobs."),
+        col("Last Schedule", "string", "Information when was the last time the job was successfully scheduled."),
+        AGE,
+        CONTAINERS,
+        IMAGES,
+        SELECTOR,
+    ]
+}
+
+fn cron_job_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let last = match at(obj, "/status/lastScheduleTime") {
+        Some(t) => since(Some(t), now),
+        None => "<none>".into(),
+    };
+    let tz = at(obj, "/spec/timeZone")
+        .and_then(Value::as_str)
+        .unwrap_or("<none>");
+    let suspend = match at(obj, "/spec/suspend").and_then(Value::as_bool) {
+        Some(true) => "True",
+        Some(false) => "False",
+        None => "<unset>",
+    };
+    let (n, im) = containers(obj, "/spec/jobTemplate/spec/template/spec/containers");
+    vec![
+        name(obj),
+        json!(s(obj, "/spec/schedule")),
+        json!(tz),
+        json!(suspend),
+        json!(len_of(obj, "/status/active")),
+        json!(last),
+        age(obj, now),
+        n,
+        im,
+        json!(format_label_selector(
+            obj.pointer("/spec/jobTemplate/spec/selector")
+        )),
+    ]
+}
+
+/// kube's printer for Service (columns and cells).
+pub const SERVICE: TablePrinter = TablePrinter::new(service_columns, service);
+
+#[rustfmt::skip]
+fn service_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Type", "string", "type determines how the Service is exposed."),
+        col("Cluster-IP", "string", "clusterIP is the IP address of the service and is usually assigned randomly."),
+        col("External-IP", "string", "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service."),
+        col("Port(s)", "string", "The list of ports that are exposed by this service."),
+        AGE,
+        wide("Selector", "string", "Route service traffic to pods with label keys and values matching this selector."),
+    ]
+}
+
+/// kube's printer for Ingress (columns and cells).
+pub const INGRESS: TablePrinter = TablePrinter::new(ingress_columns, ingress_cells);
+
+#[rustfmt::skip]
+fn ingress_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Class", "string", "The name of the IngressClass resource that should be used for additional configuration"),
+        col("Hosts", "string", "Hosts that incoming requests are matched against before the ingress rule"),
+        col("Address", "string", "Address is a list containing ingress points for the load-balancer"),
+        col("Ports", "string", "Ports of TLS configurations that open"),
+        AGE,
+    ]
+}
+
+fn ingress_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let class = at(obj, "/spec/ingressClassName")
+        .and_then(Value::as_str)
+        .unwrap_or("<none>");
+    let rules = arr(obj, "/spec/rules");
+    let max = 3;
+    let mut list: Vec<String> = Vec::new();
+    let mut more = false;
+    for r in rules {
+        if list.len() == max {
+            more = true;
         }
-        Lease => vec![
-            NAME,
-            col("Holder", "string", "holderIdentity contains the identity of the holder of a current lease."),
-            AGE,
-        ],
-        ControllerRevision => vec![
-            NAME,
-            col("Controller", "string", "Controller of the object"),
-            col("Revision", "string", "Revision indicates the revision of the state represented by Data."),
-            AGE,
-        ],
-        ResourceQuota => vec![
-            NAME,
-            col("Request", "string", "Request represents a minimum amount of cpu/memory that a container may consume."),
-            col("Limit", "string", "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node."),
-            AGE,
-        ],
-        EndpointSlice => vec![
-            NAME,
-            col("AddressType", "string", "addressType specifies the type of address carried by this EndpointSlice."),
-            col("Ports", "string", "ports specifies the list of network ports exposed by each endpoint in this slice."),
-            col("Endpoints", "string", "endpoints is a list of unique endpoints in this slice."),
-            AGE,
-        ],
-        Cluster => vec![
-            NAME,
-            col("Ready", "string", "Whether the member cluster answers its health checks (the Ready condition)."),
-            col("Zones", "string", "Zones of the member cluster's nodes."),
-            col("Region", "string", "Region of the member cluster's nodes."),
-            AGE,
-            wide("Server Address", "string", "The address the federation reaches the member cluster at."),
-            wide("Version", "string", "Kubernetes version the member cluster reports."),
-            wide("Objects In Sync", "string", "Federated objects in sync with the member cluster, of those placed there."),
-        ],
-        // Ours: where a federated object went (`kubectl get
-        // propagationrecords -o wide` shows per-cluster replicas and the
-        // per-cluster load-balancer addresses of Services and Ingresses).
-        PropagationRecord => vec![
-            NAME,
-            col("Object", "string", "The federated object (kind/name) this record is about."),
-            col("In Sync", "string", "Member clusters whose copy is in sync, of those the object is placed in."),
-            AGE,
-            wide("Clusters", "string", "Each member cluster's state of its copy."),
-            wide("Replicas", "string", "Replicas the federation scheduled to each member cluster."),
-            wide("Addresses", "string", "Each member cluster's load-balancer addresses (Services and Ingresses; annotation federation.kubernetes.io/service-ingresses)."),
-        ],
-        // kube-aggregator's own table (registry/apiservice/etcd).
-        APIService => vec![
-            NAME,
-            col("Service", "string", "The reference to the service that hosts this API endpoint."),
-            col("Available", "string", "Whether this service is available."),
-            AGE,
-        ],
-        ComponentStatus => super::platform::component_status_columns(),
-        ResourceClaim => super::platform::resource_claim_columns(),
-        ResourceSlice => super::platform::resource_slice_columns(),
-        FlowSchema => super::platform::flow_schema_columns(),
-        PriorityLevelConfiguration => super::platform::priority_level_columns(),
-        IPAddress => super::platform::ip_address_columns(),
-        ServiceCIDR => super::platform::service_cidr_columns(),
-        WebhookConfiguration => super::cluster_policy::webhook_configuration_columns(),
-        ValidatingAdmissionPolicy => super::cluster_policy::validating_policy_columns(),
-        MutatingAdmissionPolicy => super::cluster_policy::mutating_policy_columns(),
-        AdmissionPolicyBinding => super::cluster_policy::policy_binding_columns(),
-        CertificateSigningRequest => super::cluster_policy::csr_columns(),
-        RuntimeClass => super::cluster_policy::runtime_class_columns(),
-        PriorityClass => super::cluster_policy::priority_class_columns(),
-        StorageClass => super::cluster_policy::storage_class_columns(),
-        CSIDriver => super::cluster_policy::csi_driver_columns(),
-        CSINode => super::cluster_policy::csi_node_columns(),
-        VolumeAttachment => super::cluster_policy::volume_attachment_columns(),
-        VolumeAttributesClass => super::cluster_policy::volume_attributes_class_columns(),
-        NameAge => vec![NAME, AGE],
-        Default => vec![NAME, col("Created At", "date", AGE_DESC)],
+        let host = s(r, "/host");
+        if !more && !host.is_empty() {
+            list.push(host.to_string());
+        }
     }
+    let hosts = if list.is_empty() {
+        "*".to_string()
+    } else if more {
+        format!("{} + {} more...", list.join(","), rules.len() - max)
+    } else {
+        list.join(",")
+    };
+    let ports = if arr(obj, "/spec/tls").is_empty() {
+        "80"
+    } else {
+        "80, 443"
+    };
+    vec![
+        name(obj),
+        json!(class),
+        json!(hosts),
+        json!(load_balancer(obj, "/status/loadBalancer/ingress")),
+        json!(ports),
+        age(obj, now),
+    ]
+}
+
+/// kube's printer for IngressClass (columns and cells).
+pub const INGRESS_CLASS: TablePrinter =
+    TablePrinter::new(ingress_class_columns, ingress_class_cells);
+
+#[rustfmt::skip]
+fn ingress_class_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Controller", "string", "Controller that is responsible for handling this class"),
+        col("Parameters", "string", "A reference to a resource with additional parameters"),
+        AGE,
+    ]
+}
+
+fn ingress_class_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let params = match at(obj, "/spec/parameters") {
+        Some(p) => {
+            let mut out = s(p, "/kind").to_string();
+            if let Some(g) = at(p, "/apiGroup").and_then(Value::as_str) {
+                out = format!("{out}.{g}");
+            }
+            format!("{out}/{}", s(p, "/name"))
+        }
+        None => "<none>".into(),
+    };
+    vec![
+        name(obj),
+        json!(s(obj, "/spec/controller")),
+        json!(params),
+        age(obj, now),
+    ]
+}
+
+/// kube's printer for StatefulSet (columns and cells).
+pub const STATEFUL_SET: TablePrinter = TablePrinter::new(stateful_set_columns, stateful_set_cells);
+
+#[rustfmt::skip]
+fn stateful_set_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Ready", "string", "Number of the pod with ready state"),
+        AGE,
+        CONTAINERS,
+        IMAGES,
+    ]
+}
+
+fn stateful_set_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let (n, im) = containers(obj, "/spec/template/spec/containers");
+    vec![
+        name(obj),
+        json!(format!(
+            "{}/{}",
+            i(obj, "/status/readyReplicas"),
+            replicas(obj, "/spec/replicas")
+        )),
+        age(obj, now),
+        n,
+        im,
+    ]
+}
+
+/// kube's printer for Endpoints (columns and cells).
+pub const ENDPOINTS: TablePrinter = TablePrinter::new(endpoints_columns, endpoints_cells);
+
+#[rustfmt::skip]
+fn endpoints_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Endpoints", "string", "The set of all endpoints is the union of all subsets."),
+        AGE,
+    ]
+}
+
+fn endpoints_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    vec![name(obj), json!(endpoints(obj)), age(obj, now)]
+}
+
+/// kube's printer for Node (columns and cells).
+pub const NODE: TablePrinter = TablePrinter::new(node_columns, node);
+
+#[rustfmt::skip]
+fn node_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Status", "string", "The status of the node"),
+        col("Roles", "string", "The roles of the node"),
+        AGE,
+        col("Version", "string", "Kubelet Version reported by the node."),
+        wide("Internal-IP", "string", "List of addresses reachable to the node."),
+        wide("External-IP", "string", "List of addresses reachable to the node."),
+        wide("OS-Image", "string", "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy))."),
+        wide("Kernel-Version", "string", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64)."),
+        wide("Container-Runtime", "string", "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2)."),
+    ]
+}
+
+/// kube's printer for Event (columns and cells).
+pub const EVENT: TablePrinter = TablePrinter::new(event_columns, event);
+
+#[rustfmt::skip]
+fn event_columns() -> Vec<Column> {
+    vec![
+        col("Last Seen", "string", "The time at which the most recent occurrence of this event was recorded."),
+        col("Type", "string", "Type of this event (Normal, Warning), new types could be added in the future"),
+        col("Reason", "string", "This should be a short, machine understandable string that gives the reason for the transition into the object's current status."),
+        col("Object", "string", "The object that this event is about."),
+        wide("Subobject", "string", "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement."),
+        wide("Source", "string", "The component reporting this event. Should be a short machine understandable string."),
+        col("Message", "string", "A human-readable description of the status of this operation."),
+        wide("First Seen", "string", "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)"),
+        wide("Count", "string", "The number of times this event has occurred."),
+        Column {
+            priority: 1,
+            ..NAME
+        },
+    ]
+}
+
+/// kube's printer for Namespace (columns and cells).
+pub const NAMESPACE: TablePrinter = TablePrinter::new(namespace_columns, namespace_cells);
+
+#[rustfmt::skip]
+fn namespace_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Status", "string", "The status of the namespace"),
+        AGE,
+    ]
+}
+
+fn namespace_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    vec![name(obj), json!(s(obj, "/status/phase")), age(obj, now)]
+}
+
+/// kube's printer for Secret (columns and cells).
+pub const SECRET: TablePrinter = TablePrinter::new(secret_columns, secret_cells);
+
+#[rustfmt::skip]
+fn secret_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Type", "string", "Used to facilitate programmatic handling of secret data."),
+        col("Data", "string", "Data contains the secret data."),
+        AGE,
+    ]
+}
+
+fn secret_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    vec![
+        name(obj),
+        json!(s(obj, "/type")),
+        json!(len_of(obj, "/data")),
+        age(obj, now),
+    ]
+}
+
+/// kube's printer for ServiceAccount (columns and cells).
+pub const SERVICE_ACCOUNT: TablePrinter =
+    TablePrinter::new(service_account_columns, service_account_cells);
+
+#[rustfmt::skip]
+fn service_account_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Secrets", "string", "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use."),
+        AGE,
+    ]
+}
+
+fn service_account_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    vec![name(obj), json!(len_of(obj, "/secrets")), age(obj, now)]
+}
+
+/// kube's printer for PersistentVolume (columns and cells).
+pub const PERSISTENT_VOLUME: TablePrinter =
+    TablePrinter::new(persistent_volume_columns, persistent_volume_cells);
+
+#[rustfmt::skip]
+fn persistent_volume_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Capacity", "string", "capacity is the description of the persistent volume's resources and capacity."),
+        col("Access Modes", "string", "accessModes contains all ways the volume can be mounted."),
+        col("Reclaim Policy", "string", "persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its claim."),
+        col("Status", "string", "phase indicates if a volume is available, bound to a claim, or released by a claim."),
+        col("Claim", "string", "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim."),
+        col("StorageClass", "string", "StorageClass of the pv"),
+        col("VolumeAttributesClass", "string", "VolumeAttributesClass of the pv"),
+        col("Reason", "string", "reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI."),
+        AGE,
+        wide("VolumeMode", "string", "volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state."),
+    ]
+}
+
+fn persistent_volume_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let claim = match at(obj, "/spec/claimRef") {
+        Some(c) => format!("{}/{}", s(c, "/namespace"), s(c, "/name")),
+        None => String::new(),
+    };
+    let phase = if deleting(obj) {
+        "Terminating"
+    } else {
+        s(obj, "/status/phase")
+    };
+    vec![
+        name(obj),
+        json!(quantity_or_zero(obj.pointer("/spec/capacity/storage"))),
+        json!(access_modes(obj, "/spec/accessModes")),
+        json!(s(obj, "/spec/persistentVolumeReclaimPolicy")),
+        json!(phase),
+        json!(claim),
+        json!(storage_class(obj)),
+        json!(
+            at(obj, "/spec/volumeAttributesClassName")
+                .and_then(Value::as_str)
+                .unwrap_or("<unset>")
+        ),
+        json!(s(obj, "/status/reason")),
+        age(obj, now),
+        json!(
+            at(obj, "/spec/volumeMode")
+                .and_then(Value::as_str)
+                .unwrap_or("<unset>")
+        ),
+    ]
+}
+
+/// kube's printer for PersistentVolumeClaim (columns and cells).
+pub const PERSISTENT_VOLUME_CLAIM: TablePrinter = TablePrinter::new(
+    persistent_volume_claim_columns,
+    persistent_volume_claim_cells,
+);
+
+#[rustfmt::skip]
+fn persistent_volume_claim_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Status", "string", "phase represents the current phase of PersistentVolumeClaim."),
+        col("Volume", "string", "volumeName is the binding reference to the PersistentVolume backing this claim."),
+        col("Capacity", "string", "capacity represents the actual resources of the underlying volume."),
+        col("Access Modes", "string", "accessModes contains the actual access modes the volume backing the PVC has."),
+        col("StorageClass", "string", "StorageClass of the pvc"),
+        col("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc"),
+        AGE,
+        wide("VolumeMode", "string", "volumeMode defines what type of volume is required by the claim."),
+    ]
+}
+
+fn persistent_volume_claim_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let phase = if deleting(obj) {
+        "Terminating"
+    } else {
+        s(obj, "/status/phase")
+    };
+    let volume = s(obj, "/spec/volumeName");
+    let (capacity, modes) = if volume.is_empty() {
+        (String::new(), String::new())
+    } else {
+        (
+            quantity_or_zero(obj.pointer("/status/capacity/storage")),
+            access_modes(obj, "/status/accessModes"),
+        )
+    };
+    vec![
+        name(obj),
+        json!(phase),
+        json!(volume),
+        json!(capacity),
+        json!(modes),
+        json!(storage_class(obj)),
+        json!(
+            at(obj, "/spec/volumeAttributesClassName")
+                .and_then(Value::as_str)
+                .unwrap_or("<unset>")
+        ),
+        age(obj, now),
+        json!(
+            at(obj, "/spec/volumeMode")
+                .and_then(Value::as_str)
+                .unwrap_or("<unset>")
+        ),
+    ]
+}
+
+/// kube's printer for Deployment (columns and cells).
+pub const DEPLOYMENT: TablePrinter = TablePrinter::new(deployment_columns, deployment_cells);
+
+#[rustfmt::skip]
+fn deployment_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Ready", "string", "Number of the pod with ready state"),
+        col("Up-to-date", "string", "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
+        col("Available", "string", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
+        AGE,
+        CONTAINERS,
+        IMAGES,
+        wide("Selector", "string", "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment."),
+    ]
+}
+
+fn deployment_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let (n, im) = containers(obj, "/spec/template/spec/containers");
+    let selector = label_selector_string(obj.pointer("/spec/selector"))
+        .unwrap_or_else(|()| "<invalid>".into());
+    vec![
+        name(obj),
+        json!(format!(
+            "{}/{}",
+            i(obj, "/status/readyReplicas"),
+            replicas(obj, "/spec/replicas")
+        )),
+        json!(i(obj, "/status/updatedReplicas")),
+        json!(i(obj, "/status/availableReplicas")),
+        age(obj, now),
+        n,
+        im,
+        json!(selector),
+    ]
+}
+
+/// kube's printer for HorizontalPodAutoscaler (columns and cells).
+pub const HORIZONTAL_POD_AUTOSCALER: TablePrinter = TablePrinter::new(
+    horizontal_pod_autoscaler_columns,
+    horizontal_pod_autoscaler_cells,
+);
+
+#[rustfmt::skip]
+fn horizontal_pod_autoscaler_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Reference", "string", "reference to scaled resource; horizontal pod autoscaler will learn the current resource consumption and will set the desired number of pods by using its Scale subresource."),
+        col("Targets", "string", "metrics contains the specifications for which to use to calculate the desired replica count."),
+        col("MinPods", "string", "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down."),
+        col("MaxPods", "string", "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up."),
+        col("Replicas", "string", "currentReplicas is current number of replicas of pods managed by this autoscaler."),
+        AGE,
+    ]
+}
+
+fn horizontal_pod_autoscaler_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let reference = format!(
+        "{}/{}",
+        s(obj, "/spec/scaleTargetRef/kind"),
+        s(obj, "/spec/scaleTargetRef/name")
+    );
+    let min = at(obj, "/spec/minReplicas")
+        .and_then(Value::as_i64)
+        .map(|m| m.to_string())
+        .unwrap_or_else(|| "<unset>".into());
+    vec![
+        name(obj),
+        json!(reference),
+        json!(hpa_metrics(obj)),
+        json!(min),
+        json!(i(obj, "/spec/maxReplicas")),
+        json!(i(obj, "/status/currentReplicas")),
+        age(obj, now),
+    ]
+}
+
+/// kube's printer for ConfigMap (columns and cells).
+pub const CONFIG_MAP: TablePrinter = TablePrinter::new(config_map_columns, config_map_cells);
+
+#[rustfmt::skip]
+fn config_map_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Data", "string", "Data contains the configuration data."),
+        AGE,
+    ]
+}
+
+fn config_map_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    vec![
+        name(obj),
+        json!(len_of(obj, "/data") + len_of(obj, "/binaryData")),
+        age(obj, now),
+    ]
+}
+
+/// kube's printer for NetworkPolicy (columns and cells).
+pub const NETWORK_POLICY: TablePrinter =
+    TablePrinter::new(network_policy_columns, network_policy_cells);
+
+#[rustfmt::skip]
+fn network_policy_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Pod-Selector", "string", "Selects the pods to which this NetworkPolicy object applies."),
+        AGE,
+    ]
+}
+
+fn network_policy_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    vec![
+        name(obj),
+        json!(format_label_selector(obj.pointer("/spec/podSelector"))),
+        age(obj, now),
+    ]
+}
+
+/// kube's printer for RoleBinding (columns and cells).
+pub const ROLE_BINDING: TablePrinter = TablePrinter::new(role_binding_columns, role_binding_cells);
+
+/// kube's printer for ClusterRoleBinding: RoleBinding's cells, its own
+/// column descriptions.
+pub const CLUSTER_ROLE_BINDING: TablePrinter =
+    TablePrinter::new(cluster_role_binding_columns, role_binding_cells);
+
+fn role_binding_columns() -> Vec<Column> {
+    binding_columns("roleBinding")
+}
+
+fn cluster_role_binding_columns() -> Vec<Column> {
+    binding_columns("clusterRoleBinding")
+}
+
+#[rustfmt::skip]
+fn binding_columns(kind: &'static str) -> Vec<Column> {
+    // kube's descriptions name the kind: "Users in the roleBinding".
+    let (u, g, s): (&'static str, &'static str, &'static str) = match kind {
+        "clusterRoleBinding" => (
+            "Users in the clusterRoleBinding",
+            "Groups in the clusterRoleBinding",
+            "ServiceAccounts in the clusterRoleBinding",
+        ),
+        _ => (
+            "Users in the roleBinding",
+            "Groups in the roleBinding",
+            "ServiceAccounts in the roleBinding",
+        ),
+    };
+    vec![
+        NAME,
+        col("Role", "string", "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace."),
+        AGE,
+        wide("Users", "string", u),
+        wide("Groups", "string", g),
+        wide("ServiceAccounts", "string", s),
+    ]
+}
+
+fn role_binding_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let mut users = Vec::new();
+    let mut groups = Vec::new();
+    let mut sas = Vec::new();
+    for sub in arr(obj, "/subjects") {
+        match s(sub, "/kind") {
+            "User" => users.push(s(sub, "/name").to_string()),
+            "Group" => groups.push(s(sub, "/name").to_string()),
+            "ServiceAccount" => sas.push(format!("{}/{}", s(sub, "/namespace"), s(sub, "/name"))),
+            _ => {}
+        }
+    }
+    vec![
+        name(obj),
+        json!(format!(
+            "{}/{}",
+            s(obj, "/roleRef/kind"),
+            s(obj, "/roleRef/name")
+        )),
+        age(obj, now),
+        json!(users.join(", ")),
+        json!(groups.join(", ")),
+        json!(sas.join(", ")),
+    ]
+}
+
+/// kube's printer for Lease (columns and cells).
+pub const LEASE: TablePrinter = TablePrinter::new(lease_columns, lease_cells);
+
+#[rustfmt::skip]
+fn lease_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Holder", "string", "holderIdentity contains the identity of the holder of a current lease."),
+        AGE,
+    ]
+}
+
+fn lease_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    vec![
+        name(obj),
+        json!(s(obj, "/spec/holderIdentity")),
+        age(obj, now),
+    ]
+}
+
+/// kube's printer for ControllerRevision (columns and cells).
+pub const CONTROLLER_REVISION: TablePrinter =
+    TablePrinter::new(controller_revision_columns, controller_revision_cells);
+
+#[rustfmt::skip]
+fn controller_revision_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Controller", "string", "Controller of the object"),
+        col("Revision", "string", "Revision indicates the revision of the state represented by Data."),
+        AGE,
+    ]
+}
+
+fn controller_revision_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let controller = arr(obj, "/metadata/ownerReferences")
+        .iter()
+        .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+        .map(|o| {
+            let api_version = s(o, "/apiVersion");
+            let group = api_version
+                .split_once('/')
+                .map(|(g, _)| g)
+                .unwrap_or_default();
+            let kind = s(o, "/kind");
+            let gk = if group.is_empty() {
+                kind.to_string()
+            } else {
+                format!("{kind}.{group}")
+            };
+            if gk.is_empty() {
+                s(o, "/name").to_string()
+            } else {
+                format!("{}/{}", gk.to_lowercase(), s(o, "/name"))
+            }
+        })
+        .unwrap_or_else(|| "<none>".into());
+    vec![
+        name(obj),
+        json!(controller),
+        json!(i(obj, "/revision")),
+        age(obj, now),
+    ]
+}
+
+/// kube's printer for ResourceQuota (columns and cells).
+pub const RESOURCE_QUOTA: TablePrinter =
+    TablePrinter::new(resource_quota_columns, resource_quota_cells);
+
+#[rustfmt::skip]
+fn resource_quota_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Request", "string", "Request represents a minimum amount of cpu/memory that a container may consume."),
+        col("Limit", "string", "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node."),
+        AGE,
+    ]
+}
+
+fn resource_quota_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let hard = at(obj, "/status/hard").and_then(Value::as_object);
+    let mut names: Vec<&String> = hard.map(|h| h.keys().collect()).unwrap_or_default();
+    names.sort();
+    let mut request = Vec::new();
+    let mut limit = Vec::new();
+    for r in names {
+        let used = quantity_or_zero(obj.pointer("/status/used").and_then(|u| u.get(r)));
+        let h = quantity_or_zero(hard.and_then(|h| h.get(r)));
+        let entry = format!("{r}: {used}/{h}");
+        let pieces: Vec<&str> = r.split('.').collect();
+        if pieces.len() > 1 && pieces[0] == "limits" {
+            limit.push(entry);
+        } else {
+            request.push(entry);
+        }
+    }
+    vec![
+        name(obj),
+        json!(request.join(", ")),
+        json!(limit.join(", ")),
+        age(obj, now),
+    ]
+}
+
+/// kube's printer for EndpointSlice (columns and cells).
+pub const ENDPOINT_SLICE: TablePrinter =
+    TablePrinter::new(endpoint_slice_columns, endpoint_slice_cells);
+
+#[rustfmt::skip]
+fn endpoint_slice_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("AddressType", "string", "addressType specifies the type of address carried by this EndpointSlice."),
+        col("Ports", "string", "ports specifies the list of network ports exposed by each endpoint in this slice."),
+        col("Endpoints", "string", "endpoints is a list of unique endpoints in this slice."),
+        AGE,
+    ]
+}
+
+fn endpoint_slice_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let ports = arr(obj, "/ports");
+    let list: Vec<String> = ports
+        .iter()
+        .take(3)
+        .map(|p| {
+            if let Some(n) = at(p, "/port").and_then(Value::as_i64) {
+                n.to_string()
+            } else if let Some(n) = at(p, "/name").and_then(Value::as_str) {
+                n.to_string()
+            } else {
+                "*".to_string()
+            }
+        })
+        .collect();
+    let ports = list_with_more(list, ports.len(), 3, "<unset>");
+    let addrs: Vec<String> = arr(obj, "/endpoints")
+        .iter()
+        .flat_map(|e| arr(e, "/addresses").iter())
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    let count = addrs.len();
+    let eps = list_with_more(addrs.into_iter().take(3).collect(), count, 3, "<unset>");
+    vec![
+        name(obj),
+        json!(s(obj, "/addressType")),
+        json!(ports),
+        json!(eps),
+        age(obj, now),
+    ]
+}
+
+/// kube's printer for Cluster (columns and cells).
+pub const CLUSTER: TablePrinter = TablePrinter::new(cluster_columns, cluster);
+
+#[rustfmt::skip]
+fn cluster_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Ready", "string", "Whether the member cluster answers its health checks (the Ready condition)."),
+        col("Zones", "string", "Zones of the member cluster's nodes."),
+        col("Region", "string", "Region of the member cluster's nodes."),
+        AGE,
+        wide("Server Address", "string", "The address the federation reaches the member cluster at."),
+        wide("Version", "string", "Kubernetes version the member cluster reports."),
+        wide("Objects In Sync", "string", "Federated objects in sync with the member cluster, of those placed there."),
+    ]
+}
+
+// Ours: where a federated object went (`kubectl get
+// propagationrecords -o wide` shows per-cluster replicas and the
+// per-cluster load-balancer addresses of Services and Ingresses).
+/// kube's printer for PropagationRecord (columns and cells).
+pub const PROPAGATION_RECORD: TablePrinter =
+    TablePrinter::new(propagation_record_columns, propagation_record);
+
+#[rustfmt::skip]
+fn propagation_record_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Object", "string", "The federated object (kind/name) this record is about."),
+        col("In Sync", "string", "Member clusters whose copy is in sync, of those the object is placed in."),
+        AGE,
+        wide("Clusters", "string", "Each member cluster's state of its copy."),
+        wide("Replicas", "string", "Replicas the federation scheduled to each member cluster."),
+        wide("Addresses", "string", "Each member cluster's load-balancer addresses (Services and Ingresses; annotation federation.kubernetes.io/service-ingresses)."),
+    ]
+}
+
+// kube-aggregator's own table (registry/apiservice/etcd).
+/// kube's printer for APIService (columns and cells).
+pub const API_SERVICE: TablePrinter = TablePrinter::new(api_service_columns, api_service);
+
+#[rustfmt::skip]
+fn api_service_columns() -> Vec<Column> {
+    vec![
+        NAME,
+        col("Service", "string", "The reference to the service that hosts this API endpoint."),
+        col("Available", "string", "Whether this service is available."),
+        AGE,
+    ]
+}
+
+/// kube's printers with only Name and Age (DeviceClass,
+/// ResourceClaimTemplate).
+pub const NAME_AGE: TablePrinter = TablePrinter::new(name_age_columns, name_age_cells);
+
+#[rustfmt::skip]
+fn name_age_columns() -> Vec<Column> {
+    vec![NAME, AGE]
+}
+
+fn name_age_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    vec![name(obj), age(obj, now)]
+}
+
+/// `Name, Created At`: kube's default table convertor
+/// (`rest.NewDefaultTableConvertor`), for kinds kube has no printer for.
+pub const DEFAULT: TablePrinter = TablePrinter::new(default_columns, default_cells);
+
+#[rustfmt::skip]
+fn default_columns() -> Vec<Column> {
+    vec![NAME, col("Created At", "date", AGE_DESC)]
+}
+
+fn default_cells(obj: &Value, _now: Timestamp) -> Vec<Value> {
+    let created = parse_time(obj.pointer("/metadata/creationTimestamp"))
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|| "0001-01-01T00:00:00Z".into());
+    vec![name(obj), json!(created)]
 }
 
 // ---- JSON accessors -------------------------------------------------------
@@ -618,458 +1222,6 @@ fn job_condition(obj: &Value, ty: &str) -> bool {
 }
 
 // ---- cells -----------------------------------------------------------------
-
-/// The cells of a row (every column, wide ones included) and the row
-/// conditions (`Completed` for finished pods).
-pub(crate) fn cells(p: Printer, obj: &Value, now: Timestamp) -> (Vec<Value>, Option<Value>) {
-    use Printer::*;
-    let cells = match p {
-        Pod => return pod(obj, now),
-        PodTemplate => {
-            let (n, im) = containers(obj, "/template/spec/containers");
-            vec![
-                name(obj),
-                n,
-                im,
-                json!(format_labels(obj.pointer("/template/metadata/labels"))),
-            ]
-        }
-        PodDisruptionBudget => {
-            let fmt = |ptr: &str| {
-                at(obj, ptr)
-                    .map(int_or_string)
-                    .unwrap_or_else(|| "N/A".into())
-            };
-            vec![
-                name(obj),
-                json!(fmt("/spec/minAvailable")),
-                json!(fmt("/spec/maxUnavailable")),
-                json!(i(obj, "/status/disruptionsAllowed")),
-                age(obj, now),
-            ]
-        }
-        ReplicationController => {
-            let (n, im) = containers(obj, "/spec/template/spec/containers");
-            vec![
-                name(obj),
-                json!(replicas(obj, "/spec/replicas")),
-                json!(i(obj, "/status/replicas")),
-                json!(i(obj, "/status/readyReplicas")),
-                age(obj, now),
-                n,
-                im,
-                json!(format_labels(obj.pointer("/spec/selector"))),
-            ]
-        }
-        ReplicaSet => {
-            let (n, im) = containers(obj, "/spec/template/spec/containers");
-            vec![
-                name(obj),
-                json!(replicas(obj, "/spec/replicas")),
-                json!(i(obj, "/status/replicas")),
-                json!(i(obj, "/status/readyReplicas")),
-                age(obj, now),
-                n,
-                im,
-                json!(format_label_selector(obj.pointer("/spec/selector"))),
-            ]
-        }
-        DaemonSet => {
-            let (n, im) = containers(obj, "/spec/template/spec/containers");
-            vec![
-                name(obj),
-                json!(i(obj, "/status/desiredNumberScheduled")),
-                json!(i(obj, "/status/currentNumberScheduled")),
-                json!(i(obj, "/status/numberReady")),
-                json!(i(obj, "/status/updatedNumberScheduled")),
-                json!(i(obj, "/status/numberAvailable")),
-                json!(format_labels(
-                    obj.pointer("/spec/template/spec/nodeSelector")
-                )),
-                age(obj, now),
-                n,
-                im,
-                json!(format_label_selector(obj.pointer("/spec/selector"))),
-            ]
-        }
-        Job => job(obj, now),
-        CronJob => {
-            let last = match at(obj, "/status/lastScheduleTime") {
-                Some(t) => since(Some(t), now),
-                None => "<none>".into(),
-            };
-            let tz = at(obj, "/spec/timeZone")
-                .and_then(Value::as_str)
-                .unwrap_or("<none>");
-            let suspend = match at(obj, "/spec/suspend").and_then(Value::as_bool) {
-                Some(true) => "True",
-                Some(false) => "False",
-                None => "<unset>",
-            };
-            let (n, im) = containers(obj, "/spec/jobTemplate/spec/template/spec/containers");
-            vec![
-                name(obj),
-                json!(s(obj, "/spec/schedule")),
-                json!(tz),
-                json!(suspend),
-                json!(len_of(obj, "/status/active")),
-                json!(last),
-                age(obj, now),
-                n,
-                im,
-                json!(format_label_selector(
-                    obj.pointer("/spec/jobTemplate/spec/selector")
-                )),
-            ]
-        }
-        Service => service(obj, now),
-        Ingress => {
-            let class = at(obj, "/spec/ingressClassName")
-                .and_then(Value::as_str)
-                .unwrap_or("<none>");
-            let rules = arr(obj, "/spec/rules");
-            let max = 3;
-            let mut list: Vec<String> = Vec::new();
-            let mut more = false;
-            for r in rules {
-                if list.len() == max {
-                    more = true;
-                }
-                let host = s(r, "/host");
-                if !more && !host.is_empty() {
-                    list.push(host.to_string());
-                }
-            }
-            let hosts = if list.is_empty() {
-                "*".to_string()
-            } else if more {
-                format!("{} + {} more...", list.join(","), rules.len() - max)
-            } else {
-                list.join(",")
-            };
-            let ports = if arr(obj, "/spec/tls").is_empty() {
-                "80"
-            } else {
-                "80, 443"
-            };
-            vec![
-                name(obj),
-                json!(class),
-                json!(hosts),
-                json!(load_balancer(obj, "/status/loadBalancer/ingress")),
-                json!(ports),
-                age(obj, now),
-            ]
-        }
-        IngressClass => {
-            let params = match at(obj, "/spec/parameters") {
-                Some(p) => {
-                    let mut out = s(p, "/kind").to_string();
-                    if let Some(g) = at(p, "/apiGroup").and_then(Value::as_str) {
-                        out = format!("{out}.{g}");
-                    }
-                    format!("{out}/{}", s(p, "/name"))
-                }
-                None => "<none>".into(),
-            };
-            vec![
-                name(obj),
-                json!(s(obj, "/spec/controller")),
-                json!(params),
-                age(obj, now),
-            ]
-        }
-        StatefulSet => {
-            let (n, im) = containers(obj, "/spec/template/spec/containers");
-            vec![
-                name(obj),
-                json!(format!(
-                    "{}/{}",
-                    i(obj, "/status/readyReplicas"),
-                    replicas(obj, "/spec/replicas")
-                )),
-                age(obj, now),
-                n,
-                im,
-            ]
-        }
-        Endpoints => vec![name(obj), json!(endpoints(obj)), age(obj, now)],
-        Node => node(obj, now),
-        Event => event(obj, now),
-        Namespace => vec![name(obj), json!(s(obj, "/status/phase")), age(obj, now)],
-        Secret => vec![
-            name(obj),
-            json!(s(obj, "/type")),
-            json!(len_of(obj, "/data")),
-            age(obj, now),
-        ],
-        ServiceAccount => vec![name(obj), json!(len_of(obj, "/secrets")), age(obj, now)],
-        PersistentVolume => {
-            let claim = match at(obj, "/spec/claimRef") {
-                Some(c) => format!("{}/{}", s(c, "/namespace"), s(c, "/name")),
-                None => String::new(),
-            };
-            let phase = if deleting(obj) {
-                "Terminating"
-            } else {
-                s(obj, "/status/phase")
-            };
-            vec![
-                name(obj),
-                json!(quantity_or_zero(obj.pointer("/spec/capacity/storage"))),
-                json!(access_modes(obj, "/spec/accessModes")),
-                json!(s(obj, "/spec/persistentVolumeReclaimPolicy")),
-                json!(phase),
-                json!(claim),
-                json!(storage_class(obj)),
-                json!(
-                    at(obj, "/spec/volumeAttributesClassName")
-                        .and_then(Value::as_str)
-                        .unwrap_or("<unset>")
-                ),
-                json!(s(obj, "/status/reason")),
-                age(obj, now),
-                json!(
-                    at(obj, "/spec/volumeMode")
-                        .and_then(Value::as_str)
-                        .unwrap_or("<unset>")
-                ),
-            ]
-        }
-        PersistentVolumeClaim => {
-            let phase = if deleting(obj) {
-                "Terminating"
-            } else {
-                s(obj, "/status/phase")
-            };
-            let volume = s(obj, "/spec/volumeName");
-            let (capacity, modes) = if volume.is_empty() {
-                (String::new(), String::new())
-            } else {
-                (
-                    quantity_or_zero(obj.pointer("/status/capacity/storage")),
-                    access_modes(obj, "/status/accessModes"),
-                )
-            };
-            vec![
-                name(obj),
-                json!(phase),
-                json!(volume),
-                json!(capacity),
-                json!(modes),
-                json!(storage_class(obj)),
-                json!(
-                    at(obj, "/spec/volumeAttributesClassName")
-                        .and_then(Value::as_str)
-                        .unwrap_or("<unset>")
-                ),
-                age(obj, now),
-                json!(
-                    at(obj, "/spec/volumeMode")
-                        .and_then(Value::as_str)
-                        .unwrap_or("<unset>")
-                ),
-            ]
-        }
-        Deployment => {
-            let (n, im) = containers(obj, "/spec/template/spec/containers");
-            let selector = label_selector_string(obj.pointer("/spec/selector"))
-                .unwrap_or_else(|()| "<invalid>".into());
-            vec![
-                name(obj),
-                json!(format!(
-                    "{}/{}",
-                    i(obj, "/status/readyReplicas"),
-                    replicas(obj, "/spec/replicas")
-                )),
-                json!(i(obj, "/status/updatedReplicas")),
-                json!(i(obj, "/status/availableReplicas")),
-                age(obj, now),
-                n,
-                im,
-                json!(selector),
-            ]
-        }
-        HorizontalPodAutoscaler => {
-            let reference = format!(
-                "{}/{}",
-                s(obj, "/spec/scaleTargetRef/kind"),
-                s(obj, "/spec/scaleTargetRef/name")
-            );
-            let min = at(obj, "/spec/minReplicas")
-                .and_then(Value::as_i64)
-                .map(|m| m.to_string())
-                .unwrap_or_else(|| "<unset>".into());
-            vec![
-                name(obj),
-                json!(reference),
-                json!(hpa_metrics(obj)),
-                json!(min),
-                json!(i(obj, "/spec/maxReplicas")),
-                json!(i(obj, "/status/currentReplicas")),
-                age(obj, now),
-            ]
-        }
-        ConfigMap => vec![
-            name(obj),
-            json!(len_of(obj, "/data") + len_of(obj, "/binaryData")),
-            age(obj, now),
-        ],
-        NetworkPolicy => vec![
-            name(obj),
-            json!(format_label_selector(obj.pointer("/spec/podSelector"))),
-            age(obj, now),
-        ],
-        RoleBinding => {
-            let mut users = Vec::new();
-            let mut groups = Vec::new();
-            let mut sas = Vec::new();
-            for sub in arr(obj, "/subjects") {
-                match s(sub, "/kind") {
-                    "User" => users.push(s(sub, "/name").to_string()),
-                    "Group" => groups.push(s(sub, "/name").to_string()),
-                    "ServiceAccount" => {
-                        sas.push(format!("{}/{}", s(sub, "/namespace"), s(sub, "/name")))
-                    }
-                    _ => {}
-                }
-            }
-            vec![
-                name(obj),
-                json!(format!(
-                    "{}/{}",
-                    s(obj, "/roleRef/kind"),
-                    s(obj, "/roleRef/name")
-                )),
-                age(obj, now),
-                json!(users.join(", ")),
-                json!(groups.join(", ")),
-                json!(sas.join(", ")),
-            ]
-        }
-        Lease => vec![
-            name(obj),
-            json!(s(obj, "/spec/holderIdentity")),
-            age(obj, now),
-        ],
-        ControllerRevision => {
-            let controller = arr(obj, "/metadata/ownerReferences")
-                .iter()
-                .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
-                .map(|o| {
-                    let api_version = s(o, "/apiVersion");
-                    let group = api_version
-                        .split_once('/')
-                        .map(|(g, _)| g)
-                        .unwrap_or_default();
-                    let kind = s(o, "/kind");
-                    let gk = if group.is_empty() {
-                        kind.to_string()
-                    } else {
-                        format!("{kind}.{group}")
-                    };
-                    if gk.is_empty() {
-                        s(o, "/name").to_string()
-                    } else {
-                        format!("{}/{}", gk.to_lowercase(), s(o, "/name"))
-                    }
-                })
-                .unwrap_or_else(|| "<none>".into());
-            vec![
-                name(obj),
-                json!(controller),
-                json!(i(obj, "/revision")),
-                age(obj, now),
-            ]
-        }
-        ResourceQuota => {
-            let hard = at(obj, "/status/hard").and_then(Value::as_object);
-            let mut names: Vec<&String> = hard.map(|h| h.keys().collect()).unwrap_or_default();
-            names.sort();
-            let mut request = Vec::new();
-            let mut limit = Vec::new();
-            for r in names {
-                let used = quantity_or_zero(obj.pointer("/status/used").and_then(|u| u.get(r)));
-                let h = quantity_or_zero(hard.and_then(|h| h.get(r)));
-                let entry = format!("{r}: {used}/{h}");
-                let pieces: Vec<&str> = r.split('.').collect();
-                if pieces.len() > 1 && pieces[0] == "limits" {
-                    limit.push(entry);
-                } else {
-                    request.push(entry);
-                }
-            }
-            vec![
-                name(obj),
-                json!(request.join(", ")),
-                json!(limit.join(", ")),
-                age(obj, now),
-            ]
-        }
-        EndpointSlice => {
-            let ports = arr(obj, "/ports");
-            let list: Vec<String> = ports
-                .iter()
-                .take(3)
-                .map(|p| {
-                    if let Some(n) = at(p, "/port").and_then(Value::as_i64) {
-                        n.to_string()
-                    } else if let Some(n) = at(p, "/name").and_then(Value::as_str) {
-                        n.to_string()
-                    } else {
-                        "*".to_string()
-                    }
-                })
-                .collect();
-            let ports = list_with_more(list, ports.len(), 3, "<unset>");
-            let addrs: Vec<String> = arr(obj, "/endpoints")
-                .iter()
-                .flat_map(|e| arr(e, "/addresses").iter())
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect();
-            let count = addrs.len();
-            let eps = list_with_more(addrs.into_iter().take(3).collect(), count, 3, "<unset>");
-            vec![
-                name(obj),
-                json!(s(obj, "/addressType")),
-                json!(ports),
-                json!(eps),
-                age(obj, now),
-            ]
-        }
-        Cluster => cluster(obj, now),
-        PropagationRecord => propagation_record(obj, now),
-        APIService => api_service(obj, now),
-        ComponentStatus => super::platform::component_status(obj),
-        ResourceClaim => super::platform::resource_claim(obj, now),
-        ResourceSlice => super::platform::resource_slice(obj, now),
-        FlowSchema => super::platform::flow_schema(obj, now),
-        PriorityLevelConfiguration => super::platform::priority_level(obj, now),
-        IPAddress => super::platform::ip_address(obj),
-        ServiceCIDR => super::platform::service_cidr(obj, now),
-        WebhookConfiguration => super::cluster_policy::webhook_configuration(obj, now),
-        ValidatingAdmissionPolicy => super::cluster_policy::policy(obj, "validations", now),
-        MutatingAdmissionPolicy => super::cluster_policy::policy(obj, "mutations", now),
-        AdmissionPolicyBinding => super::cluster_policy::policy_binding(obj, now),
-        CertificateSigningRequest => super::cluster_policy::csr(obj, now),
-        RuntimeClass => super::cluster_policy::runtime_class(obj, now),
-        PriorityClass => super::cluster_policy::priority_class(obj, now),
-        StorageClass => super::cluster_policy::storage_class(obj, now),
-        CSIDriver => super::cluster_policy::csi_driver(obj, now),
-        CSINode => super::cluster_policy::csi_node(obj, now),
-        VolumeAttachment => super::cluster_policy::volume_attachment(obj, now),
-        VolumeAttributesClass => super::cluster_policy::volume_attributes_class(obj, now),
-        NameAge => vec![name(obj), age(obj, now)],
-        Default => {
-            let created = parse_time(obj.pointer("/metadata/creationTimestamp"))
-                .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
-                .unwrap_or_else(|| "0001-01-01T00:00:00Z".into());
-            vec![name(obj), json!(created)]
-        }
-    };
-    (cells, None)
-}
 
 fn pod(obj: &Value, now: Timestamp) -> (Vec<Value>, Option<Value>) {
     let restartable = |c: &Value| s(c, "/restartPolicy") == "Always";

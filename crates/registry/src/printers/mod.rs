@@ -4,9 +4,12 @@
 //! (`pkg/printers/internalversion/printers.go`), the federation Cluster's own
 //! columns, and the `Name, Created At` default for anything else.
 //!
-//! Pure functions over JSON objects. Start with [`to_table`]; per-kind
-//! columns and cells are in `kinds.rs`, the formatting helpers
-//! (`HumanDuration`, selectors) in `format.rs`.
+//! Pure functions over JSON objects. A kind's printer is a [`TablePrinter`]
+//! (kube's `TableHandler(columns, printFunc)`: columns and cells together),
+//! chosen by the kind's declaration ([`crate::Strategy::printer`]); this
+//! module knows no kind list. Start with [`to_table`]; the printers are in
+//! `kinds.rs`, `platform.rs` and `cluster_policy.rs` (re-exported here), the
+//! formatting helpers (`HumanDuration`, selectors) in `format.rs`.
 
 mod cluster_policy;
 mod format;
@@ -15,10 +18,94 @@ mod platform;
 
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
-use ubernetes_apimachinery::ResourceInfo;
 
+pub use cluster_policy::{
+    ADMISSION_POLICY_BINDING, CERTIFICATE_SIGNING_REQUEST, CSI_DRIVER, CSI_NODE,
+    MUTATING_ADMISSION_POLICY, PRIORITY_CLASS, RUNTIME_CLASS, STORAGE_CLASS,
+    VALIDATING_ADMISSION_POLICY, VOLUME_ATTACHMENT, VOLUME_ATTRIBUTES_CLASS, WEBHOOK_CONFIGURATION,
+};
 pub use format::human_duration;
-pub use kinds::{Column, Printer};
+pub use kinds::*;
+pub use platform::{
+    COMPONENT_STATUS, FLOW_SCHEMA, IP_ADDRESS, PRIORITY_LEVEL_CONFIGURATION, RESOURCE_CLAIM,
+    RESOURCE_SLICE, SERVICE_CIDR,
+};
+
+/// A Table printer, kube's `TableHandler(columns, printFunc)`: the column
+/// definitions (every column, wide ones with priority 1) and the function
+/// printing one object's cells, in that order. A kind declares its printer
+/// ([`crate::Strategy::printer`]); [`DEFAULT`] is `Name, Created At`.
+#[derive(Clone, Copy)]
+pub struct TablePrinter {
+    columns: fn() -> Vec<Column>,
+    cells: Cells,
+    sort: Option<fn(&mut [Value])>,
+}
+
+/// One row's cells and its `conditions` (a finished Pod's `Completed`).
+pub type Row = (Vec<Value>, Option<Value>);
+
+#[derive(Clone, Copy)]
+enum Cells {
+    Plain(fn(&Value, Timestamp) -> Vec<Value>),
+    /// Cells and the row's `conditions` (a finished Pod's `Completed`).
+    WithConditions(fn(&Value, Timestamp) -> Row),
+}
+
+impl TablePrinter {
+    /// Columns and the cells of one object as of a time (for ages).
+    pub const fn new(
+        columns: fn() -> Vec<Column>,
+        cells: fn(&Value, Timestamp) -> Vec<Value>,
+    ) -> Self {
+        Self {
+            columns,
+            cells: Cells::Plain(cells),
+            sort: None,
+        }
+    }
+
+    /// Columns, and cells with the row's `conditions`.
+    pub const fn with_conditions(
+        columns: fn() -> Vec<Column>,
+        cells: fn(&Value, Timestamp) -> Row,
+    ) -> Self {
+        Self {
+            columns,
+            cells: Cells::WithConditions(cells),
+            sort: None,
+        }
+    }
+
+    /// Rows in the order `sort` leaves the objects (kube sorts FlowSchemas
+    /// by precedence), not the list's.
+    pub const fn sorted_by(mut self, sort: fn(&mut [Value])) -> Self {
+        self.sort = Some(sort);
+        self
+    }
+
+    /// Every column, wide ones (priority 1) included.
+    pub fn columns(&self) -> Vec<Column> {
+        (self.columns)()
+    }
+
+    /// One object's cells (one per column) and its row's `conditions`.
+    pub fn cells(&self, obj: &Value, now: Timestamp) -> Row {
+        match self.cells {
+            Cells::Plain(f) => (f(obj, now), None),
+            Cells::WithConditions(f) => f(obj, now),
+        }
+    }
+}
+
+impl std::fmt::Debug for TablePrinter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.columns().iter().map(|c| c.name).collect();
+        f.debug_struct("TablePrinter")
+            .field("columns", &names)
+            .finish()
+    }
+}
 
 /// What each row carries in `object` (the `includeObject` parameter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -58,25 +145,20 @@ fn column_json(c: &Column) -> Value {
 
 /// The `columnDefinitions` of a resource's tables (every column, wide ones
 /// with priority 1), e.g. for watch events.
-pub fn table_columns(info: &ResourceInfo) -> Vec<Value> {
-    let p = kinds::printer_for(&info.group, &info.kind);
-    kinds::columns(p, &info.kind)
-        .iter()
-        .map(column_json)
-        .collect()
+pub fn table_columns(printer: &TablePrinter) -> Vec<Value> {
+    printer.columns().iter().map(column_json).collect()
 }
 
 /// One `TableRow` for an object, as of `now`.
 pub fn table_row(
-    info: &ResourceInfo,
+    printer: &TablePrinter,
     object: &Value,
     wide_columns_included: bool,
     include_object: IncludeObject,
     now: Timestamp,
 ) -> Value {
-    let p = kinds::printer_for(&info.group, &info.kind);
-    let cols = kinds::columns(p, &info.kind);
-    let (cells, conditions) = kinds::cells(p, object, now);
+    let cols = printer.columns();
+    let (cells, conditions) = printer.cells(object, now);
     let cells: Vec<Value> = cells
         .into_iter()
         .zip(cols.iter())
@@ -107,14 +189,14 @@ fn row_object(object: &Value, include: IncludeObject) -> Value {
 /// A `meta.k8s.io/v1` `Table` of `objects` as of the current time. See
 /// [`to_table_at`].
 pub fn to_table(
-    info: &ResourceInfo,
+    printer: &TablePrinter,
     objects: &[Value],
     wide_columns_included: bool,
     include_object: IncludeObject,
     list_meta: Option<Value>,
 ) -> Value {
     to_table_at(
-        info,
+        printer,
         objects,
         wide_columns_included,
         include_object,
@@ -131,29 +213,29 @@ pub fn to_table(
 /// `remainingItemCount` are kept); without it, a single object's
 /// `resourceVersion` becomes the table's, as kube does for a get.
 pub fn to_table_at(
-    info: &ResourceInfo,
+    printer: &TablePrinter,
     objects: &[Value],
     wide_columns_included: bool,
     include_object: IncludeObject,
     list_meta: Option<Value>,
     now: Timestamp,
 ) -> Value {
-    let p = kinds::printer_for(&info.group, &info.kind);
-    let columns: Vec<Value> = kinds::columns(p, &info.kind)
+    let columns: Vec<Value> = printer
+        .columns()
         .iter()
         .filter(|c| wide_columns_included || c.priority == 0)
         .map(column_json)
         .collect();
     let mut sorted;
     let mut objects = objects;
-    if p == kinds::Printer::FlowSchema {
+    if let Some(sort) = printer.sort {
         sorted = objects.to_vec();
-        platform::sort_flow_schemas(&mut sorted);
+        sort(&mut sorted);
         objects = &sorted;
     }
     let rows: Vec<Value> = objects
         .iter()
-        .map(|o| table_row(info, o, wide_columns_included, include_object, now))
+        .map(|o| table_row(printer, o, wide_columns_included, include_object, now))
         .collect();
     let mut metadata = Map::new();
     match list_meta {

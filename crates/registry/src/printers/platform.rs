@@ -7,6 +7,7 @@
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
+use super::TablePrinter;
 use super::kinds::{AGE, Column, NAME, age, name, s};
 
 /// A priority-0 string column (every column of these tables is one).
@@ -27,7 +28,11 @@ fn int_or_none(obj: &Value, ptr: &str) -> Value {
         .map_or_else(|| json!("<none>"), |n| json!(n))
 }
 
-pub(crate) fn component_status_columns() -> Vec<Column> {
+/// kube's printer for ComponentStatus (columns and cells).
+pub const COMPONENT_STATUS: TablePrinter =
+    TablePrinter::new(component_status_columns, |obj, _| component_status(obj));
+
+fn component_status_columns() -> Vec<Column> {
     vec![
         NAME,
         col("Status", "Status of the component conditions"),
@@ -36,7 +41,7 @@ pub(crate) fn component_status_columns() -> Vec<Column> {
     ]
 }
 
-pub(crate) fn component_status(obj: &Value) -> Vec<Value> {
+fn component_status(obj: &Value) -> Vec<Value> {
     let (mut status, mut message, mut error) = ("Unknown", "", "");
     if let Some(c) = obj
         .get("conditions")
@@ -54,7 +59,10 @@ pub(crate) fn component_status(obj: &Value) -> Vec<Value> {
     vec![name(obj), json!(status), json!(message), json!(error)]
 }
 
-pub(crate) fn resource_claim_columns() -> Vec<Column> {
+/// kube's printer for ResourceClaim (columns and cells).
+pub const RESOURCE_CLAIM: TablePrinter = TablePrinter::new(resource_claim_columns, resource_claim);
+
+fn resource_claim_columns() -> Vec<Column> {
     vec![
         NAME,
         col(
@@ -66,7 +74,7 @@ pub(crate) fn resource_claim_columns() -> Vec<Column> {
 }
 
 /// `resourceClaimState`: deleted / pending / allocated[,reserved].
-pub(crate) fn resource_claim(obj: &Value, now: Timestamp) -> Vec<Value> {
+fn resource_claim(obj: &Value, now: Timestamp) -> Vec<Value> {
     let deleting = obj
         .pointer("/metadata/deletionTimestamp")
         .is_some_and(|v| !v.is_null());
@@ -94,7 +102,10 @@ pub(crate) fn resource_claim(obj: &Value, now: Timestamp) -> Vec<Value> {
     vec![name(obj), json!(states.join(",")), age(obj, now)]
 }
 
-pub(crate) fn resource_slice_columns() -> Vec<Column> {
+/// kube's printer for ResourceSlice (columns and cells).
+pub const RESOURCE_SLICE: TablePrinter = TablePrinter::new(resource_slice_columns, resource_slice);
+
+fn resource_slice_columns() -> Vec<Column> {
     vec![
         NAME,
         col(
@@ -113,7 +124,7 @@ pub(crate) fn resource_slice_columns() -> Vec<Column> {
     ]
 }
 
-pub(crate) fn resource_slice(obj: &Value, now: Timestamp) -> Vec<Value> {
+fn resource_slice(obj: &Value, now: Timestamp) -> Vec<Value> {
     vec![
         name(obj),
         json!(s(obj, "/spec/nodeName")),
@@ -123,7 +134,11 @@ pub(crate) fn resource_slice(obj: &Value, now: Timestamp) -> Vec<Value> {
     ]
 }
 
-pub(crate) fn flow_schema_columns() -> Vec<Column> {
+/// kube's printer for FlowSchema (columns and cells).
+pub const FLOW_SCHEMA: TablePrinter =
+    TablePrinter::new(flow_schema_columns, flow_schema).sorted_by(sort_flow_schemas);
+
+fn flow_schema_columns() -> Vec<Column> {
     vec![
         NAME,
         col(
@@ -148,7 +163,7 @@ pub(crate) fn flow_schema_columns() -> Vec<Column> {
 
 /// `printFlowSchema`: MissingPL is the `Dangling` condition's status, `?`
 /// without one.
-pub(crate) fn flow_schema(obj: &Value, now: Timestamp) -> Vec<Value> {
+fn flow_schema(obj: &Value, now: Timestamp) -> Vec<Value> {
     let method = obj
         .pointer("/spec/distinguisherMethod/type")
         .and_then(Value::as_str)
@@ -173,7 +188,7 @@ pub(crate) fn flow_schema(obj: &Value, now: Timestamp) -> Vec<Value> {
 }
 
 /// `printFlowSchemaList` sorts by matching precedence, then name.
-pub(crate) fn sort_flow_schemas(objects: &mut [Value]) {
+fn sort_flow_schemas(objects: &mut [Value]) {
     objects.sort_by(|a, b| {
         let p = |o: &Value| {
             o.pointer("/spec/matchingPrecedence")
@@ -185,7 +200,11 @@ pub(crate) fn sort_flow_schemas(objects: &mut [Value]) {
     });
 }
 
-pub(crate) fn priority_level_columns() -> Vec<Column> {
+/// kube's printer for PriorityLevelConfiguration (columns and cells).
+pub const PRIORITY_LEVEL_CONFIGURATION: TablePrinter =
+    TablePrinter::new(priority_level_columns, priority_level);
+
+fn priority_level_columns() -> Vec<Column> {
     vec![
         NAME,
         col(
@@ -214,7 +233,7 @@ pub(crate) fn priority_level_columns() -> Vec<Column> {
 
 /// `printPriorityLevelConfiguration`: `<none>` where a level has no
 /// limit or no queuing.
-pub(crate) fn priority_level(obj: &Value, now: Timestamp) -> Vec<Value> {
+fn priority_level(obj: &Value, now: Timestamp) -> Vec<Value> {
     let limited = obj.pointer("/spec/limited").is_some_and(|v| !v.is_null());
     let (ncs, queues, hand, qll) = if limited {
         (
@@ -238,7 +257,11 @@ pub(crate) fn priority_level(obj: &Value, now: Timestamp) -> Vec<Value> {
     ]
 }
 
-pub(crate) fn ip_address_columns() -> Vec<Column> {
+/// kube's printer for IPAddress (columns and cells).
+pub const IP_ADDRESS: TablePrinter =
+    TablePrinter::new(ip_address_columns, |obj, _| ip_address(obj));
+
+fn ip_address_columns() -> Vec<Column> {
     // kube's IPAddress table has these two columns (its rows carry a third
     // cell, the age, that no column describes; kubectl shows two).
     vec![
@@ -252,7 +275,7 @@ pub(crate) fn ip_address_columns() -> Vec<Column> {
 
 /// `printIPAddress`: `resource[.group]/[namespace/]name`, `<none>` without
 /// a parent.
-pub(crate) fn ip_address(obj: &Value) -> Vec<Value> {
+fn ip_address(obj: &Value) -> Vec<Value> {
     let parent = match obj.pointer("/spec/parentRef").filter(|v| !v.is_null()) {
         None => "<none>".to_string(),
         Some(p) => {
@@ -275,7 +298,10 @@ pub(crate) fn ip_address(obj: &Value) -> Vec<Value> {
     vec![name(obj), json!(parent)]
 }
 
-pub(crate) fn service_cidr_columns() -> Vec<Column> {
+/// kube's printer for ServiceCIDR (columns and cells).
+pub const SERVICE_CIDR: TablePrinter = TablePrinter::new(service_cidr_columns, service_cidr);
+
+fn service_cidr_columns() -> Vec<Column> {
     vec![
         NAME,
         col(
@@ -286,7 +312,7 @@ pub(crate) fn service_cidr_columns() -> Vec<Column> {
     ]
 }
 
-pub(crate) fn service_cidr(obj: &Value, now: Timestamp) -> Vec<Value> {
+fn service_cidr(obj: &Value, now: Timestamp) -> Vec<Value> {
     let cidrs: Vec<&str> = obj
         .pointer("/spec/cidrs")
         .and_then(Value::as_array)
