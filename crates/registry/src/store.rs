@@ -27,7 +27,7 @@ use ubernetes_storage::cache::{CachedObject, FilterFn, WatchCache};
 use ubernetes_storage::{EventType, KeyValue, Revision, Storage, StorageError};
 
 use crate::admission::{Attributes, Operation};
-use crate::strategy::Strategy;
+use crate::strategy::{Strategy, SubresourceWrite};
 use ubernetes_apimachinery::user::UserInfo;
 
 /// How many times a write is re-run after a compare-and-swap conflict before
@@ -203,7 +203,7 @@ fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
 
 /// The labels and annotations of `written` on `merged` (a subresource write
 /// whose kind lets them change).
-fn keep_written_labels_and_annotations(merged: &mut Value, written: &Value) {
+pub(crate) fn keep_written_labels_and_annotations(merged: &mut Value, written: &Value) {
     for field in ["labels", "annotations"] {
         match written.get("metadata").and_then(|m| m.get(field)) {
             Some(v) => {
@@ -1373,32 +1373,12 @@ impl Store {
         let warnings =
             self.field_validation(&new_obj, opts.field_validation, &opts.duplicate_fields)?;
         let mut new_obj = self.strategy.normalize(new_obj)?;
-        match subresource {
-            Some("approval") => {
-                // kube's CSR approval strategy: only status.conditions
-                // change, and new conditions get their timestamps.
-                let mut merged = current.clone();
-                if !merged.get("status").is_some_and(Value::is_object) {
-                    merged["status"] = json!({});
-                }
-                let mut conditions = new_obj
-                    .pointer("/status/conditions")
-                    .cloned()
-                    .unwrap_or(json!([]));
-                for c in conditions.as_array_mut().into_iter().flatten() {
-                    for t in ["lastUpdateTime", "lastTransitionTime"] {
-                        if c.get(t).is_none_or(Value::is_null) {
-                            c[t] = json!(now_rfc3339());
-                        }
-                    }
-                }
-                merged["status"]["conditions"] = conditions;
-                // kube's csrApprovalStrategy resets the spec and the
-                // certificate, not the metadata.
-                keep_written_labels_and_annotations(&mut merged, &new_obj);
-                new_obj = merged;
+        let write = subresource.and_then(|s| self.strategy.subresource_write(s));
+        match write {
+            Some(SubresourceWrite::Merge(merge)) => {
+                new_obj = merge(current, &new_obj);
             }
-            Some("status") => {
+            Some(SubresourceWrite::Status) => {
                 // Status writes change only status (kube resets the rest).
                 let mut merged = current.clone();
                 match new_obj.get("status") {
@@ -1429,7 +1409,7 @@ impl Store {
                 }
                 new_obj = merged;
             }
-            _ => {
+            None | Some(SubresourceWrite::Unprepared) => {
                 if self.strategy.has_status_subresource() {
                     match current.get("status") {
                         Some(s) => new_obj["status"] = s.clone(),
@@ -1457,10 +1437,9 @@ impl Store {
                         }
                     }
                 }
-                // The namespace `finalize` subresource writes the spec's
-                // finalizers (kube's namespaceFinalizeStrategy keeps the new
-                // spec); every other write goes through the kind's rules.
-                if subresource != Some("finalize") {
+                // A subresource may keep the written spec (a namespace's
+                // `finalize`); every other write goes through the kind's rules.
+                if write.is_none() {
                     self.strategy.prepare_for_update(&mut new_obj, current);
                 }
                 if self.strategy.tracks_generation() && spec_part(&new_obj) != spec_part(current) {

@@ -182,6 +182,15 @@ pub trait Strategy: Send + Sync {
         None
     }
 
+    /// How a write of `subresource` makes the next object (kube wires one
+    /// REST with its own update strategy per subresource in each kind's
+    /// `storage.go`). `None`: the main resource's rules. The default: a
+    /// declared `status` subresource is [`SubresourceWrite::Status`].
+    fn subresource_write(&self, subresource: &str) -> Option<SubresourceWrite> {
+        (subresource == "status" && self.has_status_subresource())
+            .then_some(SubresourceWrite::Status)
+    }
+
     /// The kind's own admission plugins, run on its store before the
     /// registry-wide chain (kube's per-kind REST logic that runs as part of a
     /// write: a Service's ClusterIP allocation). Built when the kind's store
@@ -196,6 +205,23 @@ pub trait Strategy: Send + Sync {
 pub type AdmissionFn = fn(
     &crate::registry::Registry,
 ) -> Result<std::sync::Arc<dyn crate::admission::Admission>, ApiError>;
+
+/// See [`Strategy::subresource_write`]: what a subresource write changes.
+#[derive(Debug, Clone, Copy)]
+pub enum SubresourceWrite {
+    /// kube's status strategies: only `status` changes (labels and
+    /// annotations too where [`Strategy::status_writes_metadata`]), then
+    /// [`Strategy::prepare_for_status_update`].
+    Status,
+    /// The main resource's rules without the kind's
+    /// [`Strategy::prepare_for_update`] (kube's namespace finalize strategy
+    /// keeps the written spec).
+    Unprepared,
+    /// The kind's own: `(stored, written) -> next` (the written object
+    /// decoded and defaulted), e.g. a CSR's `approval` changing only
+    /// `status.conditions`.
+    Merge(fn(&Value, &Value) -> Value),
+}
 
 /// See [`Strategy::finalize`]: `(current, requested) -> next`.
 pub type FinalizeFn = fn(&Value, &Value) -> Value;

@@ -18,7 +18,8 @@ use ubernetes_storage::cache::Attrs;
 use super::names::NameValidation;
 use crate::printers;
 use crate::strategy::{
-    AdmissionFn, FinalizeFn, ScalePaths, SchemaFn, Strategy, WriteAuthority, default_attrs,
+    AdmissionFn, FinalizeFn, ScalePaths, SchemaFn, Strategy, SubresourceWrite, WriteAuthority,
+    default_attrs,
 };
 
 /// Whether a `k8s-openapi` scope marker is namespaced.
@@ -143,6 +144,7 @@ pub struct Builtin<T> {
     federated: bool,
     write_authority: WriteAuthority,
     finalize: Option<FinalizeFn>,
+    subresource_writes: Vec<(&'static str, SubresourceWrite)>,
     admission: Vec<AdmissionFn>,
     /// The kind's schema, for Go's `omitempty` after encoding.
     schema: std::sync::Arc<super::omitempty::SchemaTree>,
@@ -183,6 +185,7 @@ where
             federated: false,
             write_authority: WriteAuthority::None,
             finalize: None,
+            subresource_writes: Vec::new(),
             admission: Vec::new(),
             schema: std::sync::Arc::new(super::omitempty::SchemaTree::of::<T>()),
             _type: PhantomData,
@@ -333,8 +336,18 @@ where
     }
 
     /// The `finalize` subresource's update: `(current, requested) -> next`.
+    /// Its write keeps the written spec (kube's namespace finalize
+    /// strategy: [`SubresourceWrite::Unprepared`]).
     pub fn on_finalize(mut self, f: FinalizeFn) -> Self {
         self.finalize = Some(f);
+        self.subresource_write("finalize", SubresourceWrite::Unprepared)
+    }
+
+    /// How a write of `subresource` makes the next object (see
+    /// [`Strategy::subresource_write`]); a declared `status` is
+    /// [`SubresourceWrite::Status`] without this.
+    pub fn subresource_write(mut self, subresource: &'static str, w: SubresourceWrite) -> Self {
+        self.subresource_writes.push((subresource, w));
         self
     }
 
@@ -514,6 +527,18 @@ where
 
     fn finalize(&self) -> Option<FinalizeFn> {
         self.finalize
+    }
+
+    fn subresource_write(&self, subresource: &str) -> Option<SubresourceWrite> {
+        match self
+            .subresource_writes
+            .iter()
+            .find(|(s, _)| *s == subresource)
+        {
+            Some((_, w)) => Some(*w),
+            None => (subresource == "status" && self.has_status_subresource())
+                .then_some(SubresourceWrite::Status),
+        }
     }
 
     fn admission(&self) -> Vec<AdmissionFn> {

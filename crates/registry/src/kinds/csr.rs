@@ -384,6 +384,31 @@ pub fn prepare_status_update(new: &mut Value, old: &Value) -> Vec<Cause> {
     out
 }
 
+/// The `approval` subresource's write (kube's `csrApprovalStrategy`): only
+/// `status.conditions` change, new conditions get their timestamps; the
+/// spec and the certificate stay, labels and annotations are the written
+/// ones.
+pub fn approval_update(current: &Value, written: &Value) -> Value {
+    let mut merged = current.clone();
+    if !merged.get("status").is_some_and(Value::is_object) {
+        merged["status"] = json!({});
+    }
+    let mut conditions = written
+        .pointer("/status/conditions")
+        .cloned()
+        .unwrap_or(json!([]));
+    for c in conditions.as_array_mut().into_iter().flatten() {
+        for t in ["lastUpdateTime", "lastTransitionTime"] {
+            if c.get(t).is_none_or(Value::is_null) {
+                c[t] = json!(crate::store::now_rfc3339());
+            }
+        }
+    }
+    merged["status"]["conditions"] = conditions;
+    crate::store::keep_written_labels_and_annotations(&mut merged, written);
+    merged
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -394,6 +419,22 @@ mod tests {
             .iter()
             .map(|c| format!("{}: {}", c.field, c.message))
             .collect()
+    }
+
+    #[test]
+    fn an_approval_write_changes_only_conditions_and_metadata_labels() {
+        let current = json!({"metadata": {"name": "c", "labels": {"a": "1"}},
+            "spec": {"signerName": "example.com/s"}, "status": {"certificate": "Q0VSVA=="}});
+        let written = json!({"metadata": {"name": "c", "labels": {"b": "2"}},
+            "spec": {"signerName": "example.com/other"},
+            "status": {"certificate": "", "conditions": [{"type": "Approved", "status": "True"}]}});
+        let next = approval_update(&current, &written);
+        assert_eq!(next["spec"], current["spec"]);
+        assert_eq!(next["status"]["certificate"], "Q0VSVA==");
+        assert_eq!(next["metadata"]["labels"], json!({"b": "2"}));
+        let c = &next["status"]["conditions"][0];
+        assert_eq!(c["type"], "Approved");
+        assert!(c["lastUpdateTime"].is_string() && c["lastTransitionTime"].is_string());
     }
 
     #[test]

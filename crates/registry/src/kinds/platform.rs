@@ -197,6 +197,10 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .validate_update(super::csr::validate_update)
             .update_validation_only()
             .on_status_update(super::csr::prepare_status_update)
+            .subresource_write(
+                "approval",
+                crate::strategy::SubresourceWrite::Merge(super::csr::approval_update),
+            )
             // kube's CSR status strategy resets the spec, not the metadata.
             .status_writes_metadata(),
         ),
