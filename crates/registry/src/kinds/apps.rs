@@ -57,7 +57,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .defaults(default_daemonset)
             .validate_json(validate_daemonset)
             .after_normalize(drop_empty_selector)
-            .validate_update(|n, o| selector_immutable(&n.spec.selector, &o.spec.selector)),
+            .validate_update(|n, o| selector_immutable(&n.spec.selector, &o.spec.selector))
+            // daemonSetStatusStrategy resets the spec only.
+            .status_writes_metadata(),
         ),
         Arc::new(
             Builtin::<Deployment>::new(info::<Deployment>(
@@ -73,7 +75,11 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .validate_json(validate_deployment)
             .after_normalize(drop_empty_selector)
             .validate_update(|n, o| selector_immutable(&n.spec.selector, &o.spec.selector))
-            .scale("/spec/replicas", "/status/replicas", Some("/spec/selector")),
+            .scale("/spec/replicas", "/status/replicas", Some("/spec/selector"))
+            // deploymentStatusStrategy resets the spec and the labels: a
+            // status write may change the annotations.
+            .status_writes_metadata()
+            .on_status_update(keep_old_labels),
         ),
         Arc::new(
             Builtin::<ReplicaSet>::new(info::<ReplicaSet>(
@@ -95,7 +101,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .after_normalize(drop_empty_selector)
             .validate_update(|n, o| selector_immutable(&n.spec.selector, &o.spec.selector))
             .fields(&["status.replicas"])
-            .scale("/spec/replicas", "/status/replicas", Some("/spec/selector")),
+            .scale("/spec/replicas", "/status/replicas", Some("/spec/selector"))
+            // replicaSetStatusStrategy resets the spec only.
+            .status_writes_metadata(),
         ),
         Arc::new(
             Builtin::<StatefulSet>::new(info::<StatefulSet>(
@@ -111,9 +119,25 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .validate_json(validate_statefulset)
             .after_normalize(drop_empty_selector)
             .validate_update(validate_statefulset_update)
-            .scale("/spec/replicas", "/status/replicas", Some("/spec/selector")),
+            .scale("/spec/replicas", "/status/replicas", Some("/spec/selector"))
+            // statefulSetStatusStrategy resets the spec only.
+            .status_writes_metadata(),
         ),
     ]
+}
+
+/// A Deployment's status write keeps the stored labels (kube's
+/// `deploymentStatusStrategy.PrepareForUpdate`: `newDeployment.Labels =
+/// oldDeployment.Labels`).
+fn keep_old_labels(new: &mut Value, old: &Value) -> Vec<Cause> {
+    let labels = old.pointer("/metadata/labels").cloned();
+    if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+        match labels {
+            Some(l) => meta.insert("labels".into(), l),
+            None => meta.remove("labels"),
+        };
+    }
+    Vec::new()
 }
 
 /// `k8s-openapi` has no "unset" for a controller's selector: an absent one

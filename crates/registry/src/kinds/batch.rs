@@ -29,7 +29,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .federated()
                 .generation()
                 .defaults(default_cronjob)
-                .validate(validate_cronjob),
+                .validate(validate_cronjob)
+                // cronJobStatusStrategy resets the spec only.
+                .status_writes_metadata(),
         ),
         Arc::new(
             Builtin::<Job>::new(info::<Job>("job", &[], &["all"], &["status"]))
@@ -40,7 +42,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .validate(validate_job)
                 .validate_update(validate_job_update)
                 .fields(&["status.successful"])
-                .on_create(prepare_job),
+                .on_create(prepare_job)
+                // jobStatusStrategy resets the spec only.
+                .status_writes_metadata(),
         ),
     ]
 }

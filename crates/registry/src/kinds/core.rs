@@ -87,7 +87,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .printer(printers::NODE)
                 .defaults(default_node)
                 .fields(&["spec.unschedulable"])
-                .attrs(node_attrs),
+                .attrs(node_attrs)
+                // nodeStatusStrategy resets the spec only.
+                .status_writes_metadata(),
         ),
         Arc::new(
             Builtin::<PersistentVolumeClaim>::new(info::<PersistentVolumeClaim>(
@@ -101,7 +103,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .validate(validate_pvc)
             .validate_update(validate_pvc_update)
             .on_create(|o| set_phase(o, "Pending"))
-            .returns_deleted_object(),
+            .returns_deleted_object()
+            // persistentvolumeclaimStatusStrategy resets the spec only.
+            .status_writes_metadata(),
         ),
         Arc::new(
             Builtin::<PersistentVolume>::new(info::<PersistentVolume>(
@@ -114,7 +118,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .defaults(default_pv)
             .validate(validate_pv)
             .on_create(|o| set_phase(o, "Pending"))
-            .returns_deleted_object(),
+            .returns_deleted_object()
+            // persistentvolumeStatusStrategy resets the spec only.
+            .status_writes_metadata(),
         ),
         Arc::new(
             Builtin::<Pod>::new(info::<Pod>(
@@ -132,7 +138,10 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .attrs(pod_attrs)
             .on_create(prepare_pod)
             .admission(crate::priority::pod_plugin)
-            .returns_deleted_object(),
+            .returns_deleted_object()
+            // podStatusStrategy's ResetObjectMetaForStatus(new, new) resets
+            // nothing: labels and annotations written with a status stay.
+            .status_writes_metadata(),
         ),
         Arc::new(
             Builtin::<PodTemplate>::new(info::<PodTemplate>("podtemplate", &[], &[], &[]))
@@ -159,7 +168,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .defaults(default_rc)
             .validate(validate_rc)
             .fields(&["status.replicas"])
-            .scale("/spec/replicas", "/status/replicas", Some("/spec/selector")),
+            .scale("/spec/replicas", "/status/replicas", Some("/spec/selector"))
+            // rcStatusStrategy resets the spec only.
+            .status_writes_metadata(),
         ),
         Arc::new(
             Builtin::<ResourceQuota>::new(info::<ResourceQuota>(
@@ -170,7 +181,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .printer(printers::RESOURCE_QUOTA)
             .federated()
-            .validate(validate_quota),
+            .validate(validate_quota)
+            // resourcequotaStatusStrategy resets the spec only.
+            .status_writes_metadata(),
         ),
         Arc::new(
             Builtin::<Secret>::new(info::<Secret>("secret", &[], &[], &[]))
@@ -203,7 +216,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .on_create(prepare_service)
                 .on_update(prepare_service_update)
                 .admission(crate::ipalloc::ClusterIpAllocator::plugin)
-                .returns_deleted_object(),
+                .returns_deleted_object()
+                // serviceStatusStrategy resets the spec only.
+                .status_writes_metadata(),
         ),
     ]
 }

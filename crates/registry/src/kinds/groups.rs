@@ -41,6 +41,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .printer(printers::HORIZONTAL_POD_AUTOSCALER)
             .federated()
+            // autoscalerStatusStrategy resets the spec only.
+            .status_writes_metadata()
             .defaults(default_hpa_v2)
             .validate(|h| {
                 validate_hpa_common(
@@ -59,6 +61,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["status"],
             ))
             .printer(printers::HORIZONTAL_POD_AUTOSCALER)
+            .status_writes_metadata()
             .defaults(|h| {
                 h.spec.min_replicas.get_or_insert(1);
             })
@@ -113,7 +116,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .printer(printers::INGRESS)
                 .federated()
                 .generation()
-                .validate(validate_ingress),
+                .validate(validate_ingress)
+                // ingressStatusStrategy resets the spec only.
+                .status_writes_metadata(),
         ),
         Arc::new(
             Builtin::<NetworkPolicy>::new(info::<NetworkPolicy>(
@@ -138,7 +143,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .printer(printers::POD_DISRUPTION_BUDGET)
             .federated()
             .generation()
-            .validate(validate_pdb),
+            .validate(validate_pdb)
+            // podDisruptionBudgetStatusStrategy resets the spec only.
+            .status_writes_metadata(),
         ),
         Arc::new(
             Builtin::<ClusterRoleBinding>::new(info::<ClusterRoleBinding>(

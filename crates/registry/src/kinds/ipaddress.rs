@@ -54,6 +54,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         Arc::new(
             Builtin::<ServiceCIDR>::new(info::<ServiceCIDR>("servicecidr", &[], &[], &["status"]))
                 .printer(printers::SERVICE_CIDR)
+                // serviceCIDRStatusStrategy resets the spec only.
+                .status_writes_metadata()
                 .on_create(super::resource::empty_status)
                 .validate(|s| {
                     validate_cidrs(
