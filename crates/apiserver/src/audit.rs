@@ -123,13 +123,43 @@ impl Default for AuditOptions {
 pub struct Auditor {
     policy: Policy,
     backend: LogBackend,
+    secret_bodies: SecretBodies,
+}
+
+/// The resources and subresources whose bodies carry secrets, as their
+/// kinds declare them (`Strategy::secret_bodies`, and the review APIs'):
+/// logged at `Metadata` at most, whatever the policy.
+#[derive(Debug, Clone, Default)]
+pub struct SecretBodies(std::collections::BTreeSet<(String, String, String)>);
+
+impl SecretBodies {
+    /// `group`'s `resource`'s `subresource` (`""`: the resource and all of
+    /// its subresources) carries secrets.
+    pub fn insert(&mut self, group: &str, resource: &str, subresource: &str) {
+        self.0
+            .insert((group.into(), resource.into(), subresource.into()));
+    }
+
+    fn contains(&self, info: &RequestInfo) -> bool {
+        let key = |sub: &str| {
+            (
+                info.api_group.clone(),
+                info.resource.clone(),
+                sub.to_string(),
+            )
+        };
+        self.0.contains(&key("")) || self.0.contains(&key(&info.subresource))
+    }
 }
 
 impl Auditor {
     /// The auditor the flags ask for: `None` without a log path or without a
     /// policy (kube records nothing then). A bad policy file or a log file
     /// that cannot be opened fails the start.
-    pub fn from_options(o: &AuditOptions) -> anyhow::Result<Option<Arc<Auditor>>> {
+    pub fn from_options(
+        o: &AuditOptions,
+        secret_bodies: SecretBodies,
+    ) -> anyhow::Result<Option<Arc<Auditor>>> {
         let policy = match &o.audit_policy_file {
             Some(path) => Some(Policy::load(path)?),
             None => None,
@@ -161,7 +191,11 @@ impl Auditor {
             rules = policy.rules.len(),
             "audit log enabled"
         );
-        Ok(Some(Arc::new(Auditor { policy, backend })))
+        Ok(Some(Arc::new(Auditor {
+            policy,
+            backend,
+            secret_bodies,
+        })))
     }
 }
 
@@ -290,16 +324,11 @@ impl Drop for CompleteOnDrop {
 }
 
 /// The highest level a request may be logged at, whatever the policy:
-/// `Metadata` for requests whose bodies carry secrets.
-pub fn max_level(info: &RequestInfo) -> Level {
+/// `Metadata` for requests whose bodies carry secrets (as the kinds declare
+/// them) and for proxied requests.
+pub fn max_level(info: &RequestInfo, secret_bodies: &SecretBodies) -> Level {
     let sensitive = info.is_resource_request
-        && ((info.api_group.is_empty() && info.resource == "secrets")
-            || (info.api_group.is_empty()
-                && info.resource == "serviceaccounts"
-                && info.subresource == "token")
-            || (info.api_group == "authentication.k8s.io" && info.resource == "tokenreviews")
-            || info.subresource == "proxy"
-            || info.verb == "proxy");
+        && (secret_bodies.contains(info) || info.subresource == "proxy" || info.verb == "proxy");
     if sensitive {
         Level::Metadata
     } else {
@@ -436,7 +465,7 @@ pub async fn audit(
     if level == Level::None {
         return next.run(request).await;
     }
-    let level = level.min(max_level(&info));
+    let level = level.min(max_level(&info, &auditor.secret_bodies));
     let audit_id = request
         .extensions()
         .get::<AuditId>()
@@ -629,6 +658,8 @@ mod tests {
     #[test]
     fn secrets_tokens_and_proxies_are_capped_at_metadata() {
         let parse = |m: &str, p: &str| RequestInfo::parse_lenient(m, p, "");
+        let secret = crate::serve::secret_bodies();
+        let max_level = |info: &RequestInfo| max_level(info, &secret);
         for (m, p) in [
             ("GET", "/api/v1/namespaces/a/secrets/s"),
             ("GET", "/api/v1/secrets"),

@@ -33,6 +33,10 @@ pub use crate::discovery::review_resources;
 const AUTHZ: &str = "authorization.k8s.io";
 const AUTHN: &str = "authentication.k8s.io";
 
+/// The reviews whose bodies carry secrets (a TokenReview's token): never
+/// audited above `Metadata`, as kube's default policy.
+pub const SECRET_BODIES: &[(&str, &str)] = &[(AUTHN, "tokenreviews")];
+
 /// The review routes (merge into the API router before the generic
 /// `/apis/{group}/{version}/{*rest}` route; static paths win in axum).
 pub fn router() -> Router<Arc<AppState>> {

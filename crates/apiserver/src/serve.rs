@@ -168,7 +168,7 @@ pub async fn start(
 
     let tls = load_tls(&options)?;
     // A bad audit policy fails the start before anything is served.
-    let auditor = crate::audit::Auditor::from_options(&options.audit)?;
+    let auditor = crate::audit::Auditor::from_options(&options.audit, secret_bodies())?;
 
     let bind = SocketAddr::new(options.bind_address, options.secure_port);
     let listener = TcpListener::bind(bind)
@@ -935,6 +935,23 @@ async fn serve_connection(
     if let Err(err) = watcher.watch(connection.into_owned()).await {
         tracing::debug!(%peer, error = %err, "connection ended with an error");
     }
+}
+
+/// The bodies an audit log records at `Metadata` at most, whatever its
+/// policy: what the built-in kinds ([`ubernetes_registry::Strategy::secret_bodies`])
+/// and the review APIs ([`crate::reviews::SECRET_BODIES`]) declare.
+pub fn secret_bodies() -> crate::audit::SecretBodies {
+    let mut secret = crate::audit::SecretBodies::default();
+    for kind in ubernetes_registry::kinds::builtin() {
+        let info = kind.info();
+        for sub in kind.secret_bodies() {
+            secret.insert(&info.group, &info.resource, sub);
+        }
+    }
+    for (group, resource) in crate::reviews::SECRET_BODIES {
+        secret.insert(group, resource, "");
+    }
+    secret
 }
 
 #[cfg(test)]

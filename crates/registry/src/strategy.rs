@@ -191,6 +191,14 @@ pub trait Strategy: Send + Sync {
             .then_some(SubresourceWrite::Status)
     }
 
+    /// The subresources whose request and response bodies carry secrets
+    /// (`""`: the resource itself, with every subresource): an audit log
+    /// records them at `Metadata` at most, whatever its policy (kube's
+    /// Secrets, ServiceAccount tokens). Empty: none.
+    fn secret_bodies(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// The kind's own admission plugins, run on its store before the
     /// registry-wide chain (kube's per-kind REST logic that runs as part of a
     /// write: a Service's ClusterIP allocation). Built when the kind's store

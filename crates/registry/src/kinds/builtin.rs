@@ -138,6 +138,7 @@ pub struct Builtin<T> {
     prepare_update: Option<fn(&mut Value, &Value)>,
     prepare_status_update: Option<fn(&mut Value, &Value) -> Vec<Cause>>,
     returns_deleted_object: bool,
+    secret_bodies: &'static [&'static str],
     status_writes_metadata: bool,
     printer: Option<printers::TablePrinter>,
     protobuf: bool,
@@ -179,6 +180,7 @@ where
             prepare_update: None,
             prepare_status_update: None,
             returns_deleted_object: false,
+            secret_bodies: &[],
             status_writes_metadata: false,
             printer: None,
             protobuf: true,
@@ -298,6 +300,13 @@ where
     /// (kube's `ReturnDeletedObject: true` in the kind's storage.go).
     pub fn returns_deleted_object(mut self) -> Self {
         self.returns_deleted_object = true;
+        self
+    }
+
+    /// These subresources' bodies (`""`: all the kind's) carry secrets: never
+    /// audited above `Metadata` (see [`Strategy::secret_bodies`]).
+    pub fn secret_bodies(mut self, subresources: &'static [&'static str]) -> Self {
+        self.secret_bodies = subresources;
         self
     }
 
@@ -499,6 +508,10 @@ where
 
     fn returns_deleted_object(&self) -> bool {
         self.returns_deleted_object
+    }
+
+    fn secret_bodies(&self) -> &'static [&'static str] {
+        self.secret_bodies
     }
 
     fn status_writes_metadata(&self) -> bool {

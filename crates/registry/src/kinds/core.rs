@@ -188,6 +188,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         Arc::new(
             Builtin::<Secret>::new(info::<Secret>("secret", &[], &[], &[]))
                 .printer(printers::SECRET)
+                .secret_bodies(&[""])
                 .federated()
                 .defaults(default_secret)
                 .validate(validate_secret)
@@ -202,6 +203,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["token"],
             ))
             .printer(printers::SERVICE_ACCOUNT)
+            // A TokenRequest's answer is a token.
+            .secret_bodies(&["token"])
             .federated()
             .returns_deleted_object(),
         ),
