@@ -61,12 +61,6 @@ const ALLOWED: &[Allowed] = &[
     Allowed {
         kind: "*",
         step: "*",
-        aspect: "body-trailing-newline",
-        reason: "JSON bodies end without the newline Go's json.Encoder writes",
-    },
-    Allowed {
-        kind: "*",
-        step: "*",
         aspect: "body-order",
         reason: "field order: ours apiVersion, kind, then k8s-openapi's (alphabetical) order; kube's is the Go struct order",
     },

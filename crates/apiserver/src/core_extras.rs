@@ -372,7 +372,7 @@ fn render(headers: &HeaderMap, v: &Value, list: bool) -> HandlerResult {
             vec![v.clone()]
         };
         let table = crate::table::table(&info, &items, Some(json!({})), true);
-        let body = serde_json::to_vec(&table).map_err(|e| ApiError::internal(e.to_string()))?;
+        let body = crate::response::json_bytes(&table)?;
         return Ok(bytes_response(
             StatusCode::OK,
             "application/json",

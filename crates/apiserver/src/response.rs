@@ -6,6 +6,7 @@
 use axum::body::Body;
 use axum::http::{HeaderValue, Response, StatusCode};
 use axum::response::IntoResponse;
+use bytes::Bytes;
 use ubernetes_apimachinery::ApiError;
 
 /// An [`ApiError`] on its way out: the one place errors become a
@@ -32,7 +33,7 @@ pub fn status_response(e: &ApiError) -> axum::response::Response {
     } else {
         tracing::debug!(code = e.code, reason = %e.reason, message = %e.message, "request refused");
     }
-    let body = serde_json::to_vec(&e.status()).unwrap_or_default();
+    let body = json_bytes(&e.status()).unwrap_or_default();
     let mut resp = Response::new(Body::from(body));
     *resp.status_mut() = e.status_code();
     resp.headers_mut().insert(
@@ -50,6 +51,61 @@ pub fn status_response(e: &ApiError) -> axum::response::Response {
             .insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
     }
     resp
+}
+
+/// A value as a JSON body: ending with the newline Go's `json.Encoder`
+/// writes after each value (kube-apiserver's JSON serializer; found by the
+/// difference harness). Pushed onto the encoded buffer, no copy of it.
+pub fn json_bytes<T: serde::Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, ApiError> {
+    let mut body = Vec::with_capacity(512);
+    serde_json::to_writer(&mut body, value).map_err(|e| ApiError::internal(e.to_string()))?;
+    body.push(b'\n');
+    Ok(body)
+}
+
+/// A body of JSON bytes already encoded (shared, e.g. an object's cached
+/// encoding) followed by the newline of [`json_bytes`]: two frames, the
+/// bytes not copied, the length still known (Content-Length).
+pub fn json_body_with_newline(json: Bytes) -> Body {
+    Body::new(WithNewline {
+        json: Some(json),
+        newline: true,
+    })
+}
+
+struct WithNewline {
+    json: Option<Bytes>,
+    newline: bool,
+}
+
+impl http_body::Body for WithNewline {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        let next = match this.json.take() {
+            Some(json) => Some(json),
+            None if this.newline => {
+                this.newline = false;
+                Some(Bytes::from_static(b"\n"))
+            }
+            None => None,
+        };
+        std::task::Poll::Ready(next.map(|b| Ok(http_body::Frame::data(b))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.json.is_none() && !self.newline
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        let len = self.json.as_ref().map_or(0, Bytes::len) + usize::from(self.newline);
+        http_body::SizeHint::with_exact(len as u64)
+    }
 }
 
 /// kube-apiserver's `WithCacheControl` filter: no API answer may be cached
@@ -89,3 +145,26 @@ pub type HandlerResult = Result<axum::response::Response, ErrorResponse>;
 /// cannot grow the label sets.
 #[derive(Clone, Copy, Debug)]
 pub struct NoRoute;
+
+#[cfg(test)]
+mod tests {
+    use http_body::Body as _;
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn json_answers_end_with_one_newline_and_keep_their_length() {
+        let body = json_body_with_newline(Bytes::from_static(b"{\"a\":1}"));
+        assert_eq!(body.size_hint().exact(), Some(8));
+        let bytes = body.collect().await.unwrap().to_bytes();
+        assert_eq!(&bytes[..], b"{\"a\":1}\n");
+        assert_eq!(
+            json_bytes(&serde_json::json!({"a": 1})).unwrap(),
+            b"{\"a\":1}\n"
+        );
+        let resp = status_response(&ApiError::not_found("", "configmaps", "x"));
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        assert!(bytes.ends_with(b"}\n"), "{bytes:?}");
+    }
+}

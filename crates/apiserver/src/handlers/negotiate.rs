@@ -252,7 +252,7 @@ pub fn encode(value: &Value, output: Output) -> Result<Vec<u8>, ApiError> {
             .map(String::into_bytes)
             .map_err(|e| ApiError::internal(format!("encoding YAML: {e}"))),
         Output::Protobuf | Output::ProtobufOnly => crate::protobuf::encode(value),
-        _ => serde_json::to_vec(value).map_err(|e| ApiError::internal(e.to_string())),
+        _ => crate::response::json_bytes(value),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Extension, Path, RawQuery, State as AxState};
 use axum::http::{HeaderMap, Method, StatusCode};
 use serde_json::{Value, json};
@@ -664,7 +664,7 @@ pub fn render_list(info: &ResourceInfo, result: ListResult, output: Output) -> H
                 info.api_version(),
                 meta
             );
-            let size = head.len() + result.items.iter().map(|b| b.len() + 1).sum::<usize>() + 2;
+            let size = head.len() + result.items.iter().map(|b| b.len() + 1).sum::<usize>() + 3;
             let mut buf = Vec::with_capacity(size);
             buf.extend_from_slice(head.as_bytes());
             for (i, item) in result.items.iter().enumerate() {
@@ -673,7 +673,8 @@ pub fn render_list(info: &ResourceInfo, result: ListResult, output: Output) -> H
                 }
                 buf.extend_from_slice(item);
             }
-            buf.extend_from_slice(b"]}");
+            // The newline Go's json.Encoder ends a value with.
+            buf.extend_from_slice(b"]}\n");
             Ok(bytes_response(StatusCode::OK, "application/json", buf, &[]))
         }
         Output::Yaml => {
@@ -693,7 +694,7 @@ pub fn render_list(info: &ResourceInfo, result: ListResult, output: Output) -> H
             Ok(bytes_response(
                 StatusCode::OK,
                 "application/json",
-                serde_json::to_vec(&table).map_err(|e| ApiError::internal(e.to_string()))?,
+                crate::response::json_bytes(&table)?,
                 &[],
             ))
         }
@@ -704,7 +705,7 @@ pub fn render_list(info: &ResourceInfo, result: ListResult, output: Output) -> H
             Ok(bytes_response(
                 StatusCode::OK,
                 "application/json",
-                serde_json::to_vec(&list).map_err(|e| ApiError::internal(e.to_string()))?,
+                crate::response::json_bytes(&list)?,
                 &[],
             ))
         }
@@ -739,7 +740,7 @@ pub fn render_object_bytes(
         return Ok(bytes_response(
             status,
             "application/json",
-            Body::from(bytes),
+            crate::response::json_body_with_newline(bytes),
             warnings,
         ));
     }
