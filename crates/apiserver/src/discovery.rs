@@ -205,14 +205,12 @@ pub fn api_group(resources: &[ResourceInfo], group: &str) -> Option<Value> {
 }
 
 /// The group/version/kind a resource is stored as, where it differs from the
-/// one served (kube's storage versions): the hash in discovery is of that.
+/// one served (kube's storage versions, as the kind declares them): the hash
+/// in discovery is of that.
 fn storage_gvk(r: &ResourceInfo) -> (String, String, String) {
-    match (r.group.as_str(), r.resource.as_str()) {
-        ("events.k8s.io", "events") => (String::new(), "v1".into(), "Event".into()),
-        ("autoscaling", "horizontalpodautoscalers") => {
-            ("autoscaling".into(), "v2".into(), r.kind.clone())
-        }
-        _ => (r.group.clone(), r.version.clone(), r.kind.clone()),
+    match ubernetes_registry::kinds::stored_as(&r.group, &r.version, &r.resource) {
+        Some(s) => (s.group.into(), s.version.into(), s.kind.into()),
+        None => (r.group.clone(), r.version.clone(), r.kind.clone()),
     }
 }
 

@@ -102,7 +102,7 @@ impl Registry {
             .iter()
             .map(|plugin| plugin(self))
             .collect::<Result<Vec<Arc<dyn Admission>>, ApiError>>()?;
-        let (storage, converted_prefix) = self.storage_for(&info).await?;
+        let (storage, converted_prefix) = self.storage_for(strategy.as_ref()).await?;
         let shared = self
             .stores
             .read()
@@ -156,9 +156,10 @@ impl Registry {
     /// apart for it.
     async fn storage_for(
         &self,
-        info: &ResourceInfo,
+        strategy: &dyn Strategy,
     ) -> Result<(Arc<dyn Storage>, Option<String>), ApiError> {
-        let Some(prefix) = crate::conversion::shared_prefix(info) else {
+        let info = strategy.info();
+        let Some(prefix) = crate::conversion::shared_prefix(strategy) else {
             return Ok((self.storage.clone(), None));
         };
         let mark = self
@@ -171,7 +172,7 @@ impl Registry {
             self.storage.clone(),
             Arc::new(crate::conversion::WriteMarked::new(mark)),
         ));
-        let Some(conversion) = crate::conversion::served_from(info) else {
+        let Some(conversion) = crate::conversion::served_from(strategy) else {
             return Ok((storage, None));
         };
         let moved = crate::conversion::migrate(&self.storage, &conversion)

@@ -138,12 +138,13 @@ pub struct Store {
 
 /// The storage prefix of a resource.
 pub fn storage_prefix(info: &ResourceInfo) -> String {
-    let group = if info.group.is_empty() {
-        "core"
-    } else {
-        info.group.as_str()
-    };
-    format!("/registry/{group}/{}/", info.resource)
+    storage_prefix_of(&info.group, &info.resource)
+}
+
+/// The storage prefix of a group's resource (`/registry/<group|core>/<resource>/`).
+pub fn storage_prefix_of(group: &str, resource: &str) -> String {
+    let group = if group.is_empty() { "core" } else { group };
+    format!("/registry/{group}/{resource}/")
 }
 
 /// Current time as kube-apiserver writes timestamps (RFC 3339, seconds).

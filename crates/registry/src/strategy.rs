@@ -191,6 +191,13 @@ pub trait Strategy: Send + Sync {
             .then_some(SubresourceWrite::Status)
     }
 
+    /// The version this one is stored as, when it is not its own (kube's
+    /// storage versions: HPA `autoscaling/v1` as `v2`, `events.k8s.io`
+    /// Events as core `v1`). `None`: stored as served.
+    fn stored_as(&self) -> Option<StoredAs> {
+        None
+    }
+
     /// The subresources whose request and response bodies carry secrets
     /// (`""`: the resource itself, with every subresource): an audit log
     /// records them at `Metadata` at most, whatever its policy (kube's
@@ -213,6 +220,26 @@ pub trait Strategy: Send + Sync {
 pub type AdmissionFn = fn(
     &crate::registry::Registry,
 ) -> Result<std::sync::Arc<dyn crate::admission::Admission>, ApiError>;
+
+/// See [`Strategy::stored_as`]: the storage version of a version served
+/// from another one's storage, and how to convert.
+#[derive(Debug, Clone, Copy)]
+pub struct StoredAs {
+    /// The storage version's group (`""` for core).
+    pub group: &'static str,
+    /// The storage version.
+    pub version: &'static str,
+    /// The storage version's kind.
+    pub kind: &'static str,
+    /// The storage version's resource (its storage prefix is that
+    /// resource's).
+    pub resource: &'static str,
+    /// The converter between the stored form and this version.
+    pub converter: fn() -> std::sync::Arc<dyn crate::conversion::Converter>,
+    /// Where an older release kept this version's objects apart (moved into
+    /// the stored form's prefix at start, [`crate::conversion::migrate`]).
+    pub legacy_prefix: &'static str,
+}
 
 /// See [`Strategy::subresource_write`]: what a subresource write changes.
 #[derive(Debug, Clone, Copy)]

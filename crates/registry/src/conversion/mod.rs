@@ -21,15 +21,15 @@ pub mod events;
 pub mod hpa;
 pub mod review;
 
-use std::sync::Arc;
-
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use bytes::Bytes;
 use serde_json::Value;
-use ubernetes_apimachinery::ResourceInfo;
 use ubernetes_storage::layered::{Read, ValueLayer};
 use ubernetes_storage::{KeyValue, ListOptions, Revision, Storage, StorageError};
+
+use crate::strategy::Strategy;
 
 /// The two directions of one served version's conversion.
 pub trait Converter: Send + Sync {
@@ -49,27 +49,15 @@ pub struct Conversion {
     pub converter: Arc<dyn Converter>,
 }
 
-/// The conversion of a served resource, if it is served from another
-/// version's storage (kube's `--storage-versions` defaults:
-/// `autoscaling/v2` for HPAs, core `v1` for Events).
-pub fn served_from(info: &ResourceInfo) -> Option<Conversion> {
-    match (
-        info.group.as_str(),
-        info.version.as_str(),
-        info.resource.as_str(),
-    ) {
-        ("autoscaling", "v1", "horizontalpodautoscalers") => Some(Conversion {
-            prefix: "/registry/autoscaling/horizontalpodautoscalers/".into(),
-            legacy_prefix: "/registry/autoscaling/horizontalpodautoscalers.v1/".into(),
-            converter: Arc::new(hpa::V1),
-        }),
-        ("events.k8s.io", "v1", "events") => Some(Conversion {
-            prefix: "/registry/core/events/".into(),
-            legacy_prefix: "/registry/events.k8s.io/events/".into(),
-            converter: Arc::new(events::EventsV1),
-        }),
-        _ => None,
-    }
+/// The conversion of a served version, if the kind declares it served from
+/// another version's storage ([`Strategy::stored_as`]).
+pub fn served_from(strategy: &dyn Strategy) -> Option<Conversion> {
+    let s = strategy.stored_as()?;
+    Some(Conversion {
+        prefix: crate::store::storage_prefix_of(s.group, s.resource),
+        legacy_prefix: s.legacy_prefix.into(),
+        converter: (s.converter)(),
+    })
 }
 
 /// Move what an older release stored under `conversion.legacy_prefix` (a
@@ -146,15 +134,25 @@ pub async fn migrate(
 }
 
 /// The storage prefix shared by every served version of a converted kind
-/// (the storage version's own store included), for [`WriteMarked`].
-pub fn shared_prefix(info: &ResourceInfo) -> Option<&'static str> {
-    match (info.group.as_str(), info.resource.as_str()) {
-        ("autoscaling", "horizontalpodautoscalers") => {
-            Some("/registry/autoscaling/horizontalpodautoscalers/")
-        }
-        ("" | "events.k8s.io", "events") => Some("/registry/core/events/"),
-        _ => None,
+/// (the storage version's own store included), for [`WriteMarked`]: that of
+/// the version it is stored as, or its own when another built-in version is
+/// stored as it.
+pub fn shared_prefix(strategy: &dyn Strategy) -> Option<String> {
+    static STORAGE_VERSIONS: LazyLock<Vec<(&'static str, &'static str)>> = LazyLock::new(|| {
+        crate::kinds::builtin()
+            .iter()
+            .filter_map(|k| k.stored_as())
+            .map(|s| (s.group, s.resource))
+            .collect()
+    });
+    if let Some(s) = strategy.stored_as() {
+        return Some(crate::store::storage_prefix_of(s.group, s.resource));
     }
+    let info = strategy.info();
+    STORAGE_VERSIONS
+        .iter()
+        .any(|(g, r)| *g == info.group && *r == info.resource)
+        .then(|| crate::store::storage_prefix_of(&info.group, &info.resource))
 }
 
 /// The highest revision written through any of the stores that share one

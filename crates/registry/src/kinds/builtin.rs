@@ -18,8 +18,8 @@ use ubernetes_storage::cache::Attrs;
 use super::names::NameValidation;
 use crate::printers;
 use crate::strategy::{
-    AdmissionFn, FinalizeFn, ScalePaths, SchemaFn, Strategy, SubresourceWrite, WriteAuthority,
-    default_attrs,
+    AdmissionFn, FinalizeFn, ScalePaths, SchemaFn, StoredAs, Strategy, SubresourceWrite,
+    WriteAuthority, default_attrs,
 };
 
 /// Whether a `k8s-openapi` scope marker is namespaced.
@@ -139,6 +139,7 @@ pub struct Builtin<T> {
     prepare_status_update: Option<fn(&mut Value, &Value) -> Vec<Cause>>,
     returns_deleted_object: bool,
     secret_bodies: &'static [&'static str],
+    stored_as: Option<StoredAs>,
     status_writes_metadata: bool,
     printer: Option<printers::TablePrinter>,
     protobuf: bool,
@@ -181,6 +182,7 @@ where
             prepare_status_update: None,
             returns_deleted_object: false,
             secret_bodies: &[],
+            stored_as: None,
             status_writes_metadata: false,
             printer: None,
             protobuf: true,
@@ -300,6 +302,24 @@ where
     /// (kube's `ReturnDeletedObject: true` in the kind's storage.go).
     pub fn returns_deleted_object(mut self) -> Self {
         self.returns_deleted_object = true;
+        self
+    }
+
+    /// This version is stored as `S` (kube's storage version), converted by
+    /// `converter`; `legacy_prefix`: where an older release kept it apart.
+    pub fn stored_as<S: Resource>(
+        mut self,
+        converter: fn() -> std::sync::Arc<dyn crate::conversion::Converter>,
+        legacy_prefix: &'static str,
+    ) -> Self {
+        self.stored_as = Some(StoredAs {
+            group: S::GROUP,
+            version: S::VERSION,
+            kind: S::KIND,
+            resource: S::URL_PATH_SEGMENT,
+            converter,
+            legacy_prefix,
+        });
         self
     }
 
@@ -512,6 +532,10 @@ where
 
     fn secret_bodies(&self) -> &'static [&'static str] {
         self.secret_bodies
+    }
+
+    fn stored_as(&self) -> Option<StoredAs> {
+        self.stored_as
     }
 
     fn status_writes_metadata(&self) -> bool {

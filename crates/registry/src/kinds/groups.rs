@@ -61,6 +61,10 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &["status"],
             ))
             .printer(printers::HORIZONTAL_POD_AUTOSCALER)
+            .stored_as::<hpav2::HorizontalPodAutoscaler>(
+                || Arc::new(crate::conversion::hpa::V1),
+                "/registry/autoscaling/horizontalpodautoscalers.v1/",
+            )
             .status_writes_metadata()
             .defaults(|h| {
                 h.spec.min_replicas.get_or_insert(1);
@@ -212,6 +216,10 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         Arc::new(
             Builtin::<Event>::new(info::<Event>("event", &["ev"], &[], &[]))
                 .printer(printers::EVENT)
+                .stored_as::<k8s_openapi::api::core::v1::Event>(
+                    || Arc::new(crate::conversion::events::EventsV1),
+                    "/registry/events.k8s.io/events/",
+                )
                 .validate(validate_event_v1)
                 .validate_update(validate_event_v1_update)
                 .update_validation_only()

@@ -83,6 +83,32 @@ pub fn printer_for(group: &str, kind: &str) -> crate::printers::TablePrinter {
         .unwrap_or(crate::printers::DEFAULT)
 }
 
+/// The storage version a built-in group's resource in one version declares
+/// ([`Strategy::stored_as`]), when it is not stored as served.
+pub fn stored_as(group: &str, version: &str, resource: &str) -> Option<crate::strategy::StoredAs> {
+    use std::collections::HashMap;
+    use std::sync::LazyLock;
+
+    static STORED_AS: LazyLock<HashMap<(String, String, String), crate::strategy::StoredAs>> =
+        LazyLock::new(|| {
+            builtin()
+                .iter()
+                .filter_map(|s| {
+                    let info = s.info();
+                    let key = (
+                        info.group.clone(),
+                        info.version.clone(),
+                        info.resource.clone(),
+                    );
+                    Some((key, s.stored_as()?))
+                })
+                .collect()
+        });
+    STORED_AS
+        .get(&(group.to_string(), version.to_string(), resource.to_string()))
+        .copied()
+}
+
 /// Everything wrong with a set of kind declarations, one message each:
 /// a resource or kind declared twice, a kind that leaves a piece
 /// undeclared (printer, OpenAPI schema), an OpenAPI schema that is not the
