@@ -113,10 +113,22 @@ const ALLOWED: &[Allowed] = &[
         reason: "empty or defaulted status structs kube prints (status: {}, loadBalancer: {}, Node nodeInfo, HPA currentMetrics null), and the ResourceQuota status.hard/used ours' quota controller fills without kcm",
     },
     Allowed {
-        kind: "*",
-        step: "delete*|get-after-delete|watch|*list*|get",
+        kind: "v1 ReplicationController|batch/v1 Job|v1 PersistentVolume|v1 PersistentVolumeClaim",
+        step: "delete*|get-after-delete|watch|*list*",
         aspect: "body*|code",
-        reason: "delete: ours answers a Status where kube returns the object, and removes at once what kube keeps (ReplicationController's default orphan finalizer, Job, PV/PVC protection finalizers)",
+        reason: "delete: ours removes at once what kube keeps for a controller kube-apiserver alone does not run (ReplicationController's and Job's default orphan finalizer, the PV/PVC protection finalizers)",
+    },
+    Allowed {
+        kind: "v1 Pod",
+        step: "delete*|watch",
+        aspect: "body:/metadata/deletion*|body:",
+        reason: "Pod delete: kube's graceful deletion stamps deletionTimestamp and a 0 s grace period on the unscheduled pod (a MODIFIED event) before it removes and returns it; ours removes it as it was",
+    },
+    Allowed {
+        kind: "v1 Namespace",
+        step: "watch",
+        aspect: "body:",
+        reason: "Namespace watch: ours' namespace controller finalizes and removes the deleted namespace (more events), kube-apiserver without kcm leaves it Terminating",
     },
     Allowed {
         kind: "v1 Endpoints|batch/v1 Job",

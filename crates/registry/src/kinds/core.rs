@@ -36,8 +36,8 @@ const MAX_DATA_SIZE: usize = 1024 * 1024;
 /// The core `v1` strategies, in discovery order. Those marked
 /// `returns_deleted_object` are the ones whose kube storage sets
 /// `ReturnDeletedObject: true` (namespaces, persistentvolumeclaims,
-/// persistentvolumes, pods, serviceaccounts, services); every other kind's
-/// delete answers a `Status`.
+/// persistentvolumes, pods, podtemplates, resourcequotas, serviceaccounts,
+/// services); every other kind's delete answers a `Status`.
 pub fn strategies() -> Vec<Arc<dyn Strategy>> {
     let mut ns_info = info::<Namespace>("namespace", &["ns"], &[], &["status", "finalize"]);
     ns_info.verbs.retain(|v| v != "deletecollection");
@@ -154,7 +154,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .validate(|t| match &t.template {
                     Some(tpl) => validate_pod_template("template", tpl),
                     None => vec![field::required("template", "")],
-                }),
+                })
+                .returns_deleted_object(),
         ),
         Arc::new(
             Builtin::<ReplicationController>::new(info::<ReplicationController>(
@@ -183,7 +184,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .federated()
             .validate(validate_quota)
             // resourcequotaStatusStrategy resets the spec only.
-            .status_writes_metadata(),
+            .status_writes_metadata()
+            .returns_deleted_object(),
         ),
         Arc::new(
             Builtin::<Secret>::new(info::<Secret>("secret", &[], &[], &[]))

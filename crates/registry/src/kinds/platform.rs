@@ -277,7 +277,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 }
                 spec.requires_republish.get_or_insert(false);
                 spec.se_linux_mount.get_or_insert(false);
-            }),
+            })
+            // kube's csidriver storage: ReturnDeletedObject.
+            .returns_deleted_object(),
         ),
         Arc::new(
             Builtin::<storage::CSINode>::new(info::<storage::CSINode>("csinode", &[], &[], &[]))
@@ -294,7 +296,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                             d.entry("topologyKeys").or_insert(Value::Null);
                         }
                     }
-                }),
+                })
+                // kube's csinode storage: ReturnDeletedObject.
+                .returns_deleted_object(),
         ),
         Arc::new(
             Builtin::<storage::CSIStorageCapacity>::new(info::<storage::CSIStorageCapacity>(
@@ -360,7 +364,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                         st.entry("attached").or_insert(json!(false));
                     }
                 }
-            }),
+            })
+            // kube's volumeattachment storage: ReturnDeletedObject.
+            .returns_deleted_object(),
         ),
         Arc::new(
             Builtin::<storage::VolumeAttributesClass>::new(info::<storage::VolumeAttributesClass>(
@@ -376,7 +382,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                     return vec![field::required("driverName", "")];
                 }
                 Vec::new()
-            }),
+            })
+            // kube's volumeattributesclass storage: ReturnDeletedObject.
+            .returns_deleted_object(),
         ),
     ]
 }

@@ -36,7 +36,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             Builtin::<DeviceClass>::new(info::<DeviceClass>("deviceclass", &[], &[], &[]))
                 .printer(printers::NAME_AGE)
                 .federated()
-                .generation(),
+                .generation()
+                // Every resource.k8s.io storage sets ReturnDeletedObject.
+                .returns_deleted_object(),
         ),
         Arc::new(
             Builtin::<ResourceClaim>::new(info::<ResourceClaim>(
@@ -58,7 +60,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                     )];
                 }
                 Vec::new()
-            }),
+            })
+            .returns_deleted_object(),
         ),
         Arc::new(
             Builtin::<ResourceClaimTemplate>::new(info::<ResourceClaimTemplate>(
@@ -87,7 +90,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                     )];
                 }
                 Vec::new()
-            }),
+            })
+            .returns_deleted_object(),
         ),
         Arc::new(
             Builtin::<ResourceSlice>::new(info::<ResourceSlice>("resourceslice", &[], &[], &[]))
@@ -110,7 +114,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                         out.push(immutable_str("spec.pool.name", &new.spec.pool.name));
                     }
                     out
-                }),
+                })
+                .returns_deleted_object(),
         ),
     ]
 }
