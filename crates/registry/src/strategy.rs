@@ -206,6 +206,22 @@ pub trait Strategy: Send + Sync {
         &[]
     }
 
+    /// What the kind's subresource `name` is, for the handlers to dispatch on
+    /// (kube wires one REST per subresource in each kind's `storage.go`).
+    /// `None`: not one of the kind's, or served by code of its own elsewhere
+    /// (a pod's `binding`, `eviction`, a `proxy`). The default: a declared
+    /// subresource with a [`Strategy::subresource_write`] is an object, and
+    /// `scale` where [`Strategy::scale`] says where.
+    fn subresource(&self, name: &str) -> Option<Subresource> {
+        if !self.info().has_subresource(name) {
+            return None;
+        }
+        if let Some(w) = self.subresource_write(name) {
+            return Some(Subresource::Object(w));
+        }
+        (name == "scale" && self.scale().is_some()).then_some(Subresource::Scale)
+    }
+
     /// The kind's own admission plugins, run on its store before the
     /// registry-wide chain (kube's per-kind REST logic that runs as part of a
     /// write: a Service's ClusterIP allocation). Built when the kind's store
@@ -256,6 +272,23 @@ pub enum SubresourceWrite {
     /// decoded and defaulted), e.g. a CSR's `approval` changing only
     /// `status.conditions`.
     Merge(fn(&Value, &Value) -> Value),
+}
+
+/// See [`Strategy::subresource`]: what a subresource is and does.
+#[derive(Debug, Clone, Copy)]
+pub enum Subresource {
+    /// GET answers the object; PUT and PATCH make the next object as
+    /// declared (`status`, a CSR's `approval`).
+    Object(SubresourceWrite),
+    /// `autoscaling/v1` `Scale`, read and written at [`Strategy::scale`]'s
+    /// paths.
+    Scale,
+    /// GET answers the object; PUT runs this update (a namespace's
+    /// `finalize`), then the write keeps the written spec.
+    Finalize(FinalizeFn),
+    /// POST creates an `authentication.k8s.io/v1` `TokenRequest` (a
+    /// ServiceAccount's `token`).
+    TokenRequest,
 }
 
 /// See [`Strategy::finalize`]: `(current, requested) -> next`.

@@ -12,7 +12,7 @@ use ubernetes_registry::Store;
 use ubernetes_registry::store::{
     DeleteOptions, DeleteResult, ListResult, WriteOptions, WriteResult,
 };
-use ubernetes_registry::strategy::WriteAuthority;
+use ubernetes_registry::strategy::{Subresource, WriteAuthority};
 use ubernetes_storage::cache::FilterFn;
 
 use super::negotiate::{self, Output, Query};
@@ -233,6 +233,13 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
     let query = Query::parse(raw_query.as_deref());
     let info = target.store.info().clone();
     let ns = target.namespace.as_deref();
+    // What the kind declares its subresource to be: the dispatch below
+    // follows that, not the subresource's name.
+    let declared = target
+        .subresource
+        .as_deref()
+        .map(|s| target.store.strategy().subresource(s));
+    let is_scale = matches!(declared, Some(Some(Subresource::Scale)));
     match (
         method.clone(),
         target.name.as_deref(),
@@ -245,12 +252,17 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
                 list(&state, &target, &query, &headers).await
             }
         }
-        (Method::GET, Some(name), None | Some("status") | Some("finalize") | Some("approval")) => {
+        (Method::GET, Some(name), _)
+            if matches!(
+                declared,
+                None | Some(Some(Subresource::Object(_) | Subresource::Finalize(_)))
+            ) =>
+        {
             let output = negotiate::output(&headers)?;
             let bytes = target.store.get(ns, name).await?;
             render_object_bytes(&info, bytes, output, StatusCode::OK, &[])
         }
-        (Method::GET, Some(name), Some("scale")) => {
+        (Method::GET, Some(name), Some(_)) if is_scale => {
             let obj = target.store.get_value(ns, name).await?;
             let scale = to_scale(&target.store, &obj)?;
             render_value(
@@ -297,7 +309,7 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             )
         }
         (Method::PUT, Some(name), sub) => {
-            let kind = if sub == Some("scale") {
+            let kind = if is_scale {
                 "Scale"
             } else {
                 info.kind.as_str()
@@ -305,12 +317,17 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
             let obj = negotiate::decode_body(&headers, &body, kind)?;
             let mut opts = write_options(&query, &headers)?;
             opts.user = user.clone();
-            if sub != Some("scale") {
+            if !is_scale {
                 opts.duplicate_fields = duplicate_fields(&info, &headers, &body, &opts);
             }
-            let res = match sub {
-                Some("scale") => update_scale(&target.store, ns, name, obj, &opts).await?,
-                Some("finalize") => finalize(&target.store, name, obj, &opts).await?,
+            let res = match declared.flatten() {
+                Some(Subresource::Scale) => {
+                    update_scale(&target.store, ns, name, obj, &opts).await?
+                }
+                Some(Subresource::Finalize(next)) => {
+                    let sub = sub.unwrap_or_default();
+                    finalize(&target.store, name, sub, obj, next, &opts).await?
+                }
                 _ => match write_guard(
                     &state,
                     target.store.strategy().as_ref(),
@@ -331,7 +348,7 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
                     None => target.store.update(ns, name, obj, sub, &opts).await?,
                 },
             };
-            let out = if sub == Some("scale") {
+            let out = if is_scale {
                 to_scale(&target.store, &res.object)?
             } else {
                 res.object
@@ -381,7 +398,9 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
         (Method::DELETE, None, None) => {
             delete_collection(&state, &target, &query, &headers, &body, user.as_ref()).await
         }
-        (Method::POST, Some(name), Some("token")) => {
+        (Method::POST, Some(name), Some(_))
+            if matches!(declared, Some(Some(Subresource::TokenRequest))) =>
+        {
             super::token::create_token(&state, &target, name, &headers, &body).await
         }
         (m, _, _) => {
@@ -931,22 +950,24 @@ async fn update_scale(
 async fn finalize(
     store: &Store,
     name: &str,
+    sub: &str,
     obj: Value,
+    update: ubernetes_registry::strategy::FinalizeFn,
     opts: &WriteOptions,
 ) -> Result<WriteResult, ApiError> {
-    let info = store.info();
-    let Some(update) = store.strategy().finalize() else {
-        return Err(ApiError::method_not_supported(
-            &info.group,
-            &info.resource,
-            "update",
-        ));
-    };
     store
-        .patch(None, name, Some("finalize"), opts, |current| {
+        .patch(None, name, Some(sub), opts, |current| {
             Ok(update(current, &obj))
         })
         .await
+}
+
+/// Whether the kind declares `sub` its `Scale` subresource.
+fn declares_scale(target: &Target, sub: Option<&str>) -> bool {
+    matches!(
+        sub.and_then(|s| target.store.strategy().subresource(s)),
+        Some(Subresource::Scale)
+    )
 }
 
 const PATCH_TYPES: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json";
@@ -1044,7 +1065,7 @@ async fn patch(
         }
         Ok(patched)
     };
-    let res = if sub == Some("scale") {
+    let res = if declares_scale(target, sub) {
         let store = target.store.clone();
         let s2 = store.clone();
         let res = store
@@ -1093,7 +1114,7 @@ async fn apply_patch(
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request("the body of the request was empty"));
     }
-    if sub == Some("scale") {
+    if declares_scale(target, sub) {
         return Err(ApiError::unsupported_media_type(
             "application/apply-patch+yaml",
         ));

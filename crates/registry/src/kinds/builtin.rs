@@ -18,8 +18,8 @@ use ubernetes_storage::cache::Attrs;
 use super::names::NameValidation;
 use crate::printers;
 use crate::strategy::{
-    AdmissionFn, FinalizeFn, ScalePaths, SchemaFn, StoredAs, Strategy, SubresourceWrite,
-    WriteAuthority, default_attrs,
+    AdmissionFn, FinalizeFn, ScalePaths, SchemaFn, StoredAs, Strategy, Subresource,
+    SubresourceWrite, WriteAuthority, default_attrs,
 };
 
 /// Whether a `k8s-openapi` scope marker is namespaced.
@@ -146,7 +146,7 @@ pub struct Builtin<T> {
     federated: bool,
     write_authority: WriteAuthority,
     finalize: Option<FinalizeFn>,
-    subresource_writes: Vec<(&'static str, SubresourceWrite)>,
+    subresources: Vec<(&'static str, Subresource)>,
     admission: Vec<AdmissionFn>,
     /// The kind's schema, for Go's `omitempty` after encoding.
     schema: std::sync::Arc<super::omitempty::SchemaTree>,
@@ -189,7 +189,7 @@ where
             federated: false,
             write_authority: WriteAuthority::None,
             finalize: None,
-            subresource_writes: Vec::new(),
+            subresources: Vec::new(),
             admission: Vec::new(),
             schema: std::sync::Arc::new(super::omitempty::SchemaTree::of::<T>()),
             _type: PhantomData,
@@ -269,6 +269,7 @@ where
             status_replicas: status.into(),
             selector: selector.map(String::from),
         });
+        self.subresources.push(("scale", Subresource::Scale));
         self
     }
 
@@ -369,14 +370,23 @@ where
     /// strategy: [`SubresourceWrite::Unprepared`]).
     pub fn on_finalize(mut self, f: FinalizeFn) -> Self {
         self.finalize = Some(f);
-        self.subresource_write("finalize", SubresourceWrite::Unprepared)
+        self.subresources
+            .push(("finalize", Subresource::Finalize(f)));
+        self
+    }
+
+    /// The `token` subresource creates TokenRequests (a ServiceAccount's).
+    pub fn token_request(mut self) -> Self {
+        self.subresources.push(("token", Subresource::TokenRequest));
+        self
     }
 
     /// How a write of `subresource` makes the next object (see
     /// [`Strategy::subresource_write`]); a declared `status` is
     /// [`SubresourceWrite::Status`] without this.
     pub fn subresource_write(mut self, subresource: &'static str, w: SubresourceWrite) -> Self {
-        self.subresource_writes.push((subresource, w));
+        self.subresources
+            .push((subresource, Subresource::Object(w)));
         self
     }
 
@@ -566,15 +576,21 @@ where
         self.finalize
     }
 
+    fn subresource(&self, name: &str) -> Option<Subresource> {
+        if !self.info.has_subresource(name) {
+            return None;
+        }
+        match self.subresources.iter().find(|(s, _)| *s == name) {
+            Some((_, sub)) => Some(*sub),
+            None => (name == "status").then_some(Subresource::Object(SubresourceWrite::Status)),
+        }
+    }
+
     fn subresource_write(&self, subresource: &str) -> Option<SubresourceWrite> {
-        match self
-            .subresource_writes
-            .iter()
-            .find(|(s, _)| *s == subresource)
-        {
-            Some((_, w)) => Some(*w),
-            None => (subresource == "status" && self.has_status_subresource())
-                .then_some(SubresourceWrite::Status),
+        match self.subresource(subresource)? {
+            Subresource::Object(w) => Some(w),
+            Subresource::Finalize(_) => Some(SubresourceWrite::Unprepared),
+            Subresource::Scale | Subresource::TokenRequest => None,
         }
     }
 

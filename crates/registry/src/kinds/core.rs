@@ -207,6 +207,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .printer(printers::SERVICE_ACCOUNT)
             // A TokenRequest's answer is a token.
             .secret_bodies(&["token"])
+            .token_request()
             .federated()
             .returns_deleted_object(),
         ),
