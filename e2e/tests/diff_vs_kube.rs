@@ -113,10 +113,16 @@ const ALLOWED: &[Allowed] = &[
         reason: "empty or defaulted status structs kube prints (status: {}, loadBalancer: {}, Node nodeInfo, HPA currentMetrics null), and the ResourceQuota status.hard/used ours' quota controller fills without kcm",
     },
     Allowed {
-        kind: "v1 ReplicationController|batch/v1 Job|v1 PersistentVolume|v1 PersistentVolumeClaim",
+        kind: "v1 ReplicationController|batch/v1 Job",
+        step: "get-after-delete|watch|*list*",
+        aspect: "body*|code",
+        reason: "after a delete: ours' garbage collector processes the default orphan finalizer and removes the object, kube-apiserver without kcm keeps it",
+    },
+    Allowed {
+        kind: "v1 PersistentVolume|v1 PersistentVolumeClaim",
         step: "delete*|get-after-delete|watch|*list*",
         aspect: "body*|code",
-        reason: "delete: ours removes at once what kube keeps for a controller kube-apiserver alone does not run (ReplicationController's and Job's default orphan finalizer, the PV/PVC protection finalizers)",
+        reason: "delete: ours removes at once what kube keeps for a controller kube-apiserver alone does not run (the PV/PVC protection finalizers)",
     },
     Allowed {
         kind: "v1 Pod",
@@ -129,12 +135,6 @@ const ALLOWED: &[Allowed] = &[
         step: "watch",
         aspect: "body:",
         reason: "Namespace watch: ours' namespace controller finalizes and removes the deleted namespace (more events), kube-apiserver without kcm leaves it Terminating",
-    },
-    Allowed {
-        kind: "v1 Endpoints|batch/v1 Job",
-        step: "*",
-        aspect: "header:warning",
-        reason: "write warnings: kube's Endpoints deprecation warning and Job's warnings are not sent",
     },
     Allowed {
         kind: "v1 PersistentVolume",

@@ -129,12 +129,33 @@ pub fn bytes_response(
     resp.headers_mut()
         .insert(http::header::CACHE_CONTROL, no_cache());
     for w in warnings {
-        let text = format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""));
-        if let Ok(v) = HeaderValue::from_str(&text) {
+        if let Some(v) = warning_value(w) {
             resp.headers_mut().append("Warning", v);
         }
     }
     resp
+}
+
+/// A `Warning: 299 - "TEXT"` header value (RFC 7234, as kube-apiserver's).
+fn warning_value(text: &str) -> Option<HeaderValue> {
+    let text = format!(
+        "299 - \"{}\"",
+        text.replace('\\', "\\\\").replace('"', "\\\"")
+    );
+    HeaderValue::from_str(&text).ok()
+}
+
+/// Put `warning` before the answer's other warnings (kube-apiserver adds a
+/// deprecated resource's warning before the handler runs).
+pub fn warn_first(headers: &mut http::HeaderMap, warning: &str) {
+    let Some(first) = warning_value(warning) else {
+        return;
+    };
+    let others: Vec<HeaderValue> = headers.get_all("Warning").iter().cloned().collect();
+    headers.insert("Warning", first);
+    for v in others {
+        headers.append("Warning", v);
+    }
 }
 
 /// What a handler answers.
@@ -166,5 +187,19 @@ mod tests {
         let resp = status_response(&ApiError::not_found("", "configmaps", "x"));
         let bytes = resp.into_body().collect().await.unwrap().to_bytes();
         assert!(bytes.ends_with(b"}\n"), "{bytes:?}");
+    }
+
+    #[test]
+    fn a_deprecation_warning_goes_before_the_others() {
+        let resp = bytes_response(
+            StatusCode::OK,
+            "application/json",
+            "{}",
+            &["a \"b\"".into()],
+        );
+        let mut headers = resp.headers().clone();
+        warn_first(&mut headers, "old");
+        let all: Vec<_> = headers.get_all("Warning").iter().collect();
+        assert_eq!(all, ["299 - \"old\"", "299 - \"a \\\"b\\\"\""]);
     }
 }

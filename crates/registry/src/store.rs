@@ -1637,6 +1637,15 @@ impl Store {
                 Some("Background") => {
                     fins.retain(|f| f != "orphan" && f != "foregroundDeletion");
                 }
+                // The kind's default, unless the object's own finalizers
+                // chose (kube's deletionFinalizersForGarbageCollection).
+                None if self.strategy.orphans_by_default()
+                    && !fins
+                        .iter()
+                        .any(|f| f == "orphan" || f == "foregroundDeletion") =>
+                {
+                    fins.push("orphan".into());
+                }
                 _ => {}
             }
             let already_deleting = obj.pointer("/metadata/deletionTimestamp").is_some();

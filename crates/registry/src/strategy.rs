@@ -138,6 +138,21 @@ pub trait Strategy: Send + Sync {
         false
     }
 
+    /// A deprecation warning sent with every answer about this resource
+    /// (kube-apiserver's for a deprecated resource, e.g. `v1 Endpoints is
+    /// deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice`).
+    fn deprecation_warning(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// A delete that names no propagation policy orphans the dependents
+    /// (kube's `DefaultGarbageCollectionPolicy` of `OrphanDependents`:
+    /// ReplicationControllers and batch/v1 Jobs); otherwise it is
+    /// Background.
+    fn orphans_by_default(&self) -> bool {
+        false
+    }
+
     // What else a built-in kind declares about itself. Every list the server
     // keeps per kind (Table printers, OpenAPI definitions, protobuf kinds,
     // federated kinds) is derived from these, and `kinds::check` fails on a

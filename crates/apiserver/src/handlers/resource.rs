@@ -6,6 +6,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::{Extension, Path, RawQuery, State as AxState};
 use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::IntoResponse;
 use serde_json::{Value, json};
 use ubernetes_apimachinery::{ApiError, ResourceInfo};
 use ubernetes_registry::Store;
@@ -100,7 +101,7 @@ pub async fn core(
         headers,
         body,
     };
-    negotiate::negotiate_error(protobuf_errors, dispatch(state, "", "v1", &rest, req).await)
+    serve(state, "", "v1", &rest, req, protobuf_errors).await
 }
 
 /// `/apis/{group}/{version}/{*rest}`.
@@ -121,10 +122,37 @@ pub async fn grouped(
         headers,
         body,
     };
-    negotiate::negotiate_error(
+    serve(state, &group, &version, &rest, req, protobuf_errors).await
+}
+
+/// One request to a resource: resolved, dispatched, its error negotiated,
+/// and the resource's deprecation warning (if it declares one) put first
+/// on the answer, error or not, as kube-apiserver does.
+async fn serve(
+    state: State,
+    group: &str,
+    version: &str,
+    rest: &str,
+    req: Req,
+    protobuf_errors: bool,
+) -> HandlerResult {
+    let (target, legacy_watch) = match resolve(&state, group, version, rest) {
+        Ok(t) => t,
+        Err(e) => return negotiate::negotiate_error(protobuf_errors, Err(e.into())),
+    };
+    let deprecation = target.store.strategy().deprecation_warning();
+    let result = negotiate::negotiate_error(
         protobuf_errors,
-        dispatch(state, &group, &version, &rest, req).await,
-    )
+        dispatch(state, target, legacy_watch, req).await,
+    );
+    match deprecation {
+        None => result,
+        Some(warning) => {
+            let mut resp = result.unwrap_or_else(IntoResponse::into_response);
+            crate::response::warn_first(resp.headers_mut(), warning);
+            Ok(resp)
+        }
+    }
 }
 
 /// The parts of one request the handlers use.
@@ -221,7 +249,7 @@ fn write_guard(
     ))
 }
 
-async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req) -> HandlerResult {
+async fn dispatch(state: State, target: Target, legacy_watch: bool, req: Req) -> HandlerResult {
     let Req {
         method,
         query: raw_query,
@@ -229,7 +257,6 @@ async fn dispatch(state: State, group: &str, version: &str, rest: &str, req: Req
         headers,
         body,
     } = req;
-    let (target, legacy_watch) = resolve(&state, group, version, rest)?;
     let query = Query::parse(raw_query.as_deref());
     let info = target.store.info().clone();
     let ns = target.namespace.as_deref();

@@ -44,9 +44,41 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .fields(&["status.successful"])
                 .on_create(prepare_job)
                 // jobStatusStrategy resets the spec only.
-                .status_writes_metadata(),
+                .status_writes_metadata()
+                // batch/v1 orphans the pods by default (jobStrategy's
+                // DefaultGarbageCollectionPolicy), and says so.
+                .orphans_by_default()
+                .admission(|_| Ok(Arc::new(JobDeleteWarning))),
         ),
     ]
+}
+
+/// kube's job storage `Delete`: a delete that names no propagation policy
+/// (so orphans the pods) is answered with this warning.
+const JOB_DELETE_WARNING: &str = "child pods are preserved by default when jobs are deleted; \
+     set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to \
+     suppress this warning";
+
+struct JobDeleteWarning;
+
+#[async_trait::async_trait]
+impl crate::admission::Admission for JobDeleteWarning {
+    async fn validate(
+        &self,
+        attrs: &crate::admission::Attributes<'_>,
+        _obj: &Value,
+    ) -> Result<Vec<String>, ubernetes_apimachinery::ApiError> {
+        let unset = attrs
+            .options
+            .is_none_or(|o| o.get("propagationPolicy").is_none());
+        Ok(
+            if attrs.operation == crate::admission::Operation::Delete && unset {
+                vec![JOB_DELETE_WARNING.to_string()]
+            } else {
+                Vec::new()
+            },
+        )
+    }
 }
 
 fn default_job_spec(spec: &mut JobSpec) {

@@ -138,6 +138,8 @@ pub struct Builtin<T> {
     prepare_update: Option<fn(&mut Value, &Value)>,
     prepare_status_update: Option<fn(&mut Value, &Value) -> Vec<Cause>>,
     returns_deleted_object: bool,
+    deprecation_warning: Option<&'static str>,
+    orphans_by_default: bool,
     secret_bodies: &'static [&'static str],
     stored_as: Option<StoredAs>,
     status_writes_metadata: bool,
@@ -181,6 +183,8 @@ where
             prepare_update: None,
             prepare_status_update: None,
             returns_deleted_object: false,
+            deprecation_warning: None,
+            orphans_by_default: false,
             secret_bodies: &[],
             stored_as: None,
             status_writes_metadata: false,
@@ -303,6 +307,20 @@ where
     /// (kube's `ReturnDeletedObject: true` in the kind's storage.go).
     pub fn returns_deleted_object(mut self) -> Self {
         self.returns_deleted_object = true;
+        self
+    }
+
+    /// Every answer about the resource carries this warning (see
+    /// [`Strategy::deprecation_warning`]).
+    pub fn deprecated(mut self, warning: &'static str) -> Self {
+        self.deprecation_warning = Some(warning);
+        self
+    }
+
+    /// A delete without a propagation policy orphans the dependents (see
+    /// [`Strategy::orphans_by_default`]).
+    pub fn orphans_by_default(mut self) -> Self {
+        self.orphans_by_default = true;
         self
     }
 
@@ -538,6 +556,14 @@ where
 
     fn returns_deleted_object(&self) -> bool {
         self.returns_deleted_object
+    }
+
+    fn deprecation_warning(&self) -> Option<&'static str> {
+        self.deprecation_warning
+    }
+
+    fn orphans_by_default(&self) -> bool {
+        self.orphans_by_default
     }
 
     fn secret_bodies(&self) -> &'static [&'static str] {

@@ -53,7 +53,10 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             Builtin::<Endpoints>::new(info::<Endpoints>("endpoints", &["ep"], &[], &[]))
                 .printer(printers::ENDPOINTS)
                 .defaults(default_endpoints)
-                .validate(validate_endpoints),
+                .validate(validate_endpoints)
+                .deprecated(
+                    "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice",
+                ),
         ),
         Arc::new(
             Builtin::<Event>::new(info::<Event>("event", &["ev"], &[], &[]))
@@ -171,7 +174,10 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .fields(&["status.replicas"])
             .scale("/spec/replicas", "/status/replicas", Some("/spec/selector"))
             // rcStatusStrategy resets the spec only.
-            .status_writes_metadata(),
+            .status_writes_metadata()
+            // v1 orphans the pods by default (rcStrategy's
+            // DefaultGarbageCollectionPolicy).
+            .orphans_by_default(),
         ),
         Arc::new(
             Builtin::<ResourceQuota>::new(info::<ResourceQuota>(
