@@ -27,6 +27,7 @@ pub mod ipaddress;
 pub mod names;
 pub mod omitempty;
 pub mod platform;
+pub mod priorityclass;
 pub mod quantity;
 pub mod resource;
 pub mod validation;

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use k8s_openapi::api::admissionregistration::v1 as admission;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::node::v1::RuntimeClass;
-use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1 as storage;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{Value, json};
@@ -23,7 +22,7 @@ use ubernetes_apimachinery::{ApiError, Cause};
 
 use super::builtin::{Builtin, info};
 use super::names;
-use super::validation::{immutable_str, invalid_num, invalid_str};
+use super::validation::{immutable_str, invalid_str};
 use crate::csr_signer::KUBE_APISERVER_CLIENT_SIGNER;
 use crate::printers;
 use crate::registry::Registry;
@@ -226,32 +225,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 }),
         ),
         // scheduling.k8s.io/v1
-        Arc::new(
-            Builtin::<PriorityClass>::new(info::<PriorityClass>(
-                "priorityclass",
-                &["pc"],
-                &[],
-                &[],
-            ))
-            .printer(printers::PRIORITY_CLASS)
-            .admission(crate::priority::class_plugin)
-            .federated()
-            .defaults(|pc| {
-                if pc.preemption_policy.is_none() {
-                    pc.preemption_policy = Some("PreemptLowerPriority".into());
-                }
-            })
-            .validate_update(|new, old| {
-                if new.value != old.value {
-                    return vec![invalid_num(
-                        "value",
-                        new.value.unwrap_or_default().into(),
-                        "field is immutable",
-                    )];
-                }
-                Vec::new()
-            }),
-        ),
+        super::priorityclass::strategy(),
         // storage.k8s.io/v1
         Arc::new(
             Builtin::<storage::CSIDriver>::new(info::<storage::CSIDriver>(

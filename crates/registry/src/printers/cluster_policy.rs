@@ -274,41 +274,6 @@ fn runtime_class(obj: &Value, now: Timestamp) -> Vec<Value> {
     vec![name(obj), json!(s(obj, "/handler")), age(obj, now)]
 }
 
-/// kube's printer for PriorityClass (columns and cells).
-pub const PRIORITY_CLASS: TablePrinter = TablePrinter::new(priority_class_columns, priority_class);
-
-fn priority_class_columns() -> Vec<Column> {
-    vec![
-        NAME,
-        col(
-            "Value",
-            "integer",
-            "value represents the integer value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec.",
-        ),
-        col(
-            "Global-Default",
-            "boolean",
-            "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the smallest value of such global default PriorityClasses will be used as the default priority.",
-        ),
-        AGE,
-        col(
-            "PreemptionPolicy",
-            "string",
-            "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.",
-        ),
-    ]
-}
-
-fn priority_class(obj: &Value, now: Timestamp) -> Vec<Value> {
-    vec![
-        name(obj),
-        json!(obj.get("value").and_then(Value::as_i64).unwrap_or(0)),
-        flag(obj, "/globalDefault", false),
-        age(obj, now),
-        json!(s(obj, "/preemptionPolicy")),
-    ]
-}
-
 // ---- storage.k8s.io --------------------------------------------------------
 
 /// kube's printer for StorageClass (columns and cells).

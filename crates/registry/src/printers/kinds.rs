@@ -26,11 +26,8 @@ pub struct Column {
     pub priority: i32,
 }
 
-pub(super) const fn col(
-    name: &'static str,
-    kind: &'static str,
-    description: &'static str,
-) -> Column {
+/// A column (priority 0), for a [`TablePrinter`]'s columns.
+pub const fn col(name: &'static str, kind: &'static str, description: &'static str) -> Column {
     Column {
         name,
         kind,
@@ -40,7 +37,8 @@ pub(super) const fn col(
     }
 }
 
-const fn wide(name: &'static str, kind: &'static str, description: &'static str) -> Column {
+/// A column `-o wide` adds (priority 1).
+pub const fn wide(name: &'static str, kind: &'static str, description: &'static str) -> Column {
     Column {
         name,
         kind,
@@ -53,14 +51,16 @@ const fn wide(name: &'static str, kind: &'static str, description: &'static str)
 const NAME_DESC: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
 const AGE_DESC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
-pub(super) const NAME: Column = Column {
+/// kube's `Name` column (format `name`), first in every table.
+pub const NAME: Column = Column {
     name: "Name",
     kind: "string",
     format: "name",
     description: NAME_DESC,
     priority: 0,
 };
-pub(super) const AGE: Column = col("Age", "string", AGE_DESC);
+/// kube's `Age` column.
+pub const AGE: Column = col("Age", "string", AGE_DESC);
 const CONTAINERS: Column = wide(
     "Containers",
     "string",
@@ -1114,11 +1114,13 @@ fn len_of(obj: &Value, ptr: &str) -> i64 {
     }
 }
 
-pub(super) fn name(obj: &Value) -> Value {
+/// The `Name` cell.
+pub fn name(obj: &Value) -> Value {
     json!(s(obj, "/metadata/name"))
 }
 
-pub(super) fn age(obj: &Value, now: Timestamp) -> Value {
+/// The `Age` cell, as of `now`.
+pub fn age(obj: &Value, now: Timestamp) -> Value {
     json!(since(obj.pointer("/metadata/creationTimestamp"), now))
 }
 
