@@ -103,12 +103,6 @@ const ALLOWED: &[Allowed] = &[
     Allowed {
         kind: "*",
         step: "*",
-        aspect: "body:/metadata/generation",
-        reason: "metadata.generation: kube 1.36 sets it on every kind and bumps a Deployment's on annotation changes; ours only on kinds with a spec generation",
-    },
-    Allowed {
-        kind: "*",
-        step: "*",
         aspect: "body:/status*",
         reason: "empty or defaulted status structs kube prints (status: {}, loadBalancer: {}, Node nodeInfo, HPA currentMetrics null), and the ResourceQuota status.hard/used ours' quota controller fills without kcm",
     },
@@ -127,8 +121,8 @@ const ALLOWED: &[Allowed] = &[
     Allowed {
         kind: "v1 Pod",
         step: "delete*|watch",
-        aspect: "body:/metadata/deletion*|body:",
-        reason: "Pod delete: kube's graceful deletion stamps deletionTimestamp and a 0 s grace period on the unscheduled pod (a MODIFIED event) before it removes and returns it; ours removes it as it was",
+        aspect: "body:/metadata/deletion*|body:/metadata/generation|body:",
+        reason: "Pod delete: kube's graceful deletion stamps deletionTimestamp, a 0 s grace period and a generation bump on the unscheduled pod (a MODIFIED event) before it removes and returns it; ours removes it as it was",
     },
     Allowed {
         kind: "v1 Namespace",

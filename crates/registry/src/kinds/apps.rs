@@ -76,6 +76,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .after_normalize(drop_empty_selector)
             .validate_update(|n, o| selector_immutable(&n.spec.selector, &o.spec.selector))
             .scale("/spec/replicas", "/status/replicas", Some("/spec/selector"))
+            // deploymentStrategy.PrepareForUpdate: an annotation change bumps
+            // the generation too (they are copied to the ReplicaSets).
+            .on_update(|new, old| bump_generation_if_changed(new, old, "annotations"))
             // deploymentStatusStrategy resets the spec and the labels: a
             // status write may change the annotations.
             .status_writes_metadata()
@@ -124,6 +127,31 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .status_writes_metadata(),
         ),
     ]
+}
+
+/// Bump `metadata.generation` when the metadata `field` (labels,
+/// annotations) changed, an absent map being equal to an empty one (kube's
+/// `apiequality.Semantic.DeepEqual`). The generic rule bumps it when
+/// anything but metadata and status changes; some kinds count a metadata
+/// field too.
+pub(super) fn bump_generation_if_changed(new: &mut Value, old: &Value, field: &str) {
+    let map = |v: &Value| {
+        v.get("metadata")
+            .and_then(|m| m.get(field))
+            .and_then(Value::as_object)
+            .filter(|m| !m.is_empty())
+            .cloned()
+    };
+    if map(new) == map(old) {
+        return;
+    }
+    let generation = old
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("generation".into(), json!(generation + 1));
+    }
 }
 
 /// A Deployment's status write keeps the stored labels (kube's
@@ -526,4 +554,24 @@ fn validate_daemonset(d: &DaemonSet, raw: &Value) -> Vec<Cause> {
         spec.revision_history_limit.map(i64::from),
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_metadata_field_change_bumps_the_generation_once_and_empty_is_absent() {
+        let old = json!({"metadata": {"generation": 3, "annotations": {"a": "1"}}});
+        let mut same = json!({"metadata": {"generation": 3, "annotations": {"a": "1"}}});
+        bump_generation_if_changed(&mut same, &old, "annotations");
+        assert_eq!(same["metadata"]["generation"], 3);
+        let mut changed = json!({"metadata": {"generation": 3, "annotations": {"a": "2"}}});
+        bump_generation_if_changed(&mut changed, &old, "annotations");
+        assert_eq!(changed["metadata"]["generation"], 4);
+        let bare = json!({"metadata": {"generation": 1}});
+        let mut empty = json!({"metadata": {"generation": 1, "labels": {}}});
+        bump_generation_if_changed(&mut empty, &bare, "labels");
+        assert_eq!(empty["metadata"]["generation"], 1);
+    }
 }

@@ -149,6 +149,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
         Arc::new(
             Builtin::<PodTemplate>::new(info::<PodTemplate>("podtemplate", &[], &[], &[]))
                 .printer(printers::POD_TEMPLATE)
+                // podTemplateStrategy: generation 1, bumped when the
+                // template changes.
+                .generation()
                 .defaults(|t| {
                     if let Some(t) = &mut t.template {
                         defaults::pod_template(t);

@@ -247,6 +247,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                     }
                 })
                 .validate(validate_endpoint_slice)
+                // endpointSliceStrategy.PrepareForUpdate: a label change
+                // bumps the generation too.
+                .on_update(|new, old| super::apps::bump_generation_if_changed(new, old, "labels"))
                 .validate_update(|n, o| {
                     if n.address_type != o.address_type {
                         vec![invalid_str(

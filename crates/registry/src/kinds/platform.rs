@@ -106,6 +106,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(printers::WEBHOOK_CONFIGURATION)
+            // kube's strategy: generation 1 on create, bumped when the webhooks
+            // change.
+            .generation()
             .federated()
             .defaults(|w| {
                 for h in w.webhooks.iter_mut().flatten() {
@@ -148,6 +151,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(printers::ADMISSION_POLICY_BINDING)
+            // kube's strategy: generation 1 on create, bumped when the spec
+            // changes.
+            .generation()
             .federated()
             .validate(|b| {
                 let spec = &b.spec;
@@ -169,6 +175,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(printers::WEBHOOK_CONFIGURATION)
+            // kube's strategy: generation 1 on create, bumped when the webhooks
+            // change.
+            .generation()
             .federated()
             .defaults(|w| {
                 for h in w.webhooks.iter_mut().flatten() {

@@ -25,6 +25,8 @@ pub fn strategy() -> Arc<dyn Strategy> {
             .printer(PRINTER)
             .admission(crate::priority::class_plugin)
             .federated()
+            // kube 1.36 keeps metadata.generation on PriorityClasses.
+            .generation()
             .defaults(|pc| {
                 if pc.preemption_policy.is_none() {
                     pc.preemption_policy = Some("PreemptLowerPriority".into());
