@@ -168,6 +168,7 @@ pub type HandlerResult = Result<axum::response::Response, ErrorResponse>;
 pub struct NoRoute;
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing test may panic
 mod tests {
     use http_body::Body as _;
     use http_body_util::BodyExt;
