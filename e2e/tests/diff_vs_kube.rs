@@ -155,28 +155,10 @@ const ALLOWED: &[Allowed] = &[
         reason: "DaemonSet: the deprecated template-generation annotation kube still sets",
     },
     Allowed {
-        kind: "batch/v1 CronJob",
-        step: "*",
-        aspect: "body:/spec/jobTemplate*",
-        reason: "CronJob: the empty jobTemplate metadata structs kube prints",
-    },
-    Allowed {
-        kind: "v1 Event",
-        step: "*",
-        aspect: "body:/source|body:/firstTimestamp|body:/lastTimestamp|body:/eventTime|body:/reportingComponent|body:/reportingInstance",
-        reason: "core Event: the empty and null fields kube prints",
-    },
-    Allowed {
         kind: "events.k8s.io/v1 Event",
         step: "*",
         aspect: "body:/deprecated*|body:/details/group",
         reason: "events.k8s.io Event: the null/empty deprecated* fields kube prints; details.group of an invalid one",
-    },
-    Allowed {
-        kind: "discovery.k8s.io/v1 EndpointSlice",
-        step: "*",
-        aspect: "body:/endpoints/N/conditions|body:/ports/N/name",
-        reason: "EndpointSlice: the empty conditions and port name kube prints",
     },
     Allowed {
         kind: "storage.k8s.io/v1 CSINode",

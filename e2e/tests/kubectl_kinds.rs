@@ -1068,12 +1068,14 @@ fn apply_of_one_multi_document_yaml_creates_then_leaves_every_kind_unchanged() -
     // A second apply of the same file changes nothing. kubectl's own patch
     // computation (not the server) reports "configured" for these anyway, as
     // against kube-apiserver: a Secret's stringData never appears in the live
-    // object; Endpoints subsets and LimitRange limits are atomic lists that
-    // the server defaults (port protocol, defaultRequest); a PDB selector has
+    // object; Endpoints subsets, EndpointSlice endpoints and LimitRange
+    // limits are atomic lists that the server defaults (port protocol, an
+    // endpoint's `conditions: {}`, defaultRequest); a PDB selector has
     // patchStrategy "replace", always sent. RoleBinding is checked separately.
     let always_configured = [
         "secret/sec1",
         "endpoints/ep1",
+        "endpointslice.discovery.k8s.io/eps1",
         "limitrange/lr1",
         "poddisruptionbudget.policy/pdb1",
         "rolebinding.rbac.authorization.k8s.io/rb1",

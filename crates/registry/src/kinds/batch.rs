@@ -30,6 +30,15 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .generation()
                 .defaults(default_cronjob)
                 .validate(validate_cronjob)
+                // Go's JobTemplateSpec and PodTemplateSpec hold their
+                // ObjectMeta by value: `metadata: {}` when unset.
+                .after_normalize(|obj| {
+                    for path in ["/spec/jobTemplate", "/spec/jobTemplate/spec/template"] {
+                        if let Some(t) = obj.pointer_mut(path).and_then(Value::as_object_mut) {
+                            t.entry("metadata").or_insert_with(|| json!({}));
+                        }
+                    }
+                })
                 // cronJobStatusStrategy resets the spec only.
                 .status_writes_metadata(),
         ),

@@ -63,7 +63,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 .printer(printers::EVENT)
                 .validate(validate_event)
                 .fields(EVENT_FIELDS)
-                .attrs(event_attrs),
+                .attrs(event_attrs)
+                .after_normalize(go_event_zero_values),
         ),
         Arc::new(
             Builtin::<LimitRange>::new(info::<LimitRange>("limitrange", &["limits"], &[], &[]))
@@ -1421,6 +1422,21 @@ fn prepare_service_update(new: &mut Value, old: &Value) {
                     p["nodePort"] = np.clone();
                 }
             }
+        }
+    }
+}
+
+/// What Go encodes for an Event's fields left unset: the `source` struct as
+/// `{}`, the timestamps (structs, `omitempty` does not apply) as `null`,
+/// and the reporting strings (no `omitempty`) as `""`.
+fn go_event_zero_values(obj: &mut Value) {
+    if let Some(o) = obj.as_object_mut() {
+        o.entry("source").or_insert_with(|| json!({}));
+        for t in ["firstTimestamp", "lastTimestamp", "eventTime"] {
+            o.entry(t).or_insert(Value::Null);
+        }
+        for s in ["reportingComponent", "reportingInstance"] {
+            o.entry(s).or_insert_with(|| json!(""));
         }
     }
 }

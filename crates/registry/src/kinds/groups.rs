@@ -247,6 +247,24 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                     }
                 })
                 .validate(validate_endpoint_slice)
+                // Go encodes an endpoint's `conditions` struct (held by
+                // value) as `{}`, and a port's defaulted `name` pointer as "".
+                .after_normalize(|obj| {
+                    for (list, field, zero) in [
+                        ("endpoints", "conditions", json!({})),
+                        ("ports", "name", json!("")),
+                    ] {
+                        for item in obj
+                            .get_mut(list)
+                            .and_then(serde_json::Value::as_array_mut)
+                            .into_iter()
+                            .flatten()
+                            .filter_map(serde_json::Value::as_object_mut)
+                        {
+                            item.entry(field).or_insert_with(|| zero.clone());
+                        }
+                    }
+                })
                 // endpointSliceStrategy.PrepareForUpdate: a label change
                 // bumps the generation too.
                 .on_update(|new, old| super::apps::bump_generation_if_changed(new, old, "labels"))
