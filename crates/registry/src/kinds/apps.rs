@@ -58,6 +58,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .validate_json(validate_daemonset)
             .after_normalize(drop_empty_selector)
             .validate_update(|n, o| selector_immutable(&n.spec.selector, &o.spec.selector))
+            .on_create(|obj| set_template_generation(obj, None))
+            .on_update(|new, old| set_template_generation(new, Some(old)))
             // daemonSetStatusStrategy resets the spec only.
             .status_writes_metadata(),
         ),
@@ -127,6 +129,35 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .status_writes_metadata(),
         ),
     ]
+}
+
+/// The annotation apps/v1 carries a DaemonSet's internal
+/// `spec.templateGeneration` in.
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// kube's daemonSetStrategy: the template generation is 1 on create (or what
+/// the client set, if higher), and on update the stored one, plus one when
+/// the pod template changed.
+fn set_template_generation(obj: &mut Value, old: Option<&Value>) {
+    let of = |v: &Value| {
+        v.pointer("/metadata/annotations")
+            .and_then(|a| a.get(TEMPLATE_GENERATION))
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or(0)
+    };
+    let generation = match old {
+        None => of(obj).max(1),
+        Some(old) if old.pointer("/spec/template") != obj.pointer("/spec/template") => of(old) + 1,
+        Some(old) => of(old),
+    };
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+    if let Some(a) = annotations.as_object_mut() {
+        a.insert(TEMPLATE_GENERATION.into(), json!(generation.to_string()));
+    }
 }
 
 /// Bump `metadata.generation` when the metadata `field` (labels,
@@ -573,5 +604,23 @@ mod tests {
         let mut empty = json!({"metadata": {"generation": 1, "labels": {}}});
         bump_generation_if_changed(&mut empty, &bare, "labels");
         assert_eq!(empty["metadata"]["generation"], 1);
+    }
+
+    #[test]
+    fn a_daemonsets_template_generation_starts_at_1_and_follows_the_template() {
+        let mut ds = json!({"metadata": {}, "spec": {"template": {"spec": {"a": 1}}}});
+        set_template_generation(&mut ds, None);
+        assert_eq!(ds["metadata"]["annotations"][TEMPLATE_GENERATION], "1");
+        let mut relabeled = ds.clone();
+        relabeled["metadata"]["annotations"][TEMPLATE_GENERATION] = json!("9");
+        set_template_generation(&mut relabeled, Some(&ds));
+        assert_eq!(
+            relabeled["metadata"]["annotations"][TEMPLATE_GENERATION],
+            "1"
+        );
+        let mut changed = ds.clone();
+        changed["spec"]["template"]["spec"]["a"] = json!(2);
+        set_template_generation(&mut changed, Some(&ds));
+        assert_eq!(changed["metadata"]["annotations"][TEMPLATE_GENERATION], "2");
     }
 }
