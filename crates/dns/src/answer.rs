@@ -4,7 +4,9 @@
 //! - One question, class IN, opcode QUERY; else FORMERR (no or several
 //!   questions), NOTIMP (other opcodes) or REFUSED (other classes, zone
 //!   transfers).
-//! - A name outside the zone: REFUSED (no recursion; RA is never set).
+//! - The zone: of several ([`answer_in`]), the most specific that holds
+//!   the question's name; each answers from its own table as below.
+//! - A name outside the zone(s): REFUSED (no recursion; RA is never set).
 //! - A name in the zone: AA set. Records of the asked type answer; a CNAME
 //!   answers any type but CNAME's own and is followed inside the zone (at
 //!   most [`MAX_CHAIN`] links), the response code being that of the last
@@ -22,7 +24,7 @@ use hickory_proto::serialize::binary::{BinDecodable as _, BinDecoder, BinEncoder
 use hickory_server::authority::{MessageRequest, MessageResponse, MessageResponseBuilder};
 use rand::Rng as _;
 
-use crate::records::{Entry, Table};
+use crate::records::{Entry, RecordStore, Table};
 
 /// The longest CNAME chain followed inside the zone.
 pub const MAX_CHAIN: usize = 8;
@@ -252,6 +254,33 @@ pub fn encode(request: &MessageRequest, response: &Response, max_size: u16) -> O
 /// against reflection) or cannot be answered readably ([`encode`]). This is the path the fuzz target drives; the
 /// network handler runs the same [`answer`] on what hickory decoded.
 pub fn handle_packet(table: &Table, packet: &[u8], max_size: u16) -> Option<Vec<u8>> {
+    handle(packet, max_size, |request| answer(table, request))
+}
+
+/// [`handle_packet`] against every zone of `store`: the question's zone
+/// answers ([`answer_in`]). The path the fuzz target drives.
+pub fn handle_packet_in(store: &RecordStore, packet: &[u8], max_size: u16) -> Option<Vec<u8>> {
+    handle(packet, max_size, |request| answer_in(store, request))
+}
+
+/// Answer `request` from the table of its question's zone in `store` (the
+/// most specific zone holding the name; a name in none, or a request
+/// without exactly one question, is answered from the main zone, which
+/// refuses it or says FORMERR). One zone lookup, no lock beyond the
+/// table's snapshot.
+pub fn answer_in(store: &RecordStore, request: &MessageRequest) -> Response {
+    let table = match request.queries() {
+        [query] => store.snapshot_for(query.name()),
+        _ => store.snapshot(),
+    };
+    answer(&table, request)
+}
+
+fn handle(
+    packet: &[u8],
+    max_size: u16,
+    answer: impl FnOnce(&MessageRequest) -> Response,
+) -> Option<Vec<u8>> {
     let mut decoder = BinDecoder::new(packet);
     let request = match MessageRequest::read(&mut decoder) {
         Ok(r) => r,
@@ -272,7 +301,7 @@ pub fn handle_packet(table: &Table, packet: &[u8], max_size: u16) -> Option<Vec<
     if request.message_type() == MessageType::Response {
         return None;
     }
-    let response = answer(table, &request);
+    let response = answer(&request);
     let max_size = match &response.edns {
         Some(e) => max_size.max(e.max_payload()),
         None => max_size,

@@ -220,52 +220,143 @@ fn entry(name: &Name, ttl: u32, set: &RecordSet) -> Option<Entry> {
     })
 }
 
-/// The shared record table of one zone: the DNS server reads
-/// [`RecordStore::snapshot`] per query; the writer swaps in a new version
-/// with [`RecordStore::replace`], atomically (a query sees the old table or
-/// the new one, never a mix).
+/// One zone of a [`RecordStore`]: its configuration and its current table.
 #[derive(Debug)]
-pub struct RecordStore {
-    zone: ZoneConfig,
+struct Zone {
+    config: ZoneConfig,
+    origin: LowerName,
     current: RwLock<Arc<Table>>,
 }
 
-impl RecordStore {
-    /// An empty zone (SOA and NS only).
-    pub fn new(zone: ZoneConfig) -> Arc<Self> {
-        let (table, _) = Table::build(&zone, 1, BTreeMap::new());
-        Arc::new(Self {
-            zone,
+impl Zone {
+    fn new(config: ZoneConfig) -> Self {
+        let (table, _) = Table::build(&config, 1, BTreeMap::new());
+        Self {
+            origin: LowerName::from(config.origin.clone()),
+            config,
             current: RwLock::new(Arc::new(table)),
-        })
+        }
     }
 
-    /// The zone.
-    pub fn zone(&self) -> &ZoneConfig {
-        &self.zone
-    }
-
-    /// The origin as text with its final dot, e.g. `example.com.`.
-    pub fn origin(&self) -> String {
-        self.zone.origin.to_ascii()
-    }
-
-    /// The table queries are answered from now.
-    pub fn snapshot(&self) -> Arc<Table> {
+    fn snapshot(&self) -> Arc<Table> {
         self.current.read().clone()
     }
 
-    /// Replace every record with `sets` (name → records; names outside the
-    /// zone or invalid are skipped and counted in the result). The SOA
-    /// serial is bumped when anything changed; an unchanged set is a no-op.
-    pub fn replace(&self, sets: BTreeMap<String, RecordSet>) -> usize {
+    fn replace(&self, sets: BTreeMap<String, RecordSet>) -> usize {
         let current = self.snapshot();
         if current.sets == sets {
             return 0;
         }
         let serial = current.serial.wrapping_add(1).max(1);
-        let (table, rejected) = Table::build(&self.zone, serial, sets);
+        let (table, rejected) = Table::build(&self.config, serial, sets);
         *self.current.write() = Arc::new(table);
         rejected
+    }
+}
+
+/// The shared record tables of the zones the server is authoritative for
+/// (the main zone, `--dns-zone`, and any others, e.g. `clusterset.local`):
+/// the DNS server reads the table of a query's zone per query
+/// ([`RecordStore::snapshot_for`]); each zone's writer swaps in a new
+/// version with [`RecordStore::replace`] (the main zone) or
+/// [`RecordStore::replace_in`], atomically (a query sees the old table or
+/// the new one, never a mix). The zones are fixed when the store is made,
+/// so finding a query's zone takes no lock.
+#[derive(Debug)]
+pub struct RecordStore {
+    /// The main zone first; never empty.
+    zones: Vec<Zone>,
+}
+
+impl RecordStore {
+    /// One empty zone (SOA and NS only).
+    pub fn new(zone: ZoneConfig) -> Arc<Self> {
+        Arc::new(Self {
+            zones: vec![Zone::new(zone)],
+        })
+    }
+
+    /// Several empty zones, the first the main one ([`RecordStore::zone`]).
+    /// An error when there is none or two have the same origin. A zone
+    /// inside another (`a.example.com` and `example.com`) answers the names
+    /// under it: a query goes to the most specific zone that holds it.
+    pub fn with_zones(zones: Vec<ZoneConfig>) -> anyhow::Result<Arc<Self>> {
+        if zones.is_empty() {
+            anyhow::bail!("a DNS server needs a zone");
+        }
+        let zones: Vec<Zone> = zones.into_iter().map(Zone::new).collect();
+        for (i, z) in zones.iter().enumerate() {
+            if zones[..i].iter().any(|o| o.origin == z.origin) {
+                anyhow::bail!("the DNS zone {} is given twice", z.config.origin);
+            }
+        }
+        Ok(Arc::new(Self { zones }))
+    }
+
+    fn main(&self) -> &Zone {
+        // `new` and `with_zones` never make a store without a zone.
+        &self.zones[0]
+    }
+
+    /// The main zone.
+    pub fn zone(&self) -> &ZoneConfig {
+        &self.main().config
+    }
+
+    /// Every zone, the main one first.
+    pub fn zones(&self) -> impl Iterator<Item = &ZoneConfig> {
+        self.zones.iter().map(|z| &z.config)
+    }
+
+    /// The main zone's origin as text with its final dot, e.g. `example.com.`.
+    pub fn origin(&self) -> String {
+        self.main().config.origin.to_ascii()
+    }
+
+    /// The main zone's table queries are answered from now.
+    pub fn snapshot(&self) -> Arc<Table> {
+        self.main().snapshot()
+    }
+
+    /// The table of the most specific zone holding `name`, or the main
+    /// zone's when none does (it refuses the name).
+    pub fn snapshot_for(&self, name: &LowerName) -> Arc<Table> {
+        if let [only] = &self.zones[..] {
+            return only.snapshot();
+        }
+        self.zones
+            .iter()
+            .filter(|z| z.origin.zone_of(name))
+            .max_by_key(|z| z.origin.num_labels())
+            .unwrap_or_else(|| self.main())
+            .snapshot()
+    }
+
+    /// The table of the zone `origin` (a trailing dot is optional, case
+    /// does not matter), if the store has it.
+    pub fn snapshot_of(&self, origin: &str) -> Option<Arc<Table>> {
+        self.find(origin).map(Zone::snapshot)
+    }
+
+    fn find(&self, origin: &str) -> Option<&Zone> {
+        let mut name = Name::from_ascii(origin).ok()?;
+        name.set_fqdn(true);
+        let name = LowerName::from(name);
+        self.zones.iter().find(|z| z.origin == name)
+    }
+
+    /// Replace every record of the main zone with `sets` (name → records;
+    /// names outside the zone or invalid are skipped and counted in the
+    /// result). The SOA serial is bumped when anything changed; an
+    /// unchanged set is a no-op.
+    pub fn replace(&self, sets: BTreeMap<String, RecordSet>) -> usize {
+        self.main().replace(sets)
+    }
+
+    /// [`RecordStore::replace`] for the zone `origin` (as
+    /// [`RecordStore::snapshot_of`] names it); `None` when the store has no
+    /// such zone.
+    pub fn replace_in(&self, origin: &str, sets: BTreeMap<String, RecordSet>) -> Option<usize> {
+        self.find(origin).map(|z| z.replace(sets))
     }
 }

@@ -1,6 +1,6 @@
 //! The network side: hickory-server's `ServerFuture` on one UDP socket and
 //! one TCP listener of the same address, handing each decoded request to
-//! [`crate::answer::answer`]. hickory parses the packets (a malformed one
+//! [`crate::answer::answer_in`] (the question's zone answers). hickory parses the packets (a malformed one
 //! gets FORMERR or is dropped, never reaches us half-decoded), limits each
 //! TCP connection by an idle timeout and never answers a packet that is
 //! itself a response. A request whose questions could not be echoed
@@ -16,7 +16,7 @@ use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseI
 use tokio::net::{TcpListener, UdpSocket};
 use tokio_util::sync::CancellationToken;
 
-use crate::answer::{answer, encode, message};
+use crate::answer::{answer_in, encode, message};
 use crate::records::RecordStore;
 
 /// How long a TCP connection may stay idle.
@@ -33,8 +33,7 @@ impl RequestHandler for Handler {
         request: &Request,
         mut response_handle: R,
     ) -> ResponseInfo {
-        let table = self.store.snapshot();
-        let response = answer(&table, request);
+        let response = answer_in(&self.store, request);
         let qtype = request.queries().first().map(|q| q.query_type());
         // Encoded once here to be sure it reads back (see `encode`); hickory
         // encodes it again to send it, with the transport's size limit.
@@ -70,7 +69,7 @@ pub struct DnsServer {
 
 impl DnsServer {
     /// Bind UDP and TCP on `addr` (port 0: a free port, the same for both)
-    /// and answer from `store` until `stop` is cancelled.
+    /// and answer from `store` (each of its zones) until `stop` is cancelled.
     pub async fn start(
         addr: SocketAddr,
         store: Arc<RecordStore>,

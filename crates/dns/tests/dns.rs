@@ -10,7 +10,7 @@ use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode}
 use hickory_proto::rr::{DNSClass, Name, RData, RecordType};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio_util::sync::CancellationToken;
-use ubernetes_dns::answer::handle_packet;
+use ubernetes_dns::answer::{handle_packet, handle_packet_in};
 use ubernetes_dns::{DnsServer, RecordSet, RecordStore, ZoneConfig};
 
 const GLOBAL: &str = "web.default.fed.svc.example.com.";
@@ -56,7 +56,7 @@ fn query(name: &str, qtype: RecordType) -> Message {
 }
 
 fn ask(store: &RecordStore, m: &Message) -> Message {
-    let bytes = handle_packet(&store.snapshot(), &m.to_vec().unwrap(), 512).expect("an answer");
+    let bytes = handle_packet_in(store, &m.to_vec().unwrap(), 512).expect("an answer");
     Message::from_vec(&bytes).unwrap()
 }
 
@@ -325,6 +325,185 @@ fn invalid_and_foreign_names_are_skipped() {
     let r = ask(&store, &query("ok.example.com.", RecordType::A));
     assert_eq!(addrs(&r), ["192.0.2.1"]);
     assert!(ZoneConfig::new(".", 30).is_err());
+}
+
+const CLUSTERSET: &str = "web.default.svc.clusterset.local.";
+
+/// The main zone of [`store`] and `clusterset.local` beside it, one record
+/// in the second.
+fn two_zones() -> std::sync::Arc<RecordStore> {
+    let mut main = ZoneConfig::new("example.com", 180).unwrap();
+    main.nameserver_addresses = vec![ip("127.0.0.1")];
+    let mut clusterset = ZoneConfig::new("clusterset.local", 30).unwrap();
+    clusterset.nameserver_addresses = vec![ip("127.0.0.1")];
+    let store = RecordStore::with_zones(vec![main, clusterset]).unwrap();
+    assert_eq!(
+        store.replace(BTreeMap::from([(
+            GLOBAL.to_string(),
+            RecordSet::Addresses(vec![ip("192.0.2.1")]),
+        )])),
+        0
+    );
+    let sets = BTreeMap::from([(
+        CLUSTERSET.to_string(),
+        RecordSet::Addresses(vec![ip("10.1.0.1"), ip("10.2.0.1"), ip("fd00::1")]),
+    )]);
+    assert_eq!(store.replace_in("ClusterSet.Local", sets), Some(0));
+    store
+}
+
+#[test]
+fn a_second_zone_answers_from_its_own_table_with_its_own_soa() {
+    let store = two_zones();
+    assert_eq!(store.origin(), "example.com.");
+    assert_eq!(
+        store
+            .zones()
+            .map(|z| z.origin.to_ascii())
+            .collect::<Vec<_>>(),
+        ["example.com.", "clusterset.local."]
+    );
+    let r = ask(&store, &query(CLUSTERSET, RecordType::A));
+    assert_eq!(r.response_code(), ResponseCode::NoError);
+    assert!(r.authoritative());
+    assert_eq!(addrs(&r), ["10.1.0.1", "10.2.0.1"]);
+    assert!(r.answers().iter().all(|a| a.ttl() == 30));
+    let r = ask(&store, &query(CLUSTERSET, RecordType::AAAA));
+    assert_eq!(addrs(&r), ["fd00::1"]);
+    // The main zone keeps answering from its table.
+    let r = ask(&store, &query(GLOBAL, RecordType::A));
+    assert_eq!(addrs(&r), ["192.0.2.1"]);
+    // A name of the second zone without records: NXDOMAIN with its SOA.
+    let r = ask(
+        &store,
+        &query("db.default.svc.clusterset.local.", RecordType::A),
+    );
+    assert_eq!(r.response_code(), ResponseCode::NXDomain);
+    assert!(r.authoritative());
+    let [soa] = r.name_servers() else {
+        panic!("one SOA: {r:?}")
+    };
+    assert_eq!(soa.name().to_ascii(), "clusterset.local.");
+    let RData::SOA(data) = soa.data() else {
+        panic!("not an SOA: {r:?}")
+    };
+    assert_eq!(data.mname().to_ascii(), "ns.clusterset.local.");
+    // Its apex: SOA and NS (with glue), as the main zone's.
+    let r = ask(&store, &query("clusterset.local.", RecordType::SOA));
+    assert_eq!(r.answers().len(), 1);
+    assert_eq!(r.answers()[0].record_type(), RecordType::SOA);
+    let r = ask(&store, &query("clusterset.local.", RecordType::NS));
+    assert_eq!(r.answers()[0].record_type(), RecordType::NS);
+    assert_eq!(
+        addrs(&Message::new().add_answers(r.additionals().to_vec()).clone()),
+        ["127.0.0.1"]
+    );
+    // An empty non-terminal of the second zone: NODATA.
+    let r = ask(
+        &store,
+        &query("default.svc.clusterset.local.", RecordType::A),
+    );
+    assert_eq!(r.response_code(), ResponseCode::NoError);
+    assert!(r.answers().is_empty());
+    // A name of the main zone's spelling in the other: NXDOMAIN there.
+    let r = ask(
+        &store,
+        &query("web.default.fed.svc.clusterset.local.", RecordType::A),
+    );
+    assert_eq!(r.response_code(), ResponseCode::NXDomain);
+    // Outside both: REFUSED.
+    for name in ["local.", "example.org.", "other.local."] {
+        let r = ask(&store, &query(name, RecordType::A));
+        assert_eq!(r.response_code(), ResponseCode::Refused, "{name}");
+    }
+    // Writing one zone leaves the other alone; an unknown zone is None.
+    let serial = store.snapshot().serial;
+    assert_eq!(
+        store.replace_in("clusterset.local.", BTreeMap::new()),
+        Some(0)
+    );
+    let r = ask(&store, &query(CLUSTERSET, RecordType::A));
+    assert_eq!(r.response_code(), ResponseCode::NXDomain);
+    assert_eq!(store.snapshot().serial, serial);
+    assert_eq!(
+        addrs(&ask(&store, &query(GLOBAL, RecordType::A))),
+        ["192.0.2.1"]
+    );
+    assert!(store.replace_in("example.org", BTreeMap::new()).is_none());
+    assert!(store.snapshot_of("clusterset.local").is_some());
+    // A name of the main zone written into the second is not served.
+    assert_eq!(
+        store.replace_in(
+            "clusterset.local",
+            BTreeMap::from([(
+                GLOBAL.to_string(),
+                RecordSet::Addresses(vec![ip("10.0.0.9")])
+            )])
+        ),
+        Some(1)
+    );
+}
+
+#[test]
+fn zones_are_distinct_and_the_most_specific_one_answers() {
+    let zone = |o: &str| ZoneConfig::new(o, 60).unwrap();
+    assert!(RecordStore::with_zones(vec![]).is_err());
+    assert!(RecordStore::with_zones(vec![zone("example.com"), zone("EXAMPLE.com.")]).is_err());
+    let store = RecordStore::with_zones(vec![zone("local"), zone("clusterset.local")]).unwrap();
+    store.replace(BTreeMap::from([(
+        "a.local.".to_string(),
+        RecordSet::Addresses(vec![ip("192.0.2.7")]),
+    )]));
+    store.replace_in(
+        "clusterset.local",
+        BTreeMap::from([(
+            "b.clusterset.local.".to_string(),
+            RecordSet::Addresses(vec![ip("192.0.2.8")]),
+        )]),
+    );
+    assert_eq!(
+        addrs(&ask(&store, &query("a.local.", RecordType::A))),
+        ["192.0.2.7"]
+    );
+    assert_eq!(
+        addrs(&ask(&store, &query("b.clusterset.local.", RecordType::A))),
+        ["192.0.2.8"]
+    );
+    // The inner zone's apex is its own.
+    let r = ask(&store, &query("clusterset.local.", RecordType::SOA));
+    assert_eq!(r.answers()[0].name().to_ascii(), "clusterset.local.");
+}
+
+#[tokio::test]
+async fn the_server_answers_every_zone_over_udp() {
+    let stop = CancellationToken::new();
+    let server = DnsServer::start("127.0.0.1:0".parse().unwrap(), two_zones(), stop.clone())
+        .await
+        .unwrap();
+    let sock = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    for (name, want) in [
+        (CLUSTERSET, vec!["10.1.0.1", "10.2.0.1"]),
+        (GLOBAL, vec!["192.0.2.1"]),
+    ] {
+        sock.send_to(
+            &query(name, RecordType::A).to_vec().unwrap(),
+            server.local_addr,
+        )
+        .await
+        .unwrap();
+        let (n, _) = tokio::time::timeout(Duration::from_secs(5), sock.recv_from(&mut buf))
+            .await
+            .expect("a UDP answer")
+            .unwrap();
+        let r = Message::from_vec(&buf[..n]).unwrap();
+        assert!(r.authoritative(), "{name}");
+        assert_eq!(addrs(&r), want, "{name}");
+    }
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(10), server.stopped())
+        .await
+        .expect("the server stops");
 }
 
 #[tokio::test]

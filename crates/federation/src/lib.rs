@@ -123,6 +123,7 @@ pub mod informer;
 pub mod kinds;
 pub mod member_kubeconfig;
 pub mod member_object;
+pub mod mcs_dns;
 pub mod members;
 pub mod metrics;
 pub mod objects;

@@ -174,6 +174,21 @@ pub struct DnsOptions {
     /// time a resolver caches a negative answer). Federation v1 used 180.
     #[arg(long = "dns-ttl", value_name = "SECONDS", default_value_t = 180)]
     pub dns_ttl: u32,
+
+    /// The zone of the Multi-cluster Services API (KEP-1645, SPEC §3.14),
+    /// which the DNS server of `--dns-bind` also answers, authoritatively:
+    /// for each ServiceExport `svc` in namespace `ns`,
+    /// `svc.ns.svc.<clusterset-zone>` answers the ready endpoint addresses
+    /// of every Ready cluster that runs the Service (A / AAAA, as a
+    /// headless clusterset Service: the federation has no ClusterSetIP VIP
+    /// to answer); other names in the zone are NXDOMAIN. Must differ from
+    /// `--dns-zone`.
+    #[arg(
+        long = "clusterset-zone",
+        value_name = "ZONE",
+        default_value = "clusterset.local"
+    )]
+    pub clusterset_zone: String,
 }
 
 impl Default for DnsOptions {
@@ -183,6 +198,7 @@ impl Default for DnsOptions {
             dns_zone: None,
             federation_name: "federation".to_string(),
             dns_ttl: 180,
+            clusterset_zone: "clusterset.local".to_string(),
         }
     }
 }
@@ -265,6 +281,11 @@ mod tests {
             panic!("no flags must parse");
         };
         assert_eq!(cli.f.conflict_resolution, ConflictResolution::Abort);
+        assert_eq!(cli.f.dns.clusterset_zone, "clusterset.local");
+        assert_eq!(
+            FederationOptions::default().dns.clusterset_zone,
+            cli.f.dns.clusterset_zone
+        );
         assert_eq!(
             cli.f.member_namespace_denylist,
             crate::member_object::DEFAULT_NAMESPACE_DENYLIST
@@ -277,11 +298,13 @@ mod tests {
             "x",
             "--conflict-resolution=adopt",
             "--member-namespace-denylist=team-*,legacy",
+            "--clusterset-zone=mcs.example",
         ]) else {
             panic!("flags must parse");
         };
         assert_eq!(cli.f.conflict_resolution, ConflictResolution::Adopt);
         assert_eq!(cli.f.member_namespace_denylist, ["team-*", "legacy"]);
+        assert_eq!(cli.f.dns.clusterset_zone, "mcs.example");
         let Ok(cli) = Cli::try_parse_from(["x", "--member-namespace-denylist="]) else {
             panic!("an empty denylist must parse");
         };

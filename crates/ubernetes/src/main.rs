@@ -303,7 +303,11 @@ async fn start_dns(
     if !bind.ip().is_unspecified() {
         config.nameserver_addresses = vec![bind.ip()];
     }
-    let store = ubernetes_dns::RecordStore::new(config);
+    // The Multi-cluster Services zone beside it (SPEC §3.14).
+    let mut clusterset = ubernetes_dns::ZoneConfig::new(&dns.clusterset_zone, dns.dns_ttl)?;
+    clusterset.nameserver_addresses = config.nameserver_addresses.clone();
+    let store = ubernetes_dns::RecordStore::with_zones(vec![config, clusterset])
+        .context("--clusterset-zone must differ from --dns-zone")?;
     let server = ubernetes_dns::DnsServer::start(bind, store.clone(), stop.clone()).await?;
     tracing::info!(zone = %store.origin(), addr = %server.local_addr, "serving DNS (udp and tcp)");
     Ok(Some(store))
