@@ -10,11 +10,15 @@
 //! The namespaced [`PropagationRecord`] is the federation's own record of
 //! how one federated object is propagated ([`propagation`]).
 //!
+//! [`mcs`] holds the Multi-cluster Services API (`multicluster.x-k8s.io/v1alpha1`
+//! ServiceExport and ServiceImport, KEP-1645).
+//!
 //! What it is not: no behaviour. Validation lives in the registry's
 //! `kinds::federation`, the controllers elsewhere.
 #![forbid(unsafe_code)]
 
 pub mod apiregistration;
+pub mod mcs;
 
 use std::borrow::Cow;
 

@@ -2,7 +2,8 @@
 //! `kubectl api-resources -o wide` (name, short names, group/version,
 //! scope, kind, verbs, categories) and `kubectl api-versions` must list
 //! exactly kube-apiserver's, plus our own `federation/v1beta1` (`clusters`,
-//! `propagationrecords`), listed explicitly below. The discovery entries of
+//! `propagationrecords`) and the MCS API's `multicluster.x-k8s.io/v1alpha1`
+//! (`serviceexports`, `serviceimports`), listed explicitly below. The discovery entries of
 //! the kinds added for issue 15 (`bindings`, `componentstatuses`,
 //! `pods/binding`, `resource.k8s.io/v1`, `flowcontrol.apiserver.k8s.io/v1`,
 //! `ipaddresses`, `servicecidrs`) are compared field by field too, and so is
@@ -21,12 +22,14 @@ use ubernetes_e2e::real_kube::{KubeCluster, kube_sh};
 
 /// Our resources kube-apiserver does not have (`kubectl api-resources -o
 /// wide` lines, columns collapsed to single spaces).
-const OUR_EXTRA_RESOURCES: [&str; 2] = [
+const OUR_EXTRA_RESOURCES: [&str; 4] = [
     "clusters federation/v1beta1 false Cluster create,delete,deletecollection,get,list,patch,update,watch",
     "propagationrecords federation/v1beta1 true PropagationRecord create,delete,deletecollection,get,list,patch,update,watch",
+    "serviceexports svcex,svcexport multicluster.x-k8s.io/v1alpha1 true ServiceExport create,delete,deletecollection,get,list,patch,update,watch",
+    "serviceimports svcim,svcimport multicluster.x-k8s.io/v1alpha1 true ServiceImport create,delete,deletecollection,get,list,patch,update,watch",
 ];
 /// Our group/versions kube-apiserver does not have.
-const OUR_EXTRA_VERSIONS: [&str; 1] = ["federation/v1beta1"];
+const OUR_EXTRA_VERSIONS: [&str; 2] = ["federation/v1beta1", "multicluster.x-k8s.io/v1alpha1"];
 
 const REF_RESOURCES: &str = include_str!("kube_reference/api-resources.txt");
 const REF_VERSIONS: &str = include_str!("kube_reference/api-versions.txt");
@@ -34,7 +37,8 @@ const REF_DISCOVERY: &str = include_str!("kube_reference/discovery-new-kinds.jso
 const REF_GROUPS: &str = include_str!("kube_reference/apis-groups.txt");
 
 /// The group names of `/apis`, in the server's order (kube orders them by
-/// the APIServices' `groupPriorityMinimum`), without our `federation`.
+/// the APIServices' `groupPriorityMinimum`), without our `federation` and
+/// `multicluster.x-k8s.io`.
 fn group_order(apis: &str) -> Result<Vec<String>> {
     let v: Value = serde_json::from_str(apis)?;
     Ok(v["groups"]
@@ -42,7 +46,7 @@ fn group_order(apis: &str) -> Result<Vec<String>> {
         .into_iter()
         .flatten()
         .filter_map(|g| g["name"].as_str())
-        .filter(|g| *g != "federation")
+        .filter(|g| *g != "federation" && *g != "multicluster.x-k8s.io")
         .map(String::from)
         .collect())
 }

@@ -90,10 +90,12 @@ fn every_spec_resource_is_served_once() {
         "flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
         "networking.k8s.io/v1/ipaddresses",
         "networking.k8s.io/v1/servicecidrs",
+        "multicluster.x-k8s.io/v1alpha1/serviceexports",
+        "multicluster.x-k8s.io/v1alpha1/serviceimports",
     ] {
         assert!(keys.contains(&want.to_string()), "missing {want}");
     }
-    assert_eq!(n, 61);
+    assert_eq!(n, 63);
     let v2 = all
         .iter()
         .position(|s| s.info().group == "autoscaling" && s.info().version == "v2");

@@ -24,6 +24,7 @@ pub mod federation;
 pub mod flowcontrol;
 pub mod groups;
 pub mod ipaddress;
+pub mod mcs;
 pub mod names;
 pub mod omitempty;
 pub mod platform;
@@ -45,6 +46,7 @@ pub fn builtin() -> Vec<Arc<dyn Strategy>> {
     all.extend(batch::strategies());
     all.extend(groups::strategies());
     all.extend(federation::strategies());
+    all.extend(mcs::strategies());
     all.extend(apiregistration::strategies());
     all.extend(platform::strategies());
     all.extend(resource::strategies());
