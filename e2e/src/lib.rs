@@ -7,7 +7,8 @@
 //! is killed when its handle drops.
 //!
 //! The tests themselves live in `e2e/tests/`; [`federation`] starts a host
-//! and member clusters and joins them; [`webhook`] runs real HTTPS webhook
+//! and member clusters and joins them; [`dig`] asks the embedded DNS server
+//! with the real `dig`; [`webhook`] runs real HTTPS webhook
 //! servers with a CA of the test's own.
 #![forbid(unsafe_code)]
 
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+pub mod dig;
 pub mod fault_proxy;
 pub mod federation;
 pub mod real_kube;

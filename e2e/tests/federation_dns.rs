@@ -20,11 +20,11 @@
 //!   list exactly the names and targets `dig` gets.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
+use ubernetes_e2e::dig::{self, Dig, dig};
 use ubernetes_e2e::federation::{Federation, condition};
 use ubernetes_e2e::{Server, eventually};
 
@@ -73,103 +73,6 @@ const WEST: &str = "web.default.fed.svc.west.example.com.";
 const EAST_1: &str = "web.default.fed.svc.east-1.east.example.com.";
 const EAST_2: &str = "web.default.fed.svc.east-2.east.example.com.";
 const WEST_1: &str = "web.default.fed.svc.west-1.west.example.com.";
-
-fn dig_available() -> bool {
-    Command::new("dig")
-        .arg("-v")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// What `dig` printed: the status and the answer section as
-/// `(name, type, data)`.
-#[derive(Debug)]
-struct Dig {
-    status: String,
-    flags: String,
-    answers: Vec<(String, String, String)>,
-}
-
-impl Dig {
-    fn addresses(&self) -> BTreeSet<String> {
-        self.answers
-            .iter()
-            .filter(|(_, t, _)| t == "A" || t == "AAAA")
-            .map(|(_, _, d)| d.clone())
-            .collect()
-    }
-
-    fn first_address(&self) -> Option<String> {
-        self.answers
-            .iter()
-            .find(|(_, t, _)| t == "A")
-            .map(|(_, _, d)| d.clone())
-    }
-
-    fn cnames(&self) -> Vec<(String, String)> {
-        self.answers
-            .iter()
-            .filter(|(_, t, _)| t == "CNAME")
-            .map(|(n, _, d)| (n.clone(), d.clone()))
-            .collect()
-    }
-}
-
-fn dig(port: u16, name: &str, qtype: &str, tcp: bool) -> Result<Dig> {
-    let mut cmd = Command::new("dig");
-    cmd.args([
-        "@127.0.0.1",
-        "-p",
-        &port.to_string(),
-        name,
-        qtype,
-        "+norecurse",
-        "+time=2",
-        "+tries=1",
-    ]);
-    if tcp {
-        cmd.arg("+tcp");
-    }
-    let out = cmd.output().context("running dig")?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    if !out.status.success() {
-        bail!("dig {name} {qtype} failed: {text}");
-    }
-    let status = text
-        .split("status: ")
-        .nth(1)
-        .and_then(|s| s.split(',').next())
-        .with_context(|| format!("no status in dig's output: {text}"))?
-        .to_string();
-    let flags = text
-        .split("flags: ")
-        .nth(1)
-        .and_then(|s| s.split(';').next())
-        .unwrap_or_default()
-        .to_string();
-    let mut answers = Vec::new();
-    let mut in_answer = false;
-    for line in text.lines() {
-        if line.starts_with(";; ANSWER SECTION") {
-            in_answer = true;
-            continue;
-        }
-        if in_answer {
-            if line.trim().is_empty() {
-                break;
-            }
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if let [n, _ttl, _class, t, d, ..] = f[..] {
-                answers.push((n.to_string(), t.to_string(), d.to_string()));
-            }
-        }
-    }
-    Ok(Dig {
-        status,
-        flags,
-        answers,
-    })
-}
 
 fn set(ips: &[&str]) -> BTreeSet<String> {
     ips.iter().map(|s| s.to_string()).collect()
@@ -285,18 +188,6 @@ fn dns_endpoints_match_dig(
     .with_context(|| format!("DNSEndpoints differ from the answers: {last}"))
 }
 
-fn free_port() -> Result<u16> {
-    // A UDP port whose TCP twin is free too.
-    for _ in 0..20 {
-        let udp = std::net::UdpSocket::bind("127.0.0.1:0")?;
-        let port = udp.local_addr()?.port();
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return Ok(port);
-        }
-    }
-    bail!("no free port for DNS")
-}
-
 fn annotate(host: &Server, annotations: &[&str]) -> Result<()> {
     let mut args = vec!["annotate", "service", "web", "--overwrite"];
     args.extend_from_slice(annotations);
@@ -306,13 +197,13 @@ fn annotate(host: &Server, annotations: &[&str]) -> Result<()> {
 
 #[test]
 fn dig_gets_healthy_addresses_at_every_level() -> Result<()> {
-    if !dig_available() {
+    if !dig::available() {
         eprintln!(
             "SKIPPED: `dig` is not installed (Debian: apt-get install -y dnsutils; scripts/test.sh does it)"
         );
         return Ok(());
     }
-    let port = free_port()?;
+    let port = dig::free_port()?;
     let bind = format!("127.0.0.1:{port}");
     let mut fed = Federation::start(
         3,
