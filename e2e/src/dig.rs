@@ -15,6 +15,18 @@ pub fn available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// Whether `dig` is missing, said on stderr (the test then passes as
+/// SKIPPED).
+pub fn missing() -> bool {
+    if available() {
+        return false;
+    }
+    eprintln!(
+        "SKIPPED: `dig` is not installed (Debian: apt-get install -y dnsutils; scripts/test.sh does it)"
+    );
+    true
+}
+
 /// A loopback UDP port whose TCP twin is free too (the server binds both).
 pub fn free_port() -> Result<u16> {
     for _ in 0..20 {

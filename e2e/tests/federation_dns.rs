@@ -197,10 +197,7 @@ fn annotate(host: &Server, annotations: &[&str]) -> Result<()> {
 
 #[test]
 fn dig_gets_healthy_addresses_at_every_level() -> Result<()> {
-    if !dig::available() {
-        eprintln!(
-            "SKIPPED: `dig` is not installed (Debian: apt-get install -y dnsutils; scripts/test.sh does it)"
-        );
+    if dig::missing() {
         return Ok(());
     }
     let port = dig::free_port()?;
