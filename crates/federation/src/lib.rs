@@ -248,11 +248,18 @@ pub async fn run_with(
         stop.clone(),
     ));
     let status = tokio::spawn(status::run(ctx.clone(), stop.clone()));
+    // The clusterset zone's names (SPEC §3.14) beside the main zone's.
+    let mcs_dns = dns
+        .clone()
+        .map(|store| tokio::spawn(mcs_dns::run(ctx.clone(), store, stop.clone())));
     let dns = dns.map(|store| tokio::spawn(dns_records::run(ctx.clone(), store, stop.clone())));
     let sync = tokio::spawn(sync::run(ctx, stop));
     let (c, st, s) = tokio::join!(clusters, status, sync);
     if let Some(dns) = dns {
         dns.await?;
+    }
+    if let Some(mcs_dns) = mcs_dns {
+        mcs_dns.await?;
     }
     c??;
     st??;
