@@ -1004,6 +1004,104 @@ pub fn ensure_service_account_key(dir: &Path) -> Result<(String, Outcome)> {
 }
 
 // ---------------------------------------------------------------------------
+// encryption at rest of Secrets, by default
+
+/// The `EncryptionConfiguration` made in the PKI directory when the server
+/// is given no `--encryption-provider-config` (and encrypting Secrets by
+/// default is not turned off): its key sits beside the CA, apart from the
+/// store, and travels with the PKI to every replica.
+pub const ENCRYPTION_CONFIG_FILE: &str = "encryption-config.yaml";
+
+/// The default encryption configuration as found or made by
+/// [`ensure_encryption_config`].
+#[derive(Debug, Clone)]
+pub struct EncryptionConfigFile {
+    /// `dir/encryption-config.yaml`.
+    pub path: PathBuf,
+    /// Made now, or found (never regenerated: a new key would make every
+    /// Secret already encrypted unreadable).
+    pub outcome: Outcome,
+    /// The mode the file had when it was found readable by group or others
+    /// and tightened to 0600 (for the caller to log).
+    pub loosened: Option<u32>,
+}
+
+/// The configuration that encrypts Secrets at rest when none is given:
+/// `dir/encryption-config.yaml` as found, or, on first start, a new
+/// `apiserver.config.k8s.io/v1` `EncryptionConfiguration` (mode 0600, `dir`
+/// 0700) with one rule for `secrets`: a `secretbox` provider holding a new
+/// random 32-byte key, then `identity` so Secrets written before (plaintext)
+/// still read, and are encrypted on their next write. The file is created
+/// without ever replacing one (a link of a complete temporary file), so two
+/// replicas starting together on one PKI directory end with the same key.
+pub fn ensure_encryption_config(dir: &Path) -> Result<EncryptionConfigFile> {
+    create_private_dir(dir)?;
+    let path = dir.join(ENCRYPTION_CONFIG_FILE);
+    if path.exists() {
+        let loosened = tighten(&path, 0o600)?;
+        return Ok(EncryptionConfigFile {
+            path,
+            outcome: Outcome::Reused,
+            loosened,
+        });
+    }
+    let mut key = [0u8; 32];
+    rand::fill(&mut key);
+    let mut tag = [0u8; 4];
+    rand::fill(&mut tag);
+    let today = jiff::Timestamp::now().strftime("%Y%m%d");
+    let tag: String = tag.iter().map(|b| format!("{b:02x}")).collect();
+    let text = default_encryption_config(&format!("key-{today}-{tag}"), &BASE64.encode(key));
+    let mut tmp_name = std::ffi::OsString::from(ENCRYPTION_CONFIG_FILE);
+    tmp_name.push(format!(".new{}", std::process::id()));
+    let tmp = dir.join(tmp_name);
+    write_private(&tmp, text.as_bytes())?;
+    let linked = fs::hard_link(&tmp, &path);
+    let _ = fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(EncryptionConfigFile {
+            path,
+            outcome: Outcome::Created,
+            loosened: None,
+        }),
+        // Another replica made it a moment ago: its key is the one.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(EncryptionConfigFile {
+            path,
+            outcome: Outcome::Reused,
+            loosened: None,
+        }),
+        Err(source) => Err(Error::Io {
+            action: "creating",
+            path,
+            source,
+        }),
+    }
+}
+
+/// The text of the default configuration with one key (`secret` base64).
+fn default_encryption_config(name: &str, secret: &str) -> String {
+    format!(
+        r#"# Made by ubernetes on its first start, as no --encryption-provider-config was
+# given: Secrets are encrypted at rest with this key. Keep this file with the
+# PKI (every replica needs it; a store or etcd backup is unreadable without
+# it), never beside the store's backups. Rotation: docs/operations.md,
+# "Encryption at rest".
+apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+  - resources:
+      - secrets
+    providers:
+      - secretbox:
+          keys:
+            - name: {name}
+              secret: {secret}
+      - identity: {{}}
+"#
+    )
+}
+
+// ---------------------------------------------------------------------------
 // files
 
 fn create_private_dir(dir: &Path) -> Result<()> {
@@ -1015,28 +1113,7 @@ fn create_private_dir(dir: &Path) -> Result<()> {
 /// mode it had when it was tightened (for the caller to log), else `None`.
 pub fn ensure_private_dir(dir: &Path) -> Result<Option<u32>> {
     if dir.is_dir() {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let io = |action| {
-                move |source| Error::Io {
-                    action,
-                    path: dir.to_path_buf(),
-                    source,
-                }
-            };
-            let mode = fs::metadata(dir)
-                .map_err(io("reading"))?
-                .permissions()
-                .mode()
-                & 0o777;
-            if mode & 0o077 != 0 {
-                fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-                    .map_err(io("setting permissions on"))?;
-                return Ok(Some(mode));
-            }
-        }
-        return Ok(None);
+        return tighten(dir, 0o700);
     }
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
@@ -1050,6 +1127,36 @@ pub fn ensure_private_dir(dir: &Path) -> Result<Option<u32>> {
         path: dir.to_path_buf(),
         source,
     })?;
+    Ok(None)
+}
+
+/// Set `path` (a file or directory) that group or others may access to
+/// `private` (0600 or 0700). Returns the mode it had when it was tightened,
+/// else `None`.
+fn tighten(path: &Path, private: u32) -> Result<Option<u32>> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let io = |action| {
+            move |source| Error::Io {
+                action,
+                path: path.to_path_buf(),
+                source,
+            }
+        };
+        let mode = fs::metadata(path)
+            .map_err(io("reading"))?
+            .permissions()
+            .mode()
+            & 0o777;
+        if mode & 0o077 != 0 {
+            fs::set_permissions(path, fs::Permissions::from_mode(private))
+                .map_err(io("setting permissions on"))?;
+            return Ok(Some(mode));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (path, private);
     Ok(None)
 }
 
@@ -1498,6 +1605,56 @@ mod tests {
                 .permissions()
                 .mode();
             assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn the_default_encryption_config_is_made_once_private_and_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pki = dir.path().join("pki");
+        let made = ensure_encryption_config(&pki).expect("made");
+        assert_eq!(made.outcome, Outcome::Created);
+        assert_eq!(made.path, pki.join(ENCRYPTION_CONFIG_FILE));
+        let text = fs::read_to_string(&made.path).expect("read");
+        assert!(
+            text.contains("kind: EncryptionConfiguration")
+                && text.contains("- secrets")
+                && text.contains("- secretbox:")
+                && text.contains("- identity: {}"),
+            "{text}"
+        );
+        // A 32-byte key (secretbox's size), base64.
+        let secret = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("secret: "))
+            .expect("a secret line");
+        assert_eq!(BASE64.decode(secret).expect("base64").len(), 32);
+        // Only the file itself is left (no temporary file).
+        let names: Vec<_> = fs::read_dir(&pki)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(
+            names,
+            vec![std::ffi::OsString::from(ENCRYPTION_CONFIG_FILE)]
+        );
+        // Kept as it is on the next start; another directory gets its own key.
+        let again = ensure_encryption_config(&pki).expect("reused");
+        assert_eq!(again.outcome, Outcome::Reused);
+        assert_eq!(fs::read_to_string(&again.path).expect("read"), text);
+        let other = ensure_encryption_config(&dir.path().join("other")).expect("other");
+        assert_ne!(fs::read_to_string(&other.path).expect("read"), text);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+            assert_eq!(mode(&made.path), 0o600);
+            assert_eq!(mode(&pki), 0o700);
+            // A copy left readable by others is tightened and reported.
+            fs::set_permissions(&made.path, fs::Permissions::from_mode(0o644)).expect("chmod");
+            let tightened = ensure_encryption_config(&pki).expect("reused");
+            assert_eq!(tightened.loosened, Some(0o644));
+            assert_eq!(mode(&made.path), 0o600);
         }
     }
 }

@@ -384,6 +384,15 @@ impl Server {
         self.spawn(port)
     }
 
+    /// Restart on the same data dir and port with other extra `serve`
+    /// flags (they stay for later restarts).
+    pub fn restart_with(&mut self, extra: &[&str]) -> Result<()> {
+        self.stop();
+        self.extra_args = extra.iter().map(|s| s.to_string()).collect();
+        let port = self.port;
+        self.spawn(port)
+    }
+
     /// Restart after a SIGKILL, on the same data dir and port.
     pub fn crash_and_restart(&mut self) -> Result<()> {
         self.kill9();

@@ -193,9 +193,25 @@ pub struct ServerOptions {
     /// EncryptionConfiguration (apiserver.config.k8s.io/v1) with aescbc,
     /// aesgcm, secretbox or identity providers per resource, as
     /// kube-apiserver's flag. Values are stored as `k8s:enc:PROVIDER:v1:KEY:`
-    /// + ciphertext. KMS providers are not supported.
+    /// and the ciphertext. KMS providers are not supported. Given, it
+    /// replaces the default of --encrypt-secrets-by-default entirely.
     #[arg(long = "encryption-provider-config", value_name = "FILE")]
     pub encryption_provider_config: Option<PathBuf>,
+
+    /// Without --encryption-provider-config, encrypt Secrets at rest anyway
+    /// (the members' kubeconfigs are Secrets): on first start a random
+    /// 32-byte secretbox key is made in DATA_DIR/pki/encryption-config.yaml
+    /// (an EncryptionConfiguration, mode 0600, beside the CA and apart from
+    /// the store; replicas share it with the PKI), with identity after it
+    /// so Secrets stored before still read and are encrypted on their next
+    /// write. false stores Secrets as they are (plaintext, with a warning).
+    #[arg(
+        long = "encrypt-secrets-by-default",
+        value_name = "BOOL",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    pub encrypt_secrets_by_default: bool,
 
     /// On SIGTERM/SIGINT, how long /readyz reports failure while requests
     /// are still served, before the listener closes (lets load balancers
@@ -273,6 +289,7 @@ impl Default for ServerOptions {
                 etcd_certfile: None,
                 etcd_keyfile: None,
                 encryption_provider_config: None,
+                encrypt_secrets_by_default: true,
                 shutdown_delay_duration: Duration::ZERO,
                 shutdown_grace: Duration::from_secs(10),
                 audit: crate::audit::AuditOptions::default(),
@@ -296,6 +313,20 @@ impl ServerOptions {
     /// The dev PKI directory: `DATA_DIR/pki`.
     pub fn pki_dir(&self) -> PathBuf {
         self.data_dir.join("pki")
+    }
+
+    /// The encryption configuration Secrets are stored with:
+    /// `--encryption-provider-config`, else (with
+    /// `--encrypt-secrets-by-default`, the default) the generated
+    /// `DATA_DIR/pki/encryption-config.yaml`, else none.
+    pub fn secrets_encryption_config(&self) -> Option<PathBuf> {
+        match &self.encryption_provider_config {
+            Some(path) => Some(path.clone()),
+            None if self.encrypt_secrets_by_default => {
+                Some(self.pki_dir().join(ubernetes_certs::ENCRYPTION_CONFIG_FILE))
+            }
+            None => None,
+        }
     }
 
     /// The admin kubeconfig written on every start: `DATA_DIR/kubeconfig`.

@@ -14,7 +14,8 @@
 //! `--client-ca-file` plus the dev CA while it is the serving CA (no
 //! `--tls-cert-file`). The data dir is made 0700 (tightened with a warning
 //! when it was looser), and a warning names the store when Secrets are
-//! written to it unencrypted.
+//! written to it unencrypted (`--encrypt-secrets-by-default=false`, or a
+//! configuration with identity first for them).
 //!
 //! The filter chain ([`build_router`]), outermost first: request tracing →
 //! `Audit-Id` header ([`crate::audit::audit_id`]) → panic catcher (500
@@ -609,23 +610,23 @@ fn verified_identity(
 }
 
 /// The startup warning for Secrets (the member clusters' kubeconfigs in
-/// `federation-system` among them) written to the store as they are: no
-/// `--encryption-provider-config`, or one whose first provider for
-/// `secrets` is `identity`.
+/// `federation-system` among them) written to the store as they are:
+/// `--encrypt-secrets-by-default=false` without
+/// `--encryption-provider-config`, or a configuration (given or the
+/// generated one) whose first provider for `secrets` is `identity` or that
+/// has no rule for them.
 fn warn_if_secrets_are_stored_unencrypted(options: &ServerOptions) {
-    let encrypted = options
-        .encryption_provider_config
-        .as_ref()
-        .is_some_and(|path| {
-            ubernetes_storage::encryption::EncryptionConfig::load(path)
-                .ok()
-                .and_then(|config| {
-                    config
-                        .transformer_for("", "secrets")
-                        .map(|t| t.encrypts_writes())
-                })
-                .unwrap_or(false)
-        });
+    let config = options.secrets_encryption_config();
+    let encrypted = config.as_ref().is_some_and(|path| {
+        ubernetes_storage::encryption::EncryptionConfig::load(path)
+            .ok()
+            .and_then(|config| {
+                config
+                    .transformer_for("", "secrets")
+                    .map(|t| t.encrypts_writes())
+            })
+            .unwrap_or(false)
+    });
     if encrypted {
         return;
     }
@@ -634,9 +635,16 @@ fn warn_if_secrets_are_stored_unencrypted(options: &ServerOptions) {
     } else {
         format!("etcd {}", options.etcd_servers.join(","))
     };
+    let why = match config {
+        Some(path) => format!(
+            "{} does not encrypt secrets (identity first, or no rule for them)",
+            path.display()
+        ),
+        None => "--encrypt-secrets-by-default=false and no --encryption-provider-config".into(),
+    };
     tracing::warn!(
         store = %store,
-        "Secrets, the member clusters' credentials among them, are stored unencrypted in {store}: pass --encryption-provider-config with an aescbc, aesgcm or secretbox provider for secrets (docs/operations.md)"
+        "Secrets, the member clusters' credentials among them, are stored unencrypted in {store}: {why}; put an aescbc, aesgcm or secretbox provider first for secrets in --encryption-provider-config, or drop --encrypt-secrets-by-default=false (docs/operations.md)"
     );
 }
 

@@ -89,11 +89,15 @@ pub async fn build_state(
 /// The storage engine the options name: etcd when `--etcd-servers` is
 /// given (kube-apiserver's storage), else sled under DATA_DIR/store.
 pub async fn open_storage(options: &ServerOptions) -> anyhow::Result<Arc<dyn Storage>> {
-    // --encryption-provider-config: loaded before the store is opened (a bad
-    // file stops the start), then encrypts over the engine, below the
-    // registry's watch caches (storage/src/encryption.rs).
-    let encryption = match &options.encryption_provider_config {
-        Some(path) => {
+    // --encryption-provider-config, or the configuration made once in the
+    // PKI directory (--encrypt-secrets-by-default): loaded before the store
+    // is opened (a bad file stops the start), then encrypts over the
+    // engine, below the registry's watch caches (storage/src/encryption.rs).
+    let encryption = match (
+        &options.encryption_provider_config,
+        options.secrets_encryption_config(),
+    ) {
+        (Some(path), _) => {
             let config =
                 ubernetes_storage::encryption::EncryptionConfig::load(path).map_err(|e| {
                     anyhow::anyhow!("--encryption-provider-config {}: {e}", path.display())
@@ -101,7 +105,8 @@ pub async fn open_storage(options: &ServerOptions) -> anyhow::Result<Arc<dyn Sto
             tracing::info!(file = %path.display(), ?config, "encryption at rest configured");
             Some(Arc::new(config))
         }
-        None => None,
+        (None, Some(_)) => Some(Arc::new(default_encryption(options)?)),
+        (None, None) => None,
     };
     let engine = open_engine(options).await?;
     Ok(match encryption {
@@ -110,6 +115,44 @@ pub async fn open_storage(options: &ServerOptions) -> anyhow::Result<Arc<dyn Sto
         )),
         None => engine,
     })
+}
+
+/// The default encryption of Secrets (`--encrypt-secrets-by-default`,
+/// no `--encryption-provider-config`): `DATA_DIR/pki/encryption-config.yaml`
+/// as found, or made now with a new secretbox key
+/// ([`ubernetes_certs::ensure_encryption_config`]). The key stays apart
+/// from the store: a copy of the store directory or an etcd backup holds
+/// no member credential in clear (docs/operations.md, "Encryption at rest").
+fn default_encryption(
+    options: &ServerOptions,
+) -> anyhow::Result<ubernetes_storage::encryption::EncryptionConfig> {
+    let dir = options.pki_dir();
+    let file = ubernetes_certs::ensure_encryption_config(&dir).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot prepare the Secrets encryption key in {}: {e} (--encrypt-secrets-by-default=false stores Secrets unencrypted)",
+            dir.display()
+        )
+    })?;
+    if let Some(mode) = file.loosened {
+        tracing::warn!(
+            file = %file.path.display(),
+            "the Secrets encryption key had mode {mode:o}, which lets other users read it; set it to 0600"
+        );
+    }
+    let config = ubernetes_storage::encryption::EncryptionConfig::load(&file.path)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", file.path.display()))?;
+    let made = if file.outcome == ubernetes_certs::Outcome::Created {
+        "made a new key: back it up with the PKI, a store backup is unreadable without it"
+    } else {
+        "kept"
+    };
+    tracing::info!(
+        file = %file.path.display(),
+        ?config,
+        "Secrets are encrypted at rest with the key in {} ({made}; docs/operations.md, \"Encryption at rest\")",
+        file.path.display()
+    );
+    Ok(config)
 }
 
 /// The storage engine itself (see [`open_storage`]).

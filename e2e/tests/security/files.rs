@@ -4,8 +4,10 @@
 //! - on a fresh data dir the data dir, the store and the PKI directories are
 //!   0700, sled's files, the private keys and the kubeconfig 0600, and the
 //!   audit log (in a directory the server makes) 0600 in a 0700 directory;
-//! - the startup warning about Secrets stored unencrypted is logged without
-//!   an `--encryption-provider-config` covering secrets, and not with one;
+//! - the startup warning about Secrets stored unencrypted is logged with
+//!   `--encrypt-secrets-by-default=false` and no `--encryption-provider-config`,
+//!   and not with one covering secrets (which also replaces the generated
+//!   default: no key is made in the PKI directory);
 //! - a data dir left readable by others is tightened, with a warning;
 //! - with `--tls-cert-file` and no `--client-ca-file`, the dev CA is no
 //!   client CA: its admin certificate (`system:masters`) is a 401 and the
@@ -246,12 +248,16 @@ fn serve_keeps_its_files_private_and_trusts_the_dev_ca_only_while_it_should() ->
         !log.contains(PLAINTEXT_WARNING),
         "no plaintext warning when secrets are encrypted:\n{log}"
     );
+    assert!(
+        !pki.join("encryption-config.yaml").exists(),
+        "an explicit --encryption-provider-config replaces the default key"
+    );
     drop(own_tls);
 
     // (2) The same PKI copied in (its directories made with the umask's
     // mode, as `cp` would) and --client-ca-file naming the dev CA, no
-    // encryption: the dev admin authenticates, the loose data dir is
-    // tightened, and the plaintext warning names the store.
+    // encryption (the default turned off): the dev admin authenticates, the
+    // loose data dir is tightened, and the plaintext warning names the store.
     let named_data = d.join("named");
     std::fs::create_dir_all(named_data.join("pki"))?;
     for entry in std::fs::read_dir(&pki)? {
@@ -268,6 +274,7 @@ fn serve_keeps_its_files_private_and_trusts_the_dev_ca_only_while_it_should() ->
             &key,
             "--client-ca-file",
             &arg(&pki.join("ca.crt")),
+            "--encrypt-secrets-by-default=false",
         ],
     )?;
     let whoami = ubernetes_e2e::eventually(WAIT, || {
