@@ -10,20 +10,19 @@
 //! - one Lease `kube-system/ubernetes-controller-manager` elects the
 //!   leader; the first replica takes it at once;
 //! - kill -9 of the leader during a stream of writes: another replica holds
-//!   the Lease within 15 s, the garbage collector and the federation
+//!   the Lease within a few seconds, the garbage collector and the federation
 //!   controllers resume there (an owner deleted after the failover takes its
 //!   dependent along; an object created after it reaches a member cluster),
 //!   and every acknowledged write is still there;
 //! - a leader partitioned from etcd (a proxy between them starts refusing)
 //!   stops its controllers within the renew deadline, before another
-//!   replica can take the Lease.
+//!   replica can take the Lease;
+//! - every replica serves the DNS records and the cluster proxy, through
+//!   the leader's death too, and the Lease moves within 5 s of it.
 //!
-//! The election runs with a 10 s lease, 7 s renew deadline and 1 s retry
-//! (rather than 15/10/2): a candidate may first observe the dead leader's
-//! last renewal up to a retry period after it, and takes over a lease
-//! duration after that observation plus up to one more retry period; with
-//! kube's defaults that is 15-19 s after the death, with these at most
-//! about 12.4 s, which the test asserts is under 15 s.
+//! Every scenario runs with the default `--leader-elect-*` timings (3 s
+//! lease, 2 s renew deadline, 400 ms retry; docs/operations.md, "Leader
+//! election"): they are what is checked.
 
 mod kubectl_support;
 
@@ -36,8 +35,8 @@ use anyhow::{Context, Result, bail, ensure};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
-use ubernetes_e2e::federation::{join_member, wait_member_ready};
-use ubernetes_e2e::{Server, eventually};
+use ubernetes_e2e::federation::{join_member, wait_member_ready, write_status};
+use ubernetes_e2e::{Server, dig, eventually};
 use ubernetes_storage::etcd_process::EtcdProcess;
 
 use kubectl_support::{SETTLE, Streaming};
@@ -77,6 +76,15 @@ fn identity(server: &Server) -> Result<String> {
     .context("no `leader election on` line in the log")
 }
 
+/// Wait until `server` reports the Lease held by `id` (the first replica
+/// finds no Lease and leads at once).
+fn wait_leads(server: &Server, id: &str) -> Result<()> {
+    eventually(Duration::from_secs(10), || {
+        Ok((holder(server)?.as_deref() == Some(id)).then_some(()))
+    })
+    .with_context(|| format!("{id} never held the Lease"))
+}
+
 fn holder(server: &Server) -> Result<Option<String>> {
     let out = server.kubectl(&["get", "lease", "-n", "kube-system", LEASE, "-o", "json"])?;
     if !out.status.success() {
@@ -96,24 +104,13 @@ fn three_replicas_on_one_etcd_serve_one_api_and_fail_over() -> Result<()> {
         return Ok(());
     };
     let started = Instant::now();
-    let flags = [
-        "--etcd-servers",
-        etcd.url.as_str(),
-        "--etcd-prefix",
-        "/ha",
-        "--leader-elect-lease-duration=10s",
-        "--leader-elect-renew-deadline=7s",
-        "--leader-elect-retry-period=1s",
-    ];
+    let flags = ["--etcd-servers", etcd.url.as_str(), "--etcd-prefix", "/ha"];
     // A member cluster: our own binary without the federation controllers.
     let member = Server::start_with(&["--federation-controllers=false"])?;
     // The first replica finds no Lease and leads at once.
     let mut a = Server::start_with(&flags)?;
     let id_a = identity(&a)?;
-    eventually(Duration::from_secs(10), || {
-        Ok((holder(&a)?.as_deref() == Some(id_a.as_str())).then_some(()))
-    })
-    .context("the first replica holds the Lease")?;
+    wait_leads(&a, &id_a)?;
     // The others share its PKI and start together.
     let (b, c) = std::thread::scope(|s| {
         let b = s.spawn(|| Server::start_with_pki(&flags, &a));
@@ -281,8 +278,10 @@ fn three_replicas_on_one_etcd_serve_one_api_and_fail_over() -> Result<()> {
     .context("no replica took the Lease over")?;
     let failover = killed_at.elapsed();
     eprintln!("failover to {new_leader} in {failover:?}");
+    // Measured by polling with kubectl (each call a process): loose here,
+    // exact in the DNS scenario below.
     ensure!(
-        failover < Duration::from_secs(15),
+        failover < Duration::from_secs(8),
         "failover took {failover:?}"
     );
     // kube's event on the Lease.
@@ -385,13 +384,8 @@ fn a_partitioned_leader_stops_its_controllers_before_another_replica_takes_the_l
         .context("etcd's address")?;
     let proxy = FaultProxy::start(upstream, ServingCert::self_signed()?)?;
     let through_proxy = format!("http://{}", proxy.addr());
-    let timing = [
-        "--etcd-prefix",
-        "/partition",
-        "--leader-elect-lease-duration=8s",
-        "--leader-elect-renew-deadline=5s",
-        "--leader-elect-retry-period=1s",
-    ];
+    // The default timings: 3 s lease, 2 s renew deadline, 400 ms retry.
+    let timing = ["--etcd-prefix", "/partition"];
     let mut flags_a = vec!["--etcd-servers", through_proxy.as_str()];
     flags_a.extend_from_slice(&timing);
     let mut flags_b = vec!["--etcd-servers", etcd.url.as_str()];
@@ -399,10 +393,7 @@ fn a_partitioned_leader_stops_its_controllers_before_another_replica_takes_the_l
 
     let a = Server::start_with(&flags_a)?;
     let id_a = identity(&a)?;
-    eventually(Duration::from_secs(10), || {
-        Ok((holder(&a)?.as_deref() == Some(id_a.as_str())).then_some(()))
-    })
-    .context("a leads")?;
+    wait_leads(&a, &id_a)?;
     let b = Server::start_with_pki(&flags_b, &a)?;
     let id_b = identity(&b)?;
     ensure!(
@@ -441,17 +432,204 @@ fn a_partitioned_leader_stops_its_controllers_before_another_replica_takes_the_l
         stopped_at < taken_at,
         "a stopped leading ({stopped_at:?}) only after b took over ({taken_at:?})"
     );
+    // It stops at the deadline after its last successful renewal (at most a
+    // retry period before the cut), read from its log every 100 ms.
     ensure!(
-        stopped_at <= Duration::from_secs(7),
-        "a should stop within the 5 s renew deadline (+ a retry), took {stopped_at:?}"
+        stopped_at <= Duration::from_millis(2900),
+        "a should stop within the 2 s renew deadline, took {stopped_at:?}"
     );
 
     // Healed: a is a follower of b's lease now.
     proxy.set_mode(Mode::Pass);
-    std::thread::sleep(Duration::from_secs(4));
+    std::thread::sleep(Duration::from_secs(3));
     ensure!(
         holder(&b)?.as_deref() == Some(id_b.as_str()),
         "b keeps the lease after the partition heals"
     );
+    Ok(())
+}
+
+/// The addresses `name` answers on the DNS server at `port` (`Err` when
+/// dig fails or times out, or the status is not NOERROR).
+fn addresses(port: u16, name: &str) -> Result<BTreeSet<String>> {
+    let d = dig::dig(port, name, "A", false)?;
+    ensure!(d.status == "NOERROR", "{name}: {d:?}");
+    Ok(d.addresses())
+}
+
+/// Issue 27 items 3 and 4, with the default `--leader-elect-*` timings:
+/// two replicas on one etcd, each with its own `--dns-bind`, and a
+/// federated LoadBalancer Service whose member copy has an ingress IP and
+/// a ready endpoint.
+///
+/// - `dig` against each replica gives the same answer, and
+///   `clusters/m1/proxy` answers on the replica that does not lead (both
+///   compute them from their own informers, not from the leader's memory);
+/// - `kill -9` of the leader while a query loop runs against the survivor:
+///   no empty (or failed) answer at any point, before, during and after it
+///   takes the Lease over;
+/// - the Lease's new `acquireTime` (stamped by the survivor, on this
+///   machine's clock) is within 5.5 s of the kill: the worst case of the
+///   defaults is 3 s + 2 × 880 ms = 4.76 s (docs/operations.md, "Leader
+///   election"), and 0.74 s is left for a debug build's requests and
+///   scheduling on a loaded 2-core machine. A check of the configured
+///   timings, not a benchmark.
+#[test]
+fn every_replica_serves_dns_and_the_proxy_and_the_lease_moves_within_5s() -> Result<()> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    if dig::missing() {
+        return Ok(());
+    }
+    let Some(etcd) = EtcdProcess::start()? else {
+        eprintln!("SKIPPED: no etcd binary (scripts/test.sh installs Debian's etcd-server)");
+        return Ok(());
+    };
+    const NAME: &str = "web.default.fed.svc.example.com.";
+    const IP: &str = "192.0.2.1";
+    let started = Instant::now();
+    let (port_a, port_b) = (dig::free_port()?, dig::free_port()?);
+    ensure!(port_a != port_b);
+    let replica = |port: u16| {
+        vec![
+            "--etcd-servers".to_string(),
+            etcd.url.clone(),
+            "--etcd-prefix=/dns-ha".to_string(),
+            format!("--dns-bind=127.0.0.1:{port}"),
+            "--dns-zone=example.com".to_string(),
+            "--federation-name=fed".to_string(),
+        ]
+    };
+    let (flags_a, flags_b) = (replica(port_a), replica(port_b));
+    let flags_a: Vec<&str> = flags_a.iter().map(String::as_str).collect();
+    let flags_b: Vec<&str> = flags_b.iter().map(String::as_str).collect();
+    let member = Server::start_with(&["--federation-controllers=false"])?;
+    let mut a = Server::start_with(&flags_a)?;
+    let id_a = identity(&a)?;
+    wait_leads(&a, &id_a)?;
+    let b = Server::start_with_pki(&flags_b, &a)?;
+    let id_b = identity(&b)?;
+
+    join_member(&a, &member, "m1")?;
+    wait_member_ready(&b, "m1")?;
+    ensure!(
+        holder(&b)?.as_deref() == Some(id_a.as_str()),
+        "a still leads"
+    );
+    // The proxy on the replica that does not lead.
+    let via_b = eventually(Duration::from_secs(10), || {
+        let out = b.kubectl(&[
+            "get",
+            "--raw",
+            "/apis/federation/v1beta1/clusters/m1/proxy/api/v1/namespaces",
+        ])?;
+        Ok(out
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned()))
+    })
+    .with_context(|| format!("the proxy on b (not leading); b's log:\n{}", b.log_tail()))?;
+    let namespaces: Value = serde_json::from_str(&via_b)?;
+    ensure!(
+        namespaces["kind"] == "NamespaceList",
+        "the member's answer: {via_b}"
+    );
+
+    // The Service, its member copy's address and a ready endpoint.
+    a.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"type": "LoadBalancer", "selector": {"app": "web"},
+                "ports": [{"port": 80, "targetPort": 8080}]},
+        })
+        .to_string(),
+    )?;
+    eventually(Duration::from_secs(30), || {
+        Ok(member.kubectl_get(&["service", "web"])?.map(|_| ()))
+    })
+    .context("the Service reaches the member")?;
+    write_status(
+        &member,
+        "service",
+        "web",
+        json!({"loadBalancer": {"ingress": [{"ip": IP}]}}),
+    )?;
+    member.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "web-1", "namespace": "default",
+                "labels": {"kubernetes.io/service-name": "web"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.1.0.1"], "conditions": {"ready": true}}],
+            "ports": [{"name": "", "port": 8080, "protocol": "TCP"}],
+        })
+        .to_string(),
+    )?;
+    let want = BTreeSet::from([IP.to_string()]);
+    for (who, port) in [("a", port_a), ("b", port_b)] {
+        eventually(Duration::from_secs(30), || {
+            Ok((addresses(port, NAME)? == want).then_some(()))
+        })
+        .with_context(|| format!("{who} never answered {want:?}"))?;
+    }
+    ensure!(
+        addresses(port_a, NAME)? == addresses(port_b, NAME)?,
+        "the replicas answer alike"
+    );
+
+    // A query loop against the survivor while the leader dies.
+    let querying = Arc::new(AtomicBool::new(true));
+    let loop_b = {
+        let (querying, want) = (querying.clone(), want.clone());
+        std::thread::spawn(move || {
+            let (mut asked, mut wrong) = (0usize, Vec::new());
+            while querying.load(Ordering::Relaxed) {
+                asked += 1;
+                match addresses(port_b, NAME) {
+                    Ok(got) if got == want => {}
+                    other => wrong.push(format!("{other:?}")),
+                }
+            }
+            (asked, wrong)
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let killed_at = k8s_openapi::jiff::Timestamp::now();
+    a.kill9();
+    let lease = eventually(Duration::from_secs(15), || {
+        let Some(lease) = b.kubectl_get(&["lease", "-n", "kube-system", LEASE])? else {
+            return Ok(None);
+        };
+        let lease: Lease = serde_json::from_value(lease)?;
+        let spec = lease.spec.unwrap_or_default();
+        Ok((spec.holder_identity.as_deref() == Some(id_b.as_str())).then_some(spec))
+    })
+    .context("b never took the Lease")?;
+    let acquired = lease.acquire_time.context("acquireTime")?.0;
+    let failover = acquired.duration_since(killed_at);
+    eprintln!("the Lease moved {failover:?} after the kill");
+    ensure!(
+        failover <= k8s_openapi::jiff::SignedDuration::from_millis(5500),
+        "the Lease moved {failover:?} after the kill (want ≤ 5 s + 0.5 s)"
+    );
+    // On, past the new term's start (b's controllers begin writing).
+    std::thread::sleep(Duration::from_secs(2));
+    querying.store(false, Ordering::Relaxed);
+    let (asked, wrong) = loop_b
+        .join()
+        .map_err(|_| anyhow::anyhow!("the query loop panicked"))?;
+    eprintln!("{asked} queries to the survivor, {} wrong", wrong.len());
+    ensure!(asked > 20, "too few queries: {asked}");
+    ensure!(
+        wrong.is_empty(),
+        "the survivor answered wrong {} times of {asked}: {:?}",
+        wrong.len(),
+        wrong.iter().take(5).collect::<Vec<_>>()
+    );
+    eprintln!("dns failover scenario: {:?}", started.elapsed());
+    drop((b, member));
+    drop(etcd);
     Ok(())
 }

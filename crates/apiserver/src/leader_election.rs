@@ -37,7 +37,7 @@ pub struct LeaderElectionOptions {
     #[arg(
         long = "leader-elect-lease-duration",
         value_name = "DURATION",
-        default_value = "15s",
+        default_value = "3s",
         value_parser = parse_duration
     )]
     pub lease_duration: Duration,
@@ -48,7 +48,7 @@ pub struct LeaderElectionOptions {
     #[arg(
         long = "leader-elect-renew-deadline",
         value_name = "DURATION",
-        default_value = "10s",
+        default_value = "2s",
         value_parser = parse_duration
     )]
     pub renew_deadline: Duration,
@@ -58,7 +58,7 @@ pub struct LeaderElectionOptions {
     #[arg(
         long = "leader-elect-retry-period",
         value_name = "DURATION",
-        default_value = "2s",
+        default_value = "400ms",
         value_parser = parse_duration
     )]
     pub retry_period: Duration,
@@ -84,9 +84,9 @@ impl Default for LeaderElectionOptions {
     fn default() -> Self {
         Self {
             leader_elect: true,
-            lease_duration: Duration::from_secs(15),
-            renew_deadline: Duration::from_secs(10),
-            retry_period: Duration::from_secs(2),
+            lease_duration: Duration::from_secs(3),
+            renew_deadline: Duration::from_secs(2),
+            retry_period: Duration::from_millis(400),
             resource_name: "ubernetes-controller-manager".into(),
             resource_namespace: "kube-system".into(),
         }
@@ -139,15 +139,27 @@ mod tests {
     }
 
     #[test]
-    fn defaults_and_flags_are_kube_controller_managers() {
+    fn flags_are_kube_controller_managers_and_defaults_fail_over_within_5s() {
         let d = Cli::try_parse_from(std::iter::empty::<String>())
             .expect("parses")
             .le;
         let def = LeaderElectionOptions::default();
         assert!(d.leader_elect && def.leader_elect);
-        assert_eq!(d.lease_duration, Duration::from_secs(15));
-        assert_eq!(d.renew_deadline, Duration::from_secs(10));
-        assert_eq!(d.retry_period, Duration::from_secs(2));
+        // Shorter than kube-controller-manager's 15/10/2 s: failover within
+        // 5 s (docs/operations.md, "Leader election").
+        assert_eq!(d.lease_duration, Duration::from_secs(3));
+        assert_eq!(d.renew_deadline, Duration::from_secs(2));
+        assert_eq!(d.retry_period, Duration::from_millis(400));
+        // They pass client-go's checks.
+        let config = LeaderElectionConfig {
+            lease_duration: d.lease_duration,
+            renew_deadline: d.renew_deadline,
+            retry_period: d.retry_period,
+            namespace: d.resource_namespace.clone(),
+            name: d.resource_name.clone(),
+            identity: "me".into(),
+        };
+        assert_eq!(config.validate(), Ok(()));
         assert_eq!(d.resource_namespace, "kube-system");
         assert_eq!(
             (def.lease_duration, def.renew_deadline, def.retry_period),

@@ -655,8 +655,17 @@ fn ingress_kind() -> FederatedKind {
 }
 
 /// Keep `store` filled with the records of every federated LoadBalancer
-/// Service until `stop`.
-pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationToken) {
+/// Service until `stop`. Every replica runs it (the table it fills is the
+/// replica's own DNS server's); what it writes to the API (the
+/// DNSEndpoints, the `DNSNameConflict` Events and conditions) it writes
+/// only while `leading` says this replica leads, starting afresh (listing
+/// what is there) at each term.
+pub async fn run(
+    ctx: Arc<Context>,
+    store: Arc<RecordStore>,
+    mut leading: crate::Leading,
+    stop: CancellationToken,
+) {
     let changed = Arc::new(Notify::new());
     let options = ctx.options.dns.clone();
     let suffix = store.origin();
@@ -687,8 +696,8 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
         });
     }
     let mut member_changes = ctx.members.subscribe();
-    let mut endpoints = crate::dns_endpoints::Writer::start(ctx.fed.clone()).await;
-    let mut conflicts = ConflictReporter::default();
+    // The writers of the current term (none while another replica leads).
+    let mut publish: Option<(crate::dns_endpoints::Writer, ConflictReporter)> = None;
 
     tracing::info!(zone = %suffix, federation = %options.federation_name, "DNS records controller started");
     loop {
@@ -696,9 +705,6 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
         let infos = cluster_infos(&clusters, &ctx.members);
         let fed_ingresses = federated_ingresses(&ingresses, &ingress_informer, &counts);
         let fed_services = federated_services(&services, &informer, &counts);
-        conflicts
-            .report(&ctx.fed, &ctx.recorder, &suffix, &fed_ingresses)
-            .await;
         let mut records = build_ingress_records(&suffix, &infos, &fed_ingresses);
         // A Service's names win over an Ingress host spelled the same.
         records.extend(build_records(
@@ -716,8 +722,8 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
             &fed_ingresses,
             &records,
         );
-        endpoints.sync(wanted).await;
         let names = records.len();
+        // Served first, on every replica; published after, by the leader.
         let rejected = store.replace(records);
         if rejected > 0 {
             tracing::warn!(rejected, "DNS names not valid in the zone were left out");
@@ -727,10 +733,37 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
             serial = store.snapshot().serial,
             "DNS records rebuilt"
         );
+        if !leading.is_leader() {
+            publish = None;
+        } else if publish.is_none() {
+            publish = Some((
+                crate::dns_endpoints::Writer::start(ctx.fed.clone()).await,
+                ConflictReporter::default(),
+            ));
+        }
+        let mut ended = false;
+        if let Some((endpoints, conflicts)) = publish.as_mut() {
+            let work = async {
+                conflicts
+                    .report(&ctx.fed, &ctx.recorder, &suffix, &fed_ingresses)
+                    .await;
+                endpoints.sync(wanted).await;
+            };
+            // A term that ends mid-way stops its writes at once.
+            let mut watching = leading.clone();
+            ended = tokio::select! {
+                () = work => false,
+                () = watching.lost() => true,
+            };
+        }
+        if ended {
+            publish = None;
+        }
         tokio::select! {
             () = stop.cancelled() => break,
             () = changed.notified() => {}
             r = member_changes.changed() => if r.is_err() { break },
+            () = leading.changed() => {}
             // A resync now and then, whatever was missed.
             () = tokio::time::sleep(Duration::from_secs(30)) => {}
         }
@@ -867,8 +900,9 @@ async fn write_condition(
 }
 
 /// A reflector of `api` kept up to date in the background (until `stop`),
-/// each change waking `changed`.
-fn reflect<K>(api: Api<K>, changed: &Arc<Notify>, stop: &CancellationToken) -> Store<K>
+/// each change waking `changed` (also the followed member set's,
+/// [`crate::members::follow`]).
+pub(crate) fn reflect<K>(api: Api<K>, changed: &Arc<Notify>, stop: &CancellationToken) -> Store<K>
 where
     K: kube::Resource<DynamicType = ()>
         + Clone
@@ -896,7 +930,7 @@ where
             e = stream.next() => match e {
                 None => break,
                 Some(Ok(_)) => changed.notify_one(),
-                Some(Err(e)) => tracing::debug!(error = %e, "watch for the DNS records"),
+                Some(Err(e)) => tracing::debug!(error = %e, "watch of the federation"),
             },
         }
     }

@@ -212,25 +212,103 @@ pub async fn run(
     run_with_members(client, options, members::Members::new(), stop).await
 }
 
-/// [`run`] filling `members`, a set the caller shares (`ubernetes serve`
-/// hands it to the API server's cluster proxy).
+/// [`run`] filling `members`, a set the caller shares.
 pub async fn run_with_members(
     client: kube::Client,
     options: FederationOptions,
     members: Arc<members::Members>,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
-    run_with(client, options, members, None, stop).await
+    run_with(client, options, members, stop).await
 }
 
-/// [`run_with_members`], and with `dns` (the record table of the DNS
-/// server that `--dns-bind` started) the [`dns_records`] controller that
-/// fills it.
-pub async fn run_with(
+/// Whether this replica may write: it holds the controllers' Lease (or is
+/// the only process of its store). The per-replica part ([`run_replica`])
+/// computes on every replica and writes only while this says so. Cheap to
+/// clone; [`Leading::channel`] gives the sender the server drives from its
+/// leader election.
+#[derive(Clone, Debug)]
+pub struct Leading(tokio::sync::watch::Receiver<bool>);
+
+impl Leading {
+    /// Always leading (one process, or a test).
+    pub fn always() -> Self {
+        Self(tokio::sync::watch::Sender::new(true).subscribe())
+    }
+
+    /// Not leading until the sender says so.
+    pub fn channel() -> (tokio::sync::watch::Sender<bool>, Self) {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        (tx, Self(rx))
+    }
+
+    /// Whether this replica leads now.
+    pub fn is_leader(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Wait until this replica does not lead (at once if it does not now;
+    /// forever once the sender is gone while leading).
+    pub async fn lost(&mut self) {
+        if self.0.wait_for(|leads| !*leads).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Wait for the next change of leadership (forever once the sender is
+    /// gone).
+    pub async fn changed(&mut self) {
+        if self.0.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// What **every** replica runs, from the same informers, writing nothing
+/// while it does not lead: the DNS computation ([`dns_records`]) into the
+/// local `dns` record table of the embedded DNS server (`--dns-bind`), so
+/// every replica answers the same names with the same addresses, through a
+/// leader change too. `members` is this replica's read-only member set
+/// ([`members::follow`]: built from each Cluster and its credentials
+/// Secret with the Cluster controller's checks, Ready from the Cluster's
+/// `Ready` condition the leader writes), which the cluster proxy also
+/// uses. The DNS controller's writes (DNSEndpoints, conflict Events and
+/// conditions) happen only while `leading` says so.
+pub async fn run_replica(
     client: kube::Client,
     options: FederationOptions,
     members: Arc<members::Members>,
     dns: Option<Arc<ubernetes_dns::RecordStore>>,
+    leading: Leading,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
+    let ctx = Arc::new(Context::with_members(client, options, members, &stop));
+    let mut tasks = Vec::new();
+    if let Some(store) = dns {
+        // Everything that fills the record table runs here.
+        tasks.push(tokio::spawn(dns_records::run(
+            ctx.clone(),
+            store.clone(),
+            leading.clone(),
+            stop.clone(),
+        )));
+        // The clusterset zone's names (writes nothing to the API).
+        tasks.push(tokio::spawn(mcs_dns::run(ctx.clone(), store, stop.clone())));
+    }
+    for task in tasks {
+        task.await?;
+    }
+    Ok(())
+}
+
+/// The controllers that write, run by the leader only (the whole term,
+/// cancelled with `stop` when it ends): the Cluster controller (probes,
+/// Cluster status, filling `members`), propagation, scheduling and status.
+/// `ubernetes serve` runs [`run_replica`] beside it on every replica.
+pub async fn run_with(
+    client: kube::Client,
+    options: FederationOptions,
+    members: Arc<members::Members>,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
     let mut ctx = Context::with_members(client, options, members, &stop);
@@ -248,19 +326,8 @@ pub async fn run_with(
         stop.clone(),
     ));
     let status = tokio::spawn(status::run(ctx.clone(), stop.clone()));
-    // The clusterset zone's names (SPEC §3.14) beside the main zone's.
-    let mcs_dns = dns
-        .clone()
-        .map(|store| tokio::spawn(mcs_dns::run(ctx.clone(), store, stop.clone())));
-    let dns = dns.map(|store| tokio::spawn(dns_records::run(ctx.clone(), store, stop.clone())));
     let sync = tokio::spawn(sync::run(ctx, stop));
     let (c, st, s) = tokio::join!(clusters, status, sync);
-    if let Some(dns) = dns {
-        dns.await?;
-    }
-    if let Some(mcs_dns) = mcs_dns {
-        mcs_dns.await?;
-    }
     c??;
     st??;
     s??;

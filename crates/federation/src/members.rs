@@ -97,16 +97,21 @@ impl Members {
     }
 }
 
-/// Follow the federation's Clusters from a process of one's own (a user's
-/// federated controller, `examples/foo_controller.rs`): a member set kept
-/// in step with the `federation/v1beta1` Clusters that `fed` sees, each
-/// reached with the kubeconfig of the Secret its `secretRef` names (as the
-/// built-in Cluster controller does, see [`crate::clusters`]) and Ready
-/// when its `Ready` condition, written by the federation's own Cluster
-/// controller, is `True`. Stops with `stop`.
+/// Follow the federation's Clusters read-only: a member set kept in step
+/// with the `federation/v1beta1` Clusters that `fed` sees, each reached with
+/// the kubeconfig of the Secret its `secretRef` names (the built-in Cluster
+/// controller's checks, [`crate::clusters`]: inline credentials only, the
+/// picked server on the kubeconfig's host) and Ready when its `Ready`
+/// condition, written by the federation's own Cluster controller, is
+/// `True`. A Cluster without usable credentials is no member. Follows the
+/// Secrets of `federation-system` too, so rotated credentials take effect
+/// without a Cluster change. Writes nothing; stops with `stop`.
 ///
-/// The server embeds the same set filled by its Cluster controller, which
-/// also probes health; this follower only reads.
+/// `ubernetes serve` runs it on every replica (the cluster proxy and the
+/// DNS computation use it, [`crate::run_replica`]); a user's federated
+/// controller in a process of its own uses it through
+/// [`crate::Context::follow`]. The leader's Cluster controller, which probes
+/// the members and writes the condition, fills a set of its own.
 pub fn follow(
     fed: kube::Client,
     options: crate::FederationOptions,
@@ -117,121 +122,121 @@ pub fn follow(
     members
 }
 
+/// What a follower's member client was built from: the Cluster's uid, the
+/// Secret's uid and resourceVersion, the picked server.
+type BuiltFrom = (String, String, String, Option<String>);
+
 async fn follow_clusters(
     fed: kube::Client,
     options: crate::FederationOptions,
     members: Arc<Members>,
     stop: tokio_util::sync::CancellationToken,
 ) {
-    use futures::StreamExt as _;
+    use crate::dns_records::reflect;
     use k8s_openapi::api::core::v1::Secret;
-    use kube::ResourceExt as _;
-    use kube::runtime::watcher::{self, Event};
-    use kube::runtime::{WatchStreamExt as _, watcher as watch_fn};
+    use kube::runtime::reflector::ObjectRef;
     use ubernetes_api::Cluster;
 
-    let api: kube::Api<Cluster> = kube::Api::all(fed.clone());
-    let secrets: kube::Api<Secret> =
-        kube::Api::namespaced(fed.clone(), crate::clusters::FEDERATION_NAMESPACE);
-    let mut stream = watch_fn(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    // name → (uid, secret resourceVersion, server) of the client built.
-    let mut built: BTreeMap<String, (String, String, Option<String>)> = BTreeMap::new();
-    let mut listing: Option<Vec<String>> = None;
+    let changed = Arc::new(tokio::sync::Notify::new());
+    let clusters = reflect(kube::Api::<Cluster>::all(fed.clone()), &changed, &stop);
+    let secrets = reflect(
+        kube::Api::<Secret>::namespaced(fed, crate::clusters::FEDERATION_NAMESPACE),
+        &changed,
+        &stop,
+    );
+    // Nothing is removed before both lists are known.
+    tokio::select! {
+        () = stop.cancelled() => return,
+        _ = async { tokio::join!(clusters.wait_until_ready(), secrets.wait_until_ready()) } => {}
+    }
+    // name → what its member client was built from (or failed to be).
+    let mut built: BTreeMap<String, BuiltFrom> = BTreeMap::new();
+    let mut failed: BTreeMap<String, BuiltFrom> = BTreeMap::new();
     loop {
-        let event = tokio::select! {
-            () = stop.cancelled() => break,
-            e = stream.next() => e,
-        };
-        let cluster = match event {
-            None => break,
-            Some(Err(e)) => {
-                tracing::debug!(error = %e, "watch of Clusters");
+        let mut seen = std::collections::BTreeSet::new();
+        for cluster in clusters.state() {
+            let name = kube::ResourceExt::name_any(cluster.as_ref());
+            seen.insert(name.clone());
+            let secret = cluster
+                .spec
+                .secret_ref
+                .as_ref()
+                .map(|r| r.name.clone())
+                .filter(|n| !n.is_empty())
+                .and_then(|n| {
+                    let at = ObjectRef::new(&n).within(crate::clusters::FEDERATION_NAMESPACE);
+                    secrets.get(&at).map(|s| (n, s))
+                });
+            let Some((secret_name, secret)) = secret else {
+                members.remove(&name);
+                built.remove(&name);
+                continue;
+            };
+            let server = crate::clusters::pick_server(&cluster.spec);
+            let key: BuiltFrom = (
+                kube::ResourceExt::uid(cluster.as_ref()).unwrap_or_default(),
+                kube::ResourceExt::uid(secret.as_ref()).unwrap_or_default(),
+                kube::ResourceExt::resource_version(secret.as_ref()).unwrap_or_default(),
+                server.clone(),
+            );
+            if failed.get(&name) == Some(&key) {
                 continue;
             }
-            Some(Ok(Event::Init)) => {
-                listing = Some(Vec::new());
-                continue;
-            }
-            Some(Ok(Event::InitDone)) => {
-                if let Some(seen) = listing.take() {
-                    for m in members.snapshot() {
-                        if !seen.contains(&m.name) {
-                            members.remove(&m.name);
-                            built.remove(&m.name);
-                        }
+            let ready = cluster.status.as_ref().is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == crate::clusters::CONDITION_READY && c.status == "True")
+            });
+            let labels = kube::ResourceExt::labels(cluster.as_ref()).clone();
+            let current = members
+                .get(&name)
+                .filter(|_| built.get(&name) == Some(&key));
+            let (client, proxy_client, url) = match &current {
+                Some(m) if m.ready == ready && m.labels == labels => continue,
+                Some(m) => (m.client.clone(), m.proxy_client.clone(), m.server.clone()),
+                None => match crate::clusters::member_client(
+                    &secret,
+                    &secret_name,
+                    server.as_deref(),
+                    options.member_request_timeout,
+                )
+                .await
+                {
+                    Ok(c) => (c.client, c.proxy_client, c.server),
+                    Err(e) => {
+                        // The leader's Cluster controller reports it.
+                        tracing::debug!(cluster = %name, error = %e, "no member client");
+                        members.remove(&name);
+                        built.remove(&name);
+                        failed.insert(name, key);
+                        continue;
                     }
-                }
-                continue;
-            }
-            Some(Ok(Event::Delete(c))) => {
-                members.remove(&c.name_any());
-                built.remove(&c.name_any());
-                continue;
-            }
-            Some(Ok(Event::Apply(c) | Event::InitApply(c))) => c,
-        };
-        let name = cluster.name_any();
-        if let Some(seen) = listing.as_mut() {
-            seen.push(name.clone());
+                },
+            };
+            failed.remove(&name);
+            built.insert(name.clone(), key.clone());
+            let generation = members.get(&name).map_or(0, |m| m.generation) + 1;
+            members.upsert(Member {
+                name,
+                uid: key.0,
+                client,
+                proxy_client,
+                server: url,
+                labels,
+                ready,
+                generation,
+            });
         }
-        let ready = cluster.status.as_ref().is_some_and(|s| {
-            s.conditions
-                .iter()
-                .any(|c| c.type_ == crate::clusters::CONDITION_READY && c.status == "True")
-        });
-        let Some(secret_name) = cluster.spec.secret_ref.as_ref().map(|r| r.name.clone()) else {
-            members.remove(&name);
-            continue;
-        };
-        let Ok(Some(secret)) = secrets.get_opt(&secret_name).await else {
-            members.remove(&name);
-            continue;
-        };
-        let server = crate::clusters::pick_server(&cluster.spec);
-        let uid = cluster.uid().unwrap_or_default();
-        let key = (
-            uid.clone(),
-            secret.resource_version().unwrap_or_default(),
-            server.clone(),
-        );
-        let current = members.get(&name);
-        let (client, proxy_client, url) = match (&current, built.get(&name) == Some(&key)) {
-            (Some(m), true) => (m.client.clone(), m.proxy_client.clone(), m.server.clone()),
-            _ => match crate::clusters::member_client(
-                &secret,
-                &secret_name,
-                server.as_deref(),
-                options.member_request_timeout,
-            )
-            .await
-            {
-                Ok(c) => (c.client, c.proxy_client, c.server),
-                Err(e) => {
-                    tracing::warn!(cluster = %name, error = %e, "cannot reach the member");
-                    members.remove(&name);
-                    continue;
-                }
-            },
-        };
-        let labels = cluster.labels().clone();
-        let unchanged = current.as_ref().is_some_and(|m| {
-            m.uid == uid && m.ready == ready && m.labels == labels && m.server == url
-        }) && built.get(&name) == Some(&key);
-        if unchanged {
-            continue;
+        for m in members.snapshot() {
+            if !seen.contains(&m.name) {
+                members.remove(&m.name);
+            }
         }
-        built.insert(name.clone(), key);
-        members.upsert(Member {
-            generation: current.map_or(0, |m| m.generation) + 1,
-            name,
-            uid,
-            client,
-            proxy_client,
-            server: url,
-            labels,
-            ready,
-        });
+        built.retain(|n, _| seen.contains(n));
+        failed.retain(|n, _| seen.contains(n));
+        tokio::select! {
+            () = stop.cancelled() => break,
+            () = changed.notified() => {}
+        }
     }
 }

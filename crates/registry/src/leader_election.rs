@@ -47,12 +47,14 @@ const GROUP: &str = "coordination.k8s.io";
 #[derive(Debug, Clone)]
 pub struct LeaderElectionConfig {
     /// How long a non-leader waits after the last observed change of the
-    /// Lease before taking it (`--leader-elect-lease-duration`, 15 s).
+    /// Lease before taking it (`--leader-elect-lease-duration`; 3 s by
+    /// default here, 15 s in kube, see docs/operations.md).
     pub lease_duration: Duration,
     /// How long the leader keeps trying to renew before it gives up
-    /// leadership (`--leader-elect-renew-deadline`, 10 s).
+    /// leadership (`--leader-elect-renew-deadline`; 2 s, kube's 10 s).
     pub renew_deadline: Duration,
-    /// The pause between two attempts (`--leader-elect-retry-period`, 2 s).
+    /// The pause between two attempts (`--leader-elect-retry-period`;
+    /// 400 ms, kube's 2 s).
     pub retry_period: Duration,
     /// The Lease's namespace and name.
     pub namespace: String,
@@ -250,9 +252,15 @@ impl LeaderElector {
             // Renew until the deadline passes without a successful renewal.
             let mut last_renew = Instant::now();
             let lost = loop {
+                // Never past the deadline: a leader that cannot renew stops
+                // at it, not up to a retry period later.
+                let pause = self
+                    .config
+                    .retry_period
+                    .min(self.config.renew_deadline.saturating_sub(last_renew.elapsed()));
                 tokio::select! {
                     () = stop.cancelled() => break false,
-                    () = tokio::time::sleep(self.config.retry_period) => {}
+                    () = tokio::time::sleep(pause) => {}
                 }
                 let started = Instant::now();
                 let left = self

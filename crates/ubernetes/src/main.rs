@@ -156,10 +156,9 @@ fn kubeconfig(data_dir: PathBuf, show: bool) -> anyhow::Result<()> {
 }
 
 /// Serve until SIGTERM/SIGINT; with `--federation-controllers` (the
-/// default) the federation controllers run beside the server, through an
-/// in-process client acting as `system:ubernetes:federation-controller`
-/// (RBAC applies), and stop when shutdown begins. If they fail, the error is
-/// logged and the server keeps serving.
+/// default) the federation controllers run beside the server
+/// ([`start_federation`]) and stop when shutdown begins. If they fail, the
+/// error is logged and the server keeps serving.
 async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow::Result<()> {
     let stop = tokio_util::sync::CancellationToken::new();
     let shutdown = {
@@ -203,72 +202,133 @@ async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow:
     ));
     let server = ubernetes_apiserver::serve::start(options, shutdown).await?;
     server.announce();
-    let controllers =
-        if federation.enabled {
-            let client = server.client(ubernetes_apiserver::authn::UserInfo::new(
-                ubernetes_rbac::bootstrap::FEDERATION_CONTROLLER_USER,
-                &[],
-            ));
-            let stop = stop.clone();
-            // The member set the Cluster controller fills; the cluster proxy
-            // forwards with its clients.
-            let members = ubernetes_federation::members::Members::new();
-            {
-                let members = members.clone();
-                server
-                    .cluster_proxy
-                    .set_member_clients(std::sync::Arc::new(move |name: &str| {
-                        members.get(name).map(|m| m.proxy_client.clone())
-                    }));
-            }
-            // Only the leader runs them (with several replicas on one etcd):
-            // started anew per leadership term, stopped when it ends.
-            let running = std::sync::Arc::new(std::sync::Mutex::new(None));
-            let current = running.clone();
-            server.leadership.on_leading(move |term| {
-            let fed_stop = term.child_token();
-            {
-                let (stop, fed_stop) = (stop.clone(), fed_stop.clone());
-                tokio::spawn(async move {
-                    tokio::select! {
-                        () = stop.cancelled() => fed_stop.cancel(),
-                        () = fed_stop.cancelled() => {}
-                    }
-                });
-            }
-            let (client, federation, members, dns) =
-                (client.clone(), federation.clone(), members.clone(), dns.clone());
-            tracing::info!("starting the federation controllers");
-            let handle = tokio::spawn(async move {
-                if let Err(err) =
-                    ubernetes_federation::run_with(client, federation, members, dns, fed_stop)
-                        .await
-                {
-                    tracing::error!(
-                        "the federation controllers stopped: {err:#}; the API server keeps serving"
-                    );
-                }
-            });
-            if let Ok(mut slot) = current.lock() {
-                *slot = Some(handle);
-            }
-        });
-            Some(running)
-        } else {
-            tracing::info!("federation controllers are off (--federation-controllers=false)");
-            None
-        };
+    let controllers = if federation.enabled {
+        Some(start_federation(&server, federation, dns, &stop))
+    } else {
+        tracing::info!("federation controllers are off (--federation-controllers=false)");
+        None
+    };
     let served = server.wait().await;
     stop.cancel();
-    if let Some(controllers) =
-        controllers.and_then(|c| c.lock().ok().and_then(|mut slot| slot.take()))
-        && tokio::time::timeout(std::time::Duration::from_secs(5), controllers)
+    if let Some((replica, leader)) = controllers {
+        let leader = leader.lock().ok().and_then(|mut slot| slot.take());
+        let stopped = async {
+            let _ = replica.await;
+            if let Some(leader) = leader {
+                let _ = leader.await;
+            }
+        };
+        if tokio::time::timeout(std::time::Duration::from_secs(5), stopped)
             .await
             .is_err()
-    {
-        tracing::warn!("the federation controllers did not stop within 5s");
+        {
+            tracing::warn!("the federation controllers did not stop within 5s");
+        }
     }
     served
+}
+
+/// The running federation: the per-replica part's task and the current
+/// leadership term's.
+type Running = (
+    tokio::task::JoinHandle<()>,
+    std::sync::Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
+);
+
+/// Start the federation controllers through an in-process client acting as
+/// `system:ubernetes:federation-controller` (RBAC applies):
+/// - on every replica, until `stop`, what serves: the read-only member set
+///   the cluster proxy forwards with ([`ubernetes_federation::members::follow`])
+///   and the DNS computation into this replica's record table
+///   ([`ubernetes_federation::run_replica`]), which writes only while this
+///   replica leads;
+/// - per leadership term (only the Lease holder, with several replicas on
+///   one etcd; always with the embedded store), what writes
+///   ([`ubernetes_federation::run_with`]), cancelled when the term ends.
+fn start_federation(
+    server: &ubernetes_apiserver::serve::RunningServer,
+    federation: FederationOptions,
+    dns: Option<std::sync::Arc<ubernetes_dns::RecordStore>>,
+    stop: &tokio_util::sync::CancellationToken,
+) -> Running {
+    let client = server.client(ubernetes_apiserver::authn::UserInfo::new(
+        ubernetes_rbac::bootstrap::FEDERATION_CONTROLLER_USER,
+        &[],
+    ));
+    let members =
+        ubernetes_federation::members::follow(client.clone(), federation.clone(), stop.clone());
+    {
+        let members = members.clone();
+        server
+            .cluster_proxy
+            .set_member_clients(std::sync::Arc::new(move |name: &str| {
+                members.get(name).map(|m| m.proxy_client.clone())
+            }));
+    }
+    let (leads, leading) = ubernetes_federation::Leading::channel();
+    let leads = std::sync::Arc::new(leads);
+    let replica = {
+        let (client, federation, stop) = (client.clone(), federation.clone(), stop.clone());
+        tokio::spawn(async move {
+            if let Err(err) =
+                ubernetes_federation::run_replica(client, federation, members, dns, leading, stop)
+                    .await
+            {
+                tracing::error!(
+                    "the federation's DNS stopped: {err:#}; the API server keeps serving"
+                );
+            }
+        })
+    };
+    let running = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let current = running.clone();
+    let stop = stop.clone();
+    let terms = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    server.leadership.on_leading(move |term| {
+        let fed_stop = term.child_token();
+        {
+            let (stop, fed_stop, leads) = (stop.clone(), fed_stop.clone(), leads.clone());
+            // Under the channel's lock, as the term's end below.
+            let mut serial = 0;
+            leads.send_modify(|leading| {
+                serial = terms.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                *leading = true;
+            });
+            let terms = terms.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = stop.cancelled() => fed_stop.cancel(),
+                    () = fed_stop.cancelled() => {}
+                }
+                // Unless a newer term began meanwhile.
+                leads.send_if_modified(|leading| {
+                    let ended = terms.load(std::sync::atomic::Ordering::SeqCst) == serial;
+                    if ended {
+                        *leading = false;
+                    }
+                    ended
+                });
+            });
+        }
+        let (client, federation) = (client.clone(), federation.clone());
+        tracing::info!("starting the federation controllers");
+        let handle = tokio::spawn(async move {
+            // The leader's own member set: the Cluster controller probes
+            // and fills it for the controllers that write.
+            let members = ubernetes_federation::members::Members::new();
+            if let Err(err) =
+                ubernetes_federation::run_with(client, federation, members, fed_stop).await
+            {
+                tracing::error!(
+                    "the federation controllers stopped: {err:#}; the API server keeps serving"
+                );
+            }
+        });
+        if let Ok(mut slot) = current.lock() {
+            *slot = Some(handle);
+        }
+    });
+    (replica, running)
 }
 
 /// With `--dns-bind`, the embedded DNS server (SPEC §3.9), bound before the
