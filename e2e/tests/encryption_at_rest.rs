@@ -562,7 +562,20 @@ fn without_a_flag_member_credentials_are_encrypted_in_the_embedded_store() -> Re
         String::from_utf8_lossy(&raw[..raw.len().min(40)])
     );
 
-    // Restarted: the same key (kept, not made anew) reads it back.
+    // Without its key (a store restored without the PKI directory) the
+    // server refuses to start, saying which file it needs; a new key is
+    // made, which cannot read the Secret.
+    let saved = server.data_dir().join("saved-encryption-config.yaml");
+    std::fs::rename(&config, &saved)?;
+    let err = format!("{:#}", server.restart().expect_err("no key, no start"));
+    assert!(
+        err.contains("does not decrypt with the keys of")
+            && err.contains(&config.display().to_string()),
+        "{err}"
+    );
+    std::fs::rename(&saved, &config)?;
+
+    // Restarted with it: the same key (kept, not made anew) reads it back.
     server.restart()?;
     assert_eq!(generated_key(&config)?, key);
     assert_eq!(

@@ -83,7 +83,21 @@ pub async fn build_state(
     root_ca_pem: Option<String>,
 ) -> anyhow::Result<Arc<AppState>> {
     let storage = open_storage(options).await?;
-    build_state_on(options, storage, root_ca_pem).await
+    build_state_on(options, storage, root_ca_pem)
+        .await
+        .map_err(|e| undecryptable_hint(options, e))
+}
+
+/// A stored value the encryption configuration cannot decrypt stops the
+/// start (the watch cache's first list fails); say what usually causes it.
+fn undecryptable_hint(options: &ServerOptions, e: anyhow::Error) -> anyhow::Error {
+    match options.secrets_encryption_config() {
+        Some(path) if format!("{e:#}").contains("unable to transform key") => e.context(format!(
+            "a stored value does not decrypt with the keys of {}: restore the encryption configuration the store was written with (a store restored without its PKI directory, or a replica started without the shared PKI?), see docs/operations.md, \"Encryption at rest\"",
+            path.display()
+        )),
+        _ => e,
+    }
 }
 
 /// The storage engine the options name: etcd when `--etcd-servers` is
