@@ -194,7 +194,10 @@ fn forward<T: Send + 'static>(
     tokio::spawn(
         stream
             .take_until(stop.cancelled_owned())
-            .for_each(move |_| std::future::ready(changed.notify_one())),
+            .for_each(move |_| {
+                changed.notify_one();
+                std::future::ready(())
+            }),
     );
 }
 
