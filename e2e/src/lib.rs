@@ -99,7 +99,8 @@ impl Server {
     }
 
     /// Start with extra `serve` flags and the PKI (CA, serving and admin
-    /// certificates, service-account key) of another server's data dir: how
+    /// certificates, service-account key, Secrets encryption key) of another
+    /// server's data dir: how
     /// replicas of one federation share it (docs/operations.md, "HA
     /// topology": copy `DATA_DIR/pki` before a replica's first start).
     pub fn start_with_pki(extra: &[&str], pki_of: &Server) -> Result<Self> {
