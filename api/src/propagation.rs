@@ -107,6 +107,30 @@ pub struct ClusterPropagation {
     /// schedules the object's replicas.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i64>,
+    /// The fields of the copy the federation manages whose value in the
+    /// member differs from the federation's (drift), kept in place because
+    /// the federated object says `federation.kubernetes.io/drift-policy:
+    /// Report`; empty otherwise (drift is repaired).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<DriftedField>,
+}
+
+/// One drifted field of a member copy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "io.ubernetes.federation.v1beta1.DriftedField")]
+pub struct DriftedField {
+    /// Where, as a JSON pointer into the copy (RFC 6901, as the overrides'
+    /// paths), e.g. `/data/color`.
+    pub path: String,
+    /// The federation's value, as JSON (shortened when long: a prefix,
+    /// the length and a hash).
+    #[serde(default)]
+    pub ours: String,
+    /// The member's value, as JSON (shortened the same way); absent when
+    /// the member removed the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theirs: Option<String>,
 }
 
 /// A list of propagation records.
@@ -298,10 +322,19 @@ mod tests {
             "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment",
                 "resource": "deployments", "namespace": "app", "name": "web", "uid": "u1"}},
             "status": {"clusters": [{"name": "m0", "state": "InSync", "observedGeneration": 2,
-                "hash": "abc", "resourceVersion": "42", "replicas": 5}]}
+                "hash": "abc", "resourceVersion": "42", "replicas": 5,
+                "drift": [{"path": "/data/color", "ours": "\"green\"", "theirs": "\"red\""},
+                    {"path": "/data/gone", "ours": "\"x\""}]}]}
         });
         let r: PropagationRecord = serde_json::from_value(v.clone()).unwrap_or_default();
         assert_eq!(r.spec.resource.uid, "u1");
+        let drift = r
+            .status
+            .as_ref()
+            .map(|s| s.clusters[0].drift.clone())
+            .unwrap_or_default();
+        assert_eq!(drift.len(), 2);
+        assert_eq!(drift[1].theirs, None);
         assert_eq!(serde_json::to_value(&r).ok(), Some(v));
     }
 

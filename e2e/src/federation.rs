@@ -256,6 +256,28 @@ pub fn propagation_state(host: &Server, id: &str, ns: Option<&str>, name: &str) 
     Ok(Value::Object(out))
 }
 
+/// `(reason, message)` of every Event about object `name` in namespace
+/// `ns` of the federation (`None`: kubectl's current namespace).
+pub fn events_of(host: &Server, ns: Option<&str>, name: &str) -> Result<Vec<(String, String)>> {
+    let selector = format!("involvedObject.name={name}");
+    let mut args = vec!["events", "--field-selector", &selector];
+    if let Some(ns) = ns {
+        args.extend(["-n", ns]);
+    }
+    let list = host.kubectl_get(&args)?.context("events")?;
+    Ok(list["items"]
+        .as_array()
+        .context("items")?
+        .iter()
+        .map(|e| {
+            (
+                e["reason"].as_str().unwrap_or("").to_string(),
+                e["message"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect())
+}
+
 /// Write `status` on `kind/name` in `member` through its status
 /// subresource (a merge patch), as the member's own controllers would.
 pub fn write_status(member: &Server, kind: &str, name: &str, status: Value) -> Result<()> {

@@ -18,7 +18,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use serde_json::Value;
-use ubernetes_e2e::federation::{Federation, condition, propagation_record, propagation_state};
+use ubernetes_e2e::federation::{
+    self, Federation, condition, propagation_record, propagation_state,
+};
 use ubernetes_e2e::{Server, eventually, ubernetes_bin};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -109,28 +111,7 @@ fn managed_versions(member: &Server) -> Result<BTreeMap<String, String>> {
 }
 
 fn events_of(host: &Server, ns: &str, name: &str) -> Result<Vec<(String, String)>> {
-    let out = host.kubectl_ok(&[
-        "get",
-        "events",
-        "-n",
-        ns,
-        "--field-selector",
-        &format!("involvedObject.name={name}"),
-        "-o",
-        "json",
-    ])?;
-    let list = json(&out)?;
-    Ok(list["items"]
-        .as_array()
-        .context("items")?
-        .iter()
-        .map(|e| {
-            (
-                e["reason"].as_str().unwrap_or("").to_string(),
-                e["message"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect())
+    federation::events_of(host, Some(ns), name)
 }
 
 const APP: &str = r#"

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
-use ubernetes_e2e::federation::{Federation, write_status};
+use ubernetes_e2e::federation::{self, Federation, write_status};
 use ubernetes_e2e::{Server, eventually};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -56,26 +56,7 @@ fn wait_replicas(fed: &Federation, kind: &str, name: &str, want: &[i64]) -> Resu
 }
 
 fn events(host: &Server, name: &str) -> Result<Vec<(String, String)>> {
-    let list = get(
-        host,
-        &[
-            "events",
-            "--field-selector",
-            &format!("involvedObject.name={name}"),
-        ],
-    )?
-    .context("events")?;
-    Ok(list["items"]
-        .as_array()
-        .context("items")?
-        .iter()
-        .map(|e| {
-            (
-                e["reason"].as_str().unwrap_or("").to_string(),
-                e["message"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect())
+    federation::events_of(host, None, name)
 }
 
 fn workload(

@@ -18,6 +18,7 @@ pub mod fields;
 pub mod labels;
 pub mod meta;
 pub mod patch;
+pub mod quantity;
 pub mod resource;
 pub mod user;
 

@@ -165,8 +165,9 @@ pub fn denied_namespace(
 
 /// Annotations of the federated object that are never sent to members: our
 /// control annotations, and kubectl's record of the federation-side apply.
-pub const STRIPPED_ANNOTATIONS: [&str; 12] = [
+pub const STRIPPED_ANNOTATIONS: [&str; 13] = [
     "kubectl.kubernetes.io/last-applied-configuration",
+    crate::sync::drift::DRIFT_POLICY_ANNOTATION,
     "federation.kubernetes.io/propagation",
     OVERRIDES_ANNOTATION,
     CONFLICT_RESOLUTION_ANNOTATION,
@@ -535,7 +536,7 @@ fn subset(desired: &Value, actual: &Value) -> bool {
 }
 
 /// `null`, `""`, `0`, `false`, `{}`, `[]`, or an object of only such values.
-fn is_empty_value(v: &Value) -> bool {
+pub fn is_empty_value(v: &Value) -> bool {
     match v {
         Value::Null => true,
         Value::Bool(b) => !b,

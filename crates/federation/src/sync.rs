@@ -39,6 +39,8 @@
 //! others and is retried with a per-cluster backoff (5 s doubling to 1 min,
 //! as Federation v1). The record's status is written only when it changed.
 
+pub mod drift;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -56,6 +58,7 @@ use serde_json::Value;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use self::drift::DriftPolicy;
 use crate::Context;
 use crate::deletion::{DeletionHelper, Tracked, event_message};
 use crate::dispatch::{self, MemberError};
@@ -230,6 +233,8 @@ pub struct SyncController {
     failures: Mutex<HashMap<(String, String), u32>>,
     /// The last placement error reported per object uid (no repeats).
     placement_errors: Mutex<HashMap<String, String>>,
+    /// The last invalid drift policy reported per object uid (no repeats).
+    drift_policy_errors: Mutex<HashMap<String, String>>,
     /// `--member-namespace-denylist`.
     denylist: NamespaceDenylist,
     /// The uids whose `NotPropagated` event was recorded (no repeats).
@@ -262,6 +267,7 @@ impl SyncController {
             deletion: deletion.clone(),
             failures: Mutex::new(HashMap::new()),
             placement_errors: Mutex::new(HashMap::new()),
+            drift_policy_errors: Mutex::new(HashMap::new()),
             denylist: NamespaceDenylist::new(&ctx.options.member_namespace_denylist),
             denied_reported: Mutex::new(HashSet::new()),
         });
@@ -364,6 +370,8 @@ struct Outcome {
     record: Option<ClusterRecord>,
     event: Option<(EventType, &'static str)>,
     retry: Option<Duration>,
+    /// A `DriftDetected` Event's message (the cluster's drift list changed).
+    drift_event: Option<String>,
 }
 
 impl Outcome {
@@ -372,6 +380,7 @@ impl Outcome {
             record: Some(record),
             event: None,
             retry: None,
+            drift_event: None,
         }
     }
 }
@@ -383,6 +392,8 @@ struct Target<'a> {
     ns: Option<&'a str>,
     uid: &'a str,
     generation: i64,
+    /// The object's drift policy (an invalid annotation: `Repair`).
+    drift: DriftPolicy,
 }
 
 impl Target<'_> {
@@ -453,6 +464,29 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
         ctx.placement_errors.lock().remove(&uid);
     }
 
+    let drift_policy = match DriftPolicy::of(&fed) {
+        Ok(p) => {
+            ctx.drift_policy_errors.lock().remove(&uid);
+            p
+        }
+        Err(value) => {
+            let mut seen = ctx.drift_policy_errors.lock();
+            if seen.get(&uid) != Some(&value) {
+                seen.insert(uid.clone(), value.clone());
+                ctx.ctx.recorder.record(
+                    &fed,
+                    EventType::Warning,
+                    drift::INVALID_DRIFT_POLICY,
+                    format!(
+                        "annotation {}: {value:?} is not a drift policy (Repair or Report); \
+                         drift is repaired",
+                        drift::DRIFT_POLICY_ANNOTATION
+                    ),
+                );
+            }
+            DriftPolicy::Repair
+        }
+    };
     let previous = crate::version::state_of(&record);
     let generation = obj.meta().generation.unwrap_or(0);
     let choices: Vec<ClusterChoice> = members
@@ -477,6 +511,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
         ns: ns.as_deref(),
         uid: &uid,
         generation,
+        drift: drift_policy,
     };
     let jobs = choices.iter().map(|c| {
         let prev = previous.get(&c.member.name).cloned();
@@ -507,6 +542,14 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
     let mut failures: Vec<(String, String)> = Vec::new();
     let mut retry: Option<Duration> = None;
     for (cluster, outcome) in outcomes {
+        if let Some(message) = &outcome.drift_event {
+            ctx.ctx.recorder.record(
+                &fed,
+                EventType::Warning,
+                drift::DRIFT_DETECTED,
+                format!("cluster {cluster}: {message}"),
+            );
+        }
         if let Some((kind, reason)) = outcome.event {
             events
                 .entry((reason, kind == EventType::Warning))
@@ -590,6 +633,7 @@ async fn sync_cluster(
             }),
             event,
             retry: Some(retry),
+            drift_event: None,
         }
     };
     let desired =
@@ -642,10 +686,47 @@ async fn sync_cluster(
     let (managed, origin) = actual
         .as_ref()
         .map_or((false, false), |a| dispatch::is_ours(a, t.uid));
+    let same_source = prev.hash.as_deref() == Some(hash.as_str());
+    // Drift policy Report: the member's values of our fields stay. The
+    // copy is applied only when the federated object changed, with the
+    // member's values of the fields the change left alone put back.
+    let mut to_apply = None;
+    let mut kept_drift = Vec::new();
+    if t.drift == DriftPolicy::Report
+        && let Some(actual) = &actual
+        && managed
+        && origin
+    {
+        let found = drift::diff(&desired, actual);
+        if same_source {
+            ctx.note_success(t.uid, &member.name);
+            return drift_outcome(
+                ClusterRecord {
+                    state: SyncState::InSync,
+                    observed_generation: t.generation,
+                    replicas,
+                    ..prev.clone()
+                },
+                &prev,
+                &found,
+            );
+        }
+        let kept = drift::unchanged_by_source(&found, &prev.drift);
+        if !kept.is_empty() {
+            let mut copy = desired.clone();
+            drift::keep_theirs(&mut copy, &kept);
+            to_apply = Some(copy);
+        }
+        kept_drift = kept.into_iter().cloned().collect();
+    }
+    // A drift list kept under Report (now Repair, or no annotation) makes
+    // the copy applied again: that repairs it.
     if let Some(actual) = &actual
         && managed
         && origin
-        && prev.hash.as_deref() == Some(hash.as_str())
+        && t.drift == DriftPolicy::Repair
+        && prev.drift.is_empty()
+        && same_source
         && (prev.resource_version.as_deref() == str_at(actual, "/metadata/resourceVersion")
             || member_object::is_subset(&desired, actual))
     {
@@ -691,7 +772,7 @@ async fn sync_cluster(
         &ctx.ctx.fed,
         member,
         &ctx.kind,
-        &desired,
+        to_apply.as_ref().unwrap_or(&desired),
         t.name,
         t.ns,
         ctx.timeout(),
@@ -709,18 +790,18 @@ async fn sync_cluster(
                 "UpdateInCluster"
             };
             tracing::debug!(cluster = %member.name, kind = %ctx.kind.id(), name = %t.name, reason, "propagated");
+            let record = ClusterRecord {
+                state: SyncState::InSync,
+                observed_generation: t.generation,
+                message: String::new(),
+                hash: Some(hash),
+                resource_version: str_at(&applied, "/metadata/resourceVersion").map(str::to_string),
+                replicas,
+                drift: Vec::new(),
+            };
             Outcome {
-                record: Some(ClusterRecord {
-                    state: SyncState::InSync,
-                    observed_generation: t.generation,
-                    message: String::new(),
-                    hash: Some(hash),
-                    resource_version: str_at(&applied, "/metadata/resourceVersion")
-                        .map(str::to_string),
-                    replicas,
-                }),
                 event: Some((EventType::Normal, reason)),
-                retry: None,
+                ..drift_outcome(record, &prev, &kept_drift)
             }
         }
         Err(e) if e.not_found() && ctx.kind.custom => Outcome {
@@ -735,6 +816,40 @@ async fn sync_cluster(
             ))
         },
         Err(e) => failed(e.message, failed_reason),
+    }
+}
+
+/// `record` with the drift `found` listed (and a message saying so), and a
+/// `DriftDetected` Event when the list differs from the one `prev` holds.
+fn drift_outcome(
+    mut record: ClusterRecord,
+    prev: &ClusterRecord,
+    found: &[drift::Drift],
+) -> Outcome {
+    record.drift = drift::fields(found);
+    record.message = if found.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "{} field(s) differ in the cluster and are kept there ({}: Report): {}",
+            found.len(),
+            drift::DRIFT_POLICY_ANNOTATION,
+            drift::summary(&record.drift, found.len())
+        )
+    };
+    let drift_event = (!record.drift.is_empty() && record.drift != prev.drift).then(|| {
+        format!(
+            "{} field(s) of the copy differ from the federation's and are kept ({}: Report): {}",
+            found.len(),
+            drift::DRIFT_POLICY_ANNOTATION,
+            drift::summary(&record.drift, found.len())
+        )
+    });
+    Outcome {
+        record: Some(record),
+        event: None,
+        retry: None,
+        drift_event,
     }
 }
 
@@ -780,6 +895,7 @@ async fn remove_unselected(
             record: None,
             event: None,
             retry: None,
+            drift_event: None,
         };
     }
     if !member.ready {
@@ -795,6 +911,7 @@ async fn remove_unselected(
                 record: None,
                 event: deleted.then_some((EventType::Normal, "DeleteInCluster")),
                 retry: None,
+                drift_event: None,
             }
         }
         Err(MemberError { message, .. }) => {
@@ -815,6 +932,7 @@ async fn remove_unselected(
                 }),
                 event,
                 retry: Some(retry),
+                drift_event: None,
             }
         }
     }

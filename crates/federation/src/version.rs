@@ -32,6 +32,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 pub use ubernetes_api::PropagationRecord;
+use ubernetes_api::propagation::DriftedField;
 use ubernetes_api::{
     ClusterPropagation, ObjectReference, PropagationRecordSpec, PropagationRecordStatus,
 };
@@ -94,6 +95,9 @@ pub struct ClusterRecord {
     pub resource_version: Option<String>,
     /// The `spec.replicas` sent there, when scheduled.
     pub replicas: Option<i64>,
+    /// The drifted fields kept in the member (drift policy `Report`, see
+    /// [`crate::sync::drift`]); empty when none or when drift is repaired.
+    pub drift: Vec<DriftedField>,
 }
 
 /// Cluster name → record.
@@ -117,6 +121,7 @@ pub fn state_of(record: &PropagationRecord) -> PropagationState {
                             hash: c.hash.clone(),
                             resource_version: c.resource_version.clone(),
                             replicas: c.replicas,
+                            drift: c.drift.clone(),
                         },
                     )
                 })
@@ -141,6 +146,7 @@ pub fn status_of(state: &PropagationState) -> PropagationRecordStatus {
                 hash: c.hash.clone(),
                 resource_version: c.resource_version.clone(),
                 replicas: c.replicas,
+                drift: c.drift.clone(),
             })
             .collect(),
     }
@@ -314,6 +320,11 @@ mod tests {
                 hash: Some("abc123".into()),
                 resource_version: Some("42".into()),
                 replicas: Some(5),
+                drift: vec![DriftedField {
+                    path: "/data/color".into(),
+                    ours: "\"green\"".into(),
+                    theirs: Some("\"red\"".into()),
+                }],
             },
         );
         r

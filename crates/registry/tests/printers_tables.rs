@@ -637,7 +637,7 @@ fn clusters_report_ready_zones_region_and_unknown_when_unprobed() {
 }
 
 #[test]
-fn propagation_records_show_per_cluster_state_replicas_and_addresses() {
+fn propagation_records_show_per_cluster_state_drift_replicas_and_addresses() {
     let i = info(
         "federation",
         "v1beta1",
@@ -652,7 +652,8 @@ fn propagation_records_show_per_cluster_state_replicas_and_addresses() {
             "namespace": "shop", "name": "web", "uid": "u"}},
         "status": {"clusters": [
             {"name": "east", "state": "InSync", "observedGeneration": 1, "replicas": 5},
-            {"name": "west", "state": "Pending", "observedGeneration": 1, "replicas": 5}]}});
+            {"name": "west", "state": "Pending", "observedGeneration": 1, "replicas": 5,
+                "drift": [{"path": "/spec/type", "ours": "\"ClusterIP\"", "theirs": "\"NodePort\""}]}]}});
     let t = one(&i, r);
     assert_eq!(
         names(&t),
@@ -660,6 +661,7 @@ fn propagation_records_show_per_cluster_state_replicas_and_addresses() {
             "Name",
             "Object",
             "In Sync",
+            "Drift",
             "Age",
             "Clusters",
             "Replicas",
@@ -672,6 +674,7 @@ fn propagation_records_show_per_cluster_state_replicas_and_addresses() {
             "web.services",
             "Service/web",
             "1/2",
+            "west=1",
             "60m",
             "east=InSync,west=Pending",
             "east=5,west=5",
@@ -687,6 +690,7 @@ fn propagation_records_show_per_cluster_state_replicas_and_addresses() {
             "cfg.configmaps",
             "ConfigMap/cfg",
             "0/0",
+            "-",
             "60m",
             "<none>",
             "<none>",

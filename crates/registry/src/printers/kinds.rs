@@ -1035,6 +1035,7 @@ fn propagation_record_columns() -> Vec<Column> {
         NAME,
         col("Object", "string", "The federated object (kind/name) this record is about."),
         col("In Sync", "string", "Member clusters whose copy is in sync, of those the object is placed in."),
+        col("Drift", "string", "Per member cluster, how many fields of its copy differ from the federation's and are kept there (annotation federation.kubernetes.io/drift-policy: Report); - when none."),
         AGE,
         wide("Clusters", "string", "Each member cluster's state of its copy."),
         wide("Replicas", "string", "Replicas the federation scheduled to each member cluster."),
@@ -1845,6 +1846,13 @@ fn propagation_record(obj: &Value, now: Timestamp) -> Vec<Value> {
         .iter()
         .map(|c| format!("{}={}", s(c, "/name"), s(c, "/state")))
         .collect();
+    let drift: Vec<String> = clusters
+        .iter()
+        .filter_map(|c| {
+            let n = arr(c, "/drift").len();
+            (n > 0).then(|| format!("{}={n}", s(c, "/name")))
+        })
+        .collect();
     let replicas: Vec<String> = clusters
         .iter()
         .filter_map(|c| {
@@ -1883,6 +1891,11 @@ fn propagation_record(obj: &Value, now: Timestamp) -> Vec<Value> {
             s(obj, "/spec/resource/name")
         )),
         json!(format!("{in_sync}/{}", clusters.len())),
+        json!(if drift.is_empty() {
+            "-".to_string()
+        } else {
+            drift.join(",")
+        }),
         age(obj, now),
         json!(none_if_empty(states.join(","))),
         json!(none_if_empty(replicas.join(","))),
