@@ -467,7 +467,8 @@ fn addresses(port: u16, name: &str) -> Result<BTreeSet<String>> {
 ///   compute them from their own informers, not from the leader's memory);
 /// - `kill -9` of the leader while a query loop runs against the survivor:
 ///   no empty (or failed) answer at any point, before, during and after it
-///   takes the Lease over;
+///   takes the Lease over; then it leads and publishes (a changed address
+///   reaches its answers and the DNSEndpoint);
 /// - the Lease's new `acquireTime` (stamped by the survivor, on this
 ///   machine's clock) is within 5.5 s of the kill: the worst case of the
 ///   defaults is 3 s + 2 × 880 ms = 4.76 s (docs/operations.md, "Leader
@@ -628,6 +629,25 @@ fn every_replica_serves_dns_and_the_proxy_and_the_lease_moves_within_5s() -> Res
         wrong.len(),
         wrong.iter().take(5).collect::<Vec<_>>()
     );
+    // The new leader publishes (its term's DNSEndpoint writer): a changed
+    // address reaches its answers and the DNSEndpoint, which only it can
+    // have written now.
+    write_status(
+        &member,
+        "service",
+        "web",
+        json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.9"}]}}),
+    )?;
+    let moved = BTreeSet::from(["192.0.2.9".to_string()]);
+    eventually(Duration::from_secs(30), || {
+        Ok((addresses(port_b, NAME)? == moved).then_some(()))
+    })
+    .context("the survivor never answered the new address")?;
+    eventually(Duration::from_secs(30), || {
+        let listed = b.kubectl_ok(&["get", "dnsendpoints", "-A", "-o", "json"])?;
+        Ok(listed.contains("192.0.2.9").then_some(()))
+    })
+    .context("the new leader never published the new address")?;
     eprintln!("dns failover scenario: {:?}", started.elapsed());
     drop((b, member));
     drop(etcd);

@@ -1083,6 +1083,65 @@ fn federated_ingresses(
 mod tests {
     use super::*;
 
+    /// Every replica runs the controller; one that does not lead sends
+    /// nothing but reads (no DNSEndpoint CRD, no DNSEndpoint, no Event), and
+    /// starts writing (the CRD first) when its term begins.
+    #[tokio::test]
+    async fn only_the_leading_replica_writes() {
+        let writes = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
+        let seen = writes.clone();
+        let api = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+            let seen = seen.clone();
+            async move {
+                let (code, body) = if req.method() == http::Method::GET {
+                    (
+                        200,
+                        r#"{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":"1"},"items":[]}"#,
+                    )
+                } else {
+                    seen.lock()
+                        .push(format!("{} {}", req.method(), req.uri().path()));
+                    (
+                        409,
+                        r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"AlreadyExists","code":409}"#,
+                    )
+                };
+                http::Response::builder()
+                    .status(code)
+                    .header("content-type", "application/json")
+                    .body(kube::client::Body::from(body.as_bytes().to_vec()))
+                    .map_err(std::io::Error::other)
+            }
+        });
+        let client = kube::Client::new(api, "default");
+        let stop = CancellationToken::new();
+        let ctx = Arc::new(Context::new(
+            client,
+            crate::FederationOptions::default(),
+            &stop,
+        ));
+        let store = RecordStore::new(ubernetes_dns::ZoneConfig::new("example.com", 30).unwrap());
+        let (leads, leading) = crate::Leading::channel();
+        let task = tokio::spawn(run(ctx, store, leading, stop.clone()));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(*writes.lock(), Vec::<String>::new(), "a follower wrote");
+        leads.send_replace(true);
+        let crd = "POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+        for _ in 0..100 {
+            if writes.lock().iter().any(|w| w == crd) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            writes.lock().iter().any(|w| w == crd),
+            "{:?}",
+            writes.lock()
+        );
+        stop.cancel();
+        task.await.unwrap();
+    }
+
     // Federation v1's dns_test.go: zone example.com, federation "ufp",
     // Service test/nginx, c1 in fooregion/foozone, c2 in barregion/barzone.
     const GLOBAL: &str = "nginx.test.ufp.svc.example.com.";
