@@ -121,6 +121,7 @@ pub mod failover;
 pub mod hpa;
 pub mod informer;
 pub mod kinds;
+pub mod mcs;
 pub mod member_kubeconfig;
 pub mod member_object;
 pub mod mcs_dns;
@@ -326,10 +327,12 @@ pub async fn run_with(
         stop.clone(),
     ));
     let status = tokio::spawn(status::run(ctx.clone(), stop.clone()));
+    let mcs = tokio::spawn(mcs::run(ctx.clone(), stop.clone()));
     let sync = tokio::spawn(sync::run(ctx, stop));
     let (c, st, s) = tokio::join!(clusters, status, sync);
     c??;
     st??;
     s??;
+    mcs.await??;
     Ok(())
 }

@@ -224,6 +224,15 @@ static POLICIES: &[KindPolicy] = &[
     KindPolicy::new("events.k8s.io", "Event").with_keep_home(each_clusters_own),
     KindPolicy::new("coordination.k8s.io", "Lease").with_keep_home(each_clusters_own),
     KindPolicy::new(ubernetes_api::GROUP, "Cluster").with_keep_home(each_clusters_own),
+    // The Multi-cluster Services API: the MCS controller (`crate::mcs`)
+    // derives each member's ServiceImport and EndpointSlices from the
+    // federation's ServiceExports; the objects themselves never propagate.
+    KindPolicy::new(ubernetes_api::mcs::GROUP, "ServiceExport")
+        .with_keep_home(multicluster_services)
+        .with_override_rule(MCS_RULE),
+    KindPolicy::new(ubernetes_api::mcs::GROUP, "ServiceImport")
+        .with_keep_home(multicluster_services)
+        .with_override_rule(MCS_RULE),
     KindPolicy {
         is_namespace: true,
         ..KindPolicy::new("", "Namespace")
@@ -325,6 +334,19 @@ fn propagates(_: &Candidate<'_>) -> Option<String> {
 /// `what is each cluster's own` when `cond` holds.
 fn own_if(cond: bool, what: &str) -> Option<String> {
     cond.then(|| format!("{what} is each cluster's own"))
+}
+
+const MCS_RULE: &str = "ServiceExports and ServiceImports are never propagated as objects: the \
+                        Multi-cluster Services controller writes each member's ServiceImport and \
+                        EndpointSlices";
+
+/// ServiceExports and ServiceImports: the MCS controller's input and output.
+fn multicluster_services(c: &Candidate<'_>) -> Option<String> {
+    let kind = c.object.get("kind").and_then(Value::as_str).unwrap_or("");
+    Some(format!(
+        "every {kind} is the Multi-cluster Services controller's (it writes the members' \
+         ServiceImports and EndpointSlices)"
+    ))
 }
 
 fn each_clusters_own(c: &Candidate<'_>) -> Option<String> {
@@ -494,6 +516,22 @@ mod tests {
         );
         assert_eq!(GroupKind::of_object(&json!({"kind": "Secret"})), None);
         assert!(of_object(&json!({"metadata": {}})).is_default());
+    }
+
+    #[test]
+    fn service_exports_and_imports_never_propagate() {
+        for kind in ["ServiceExport", "ServiceImport"] {
+            let obj = json!({"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": kind,
+                "metadata": {"name": "web", "namespace": "app"}});
+            let p = of_object(&obj);
+            assert_eq!(p.kind, kind);
+            let c = Candidate {
+                name: "web",
+                namespace: "app",
+                object: &obj,
+            };
+            assert!((p.keep_home)(&c).is_some_and(|why| why.contains(kind)));
+        }
     }
 
     #[test]
