@@ -16,14 +16,22 @@
 //! - a member unjoined takes its endpoints away from the other, which
 //!   then imports from itself alone;
 //! - the ServiceExport deleted: the ServiceImport and slices are gone.
+//!
+//! With `../shared/kube/kube.sh` (a real kube-apiserver 1.36, which has no
+//! MCS CRD), a second test joins one as a member beside ours: the
+//! federation installs the upstream ServiceImport CRD there, and each side
+//! imports the other's endpoints. Skipped, saying so, without it.
 
 use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 use ubernetes_e2e::federation::Federation;
-use ubernetes_e2e::{Server, eventually};
+use ubernetes_e2e::real_kube::{KubeCluster, kube_sh};
+use ubernetes_e2e::{Server, eventually, kubectl_bin, ubernetes_bin};
 
 const WAIT: Duration = Duration::from_secs(40);
 
@@ -260,5 +268,141 @@ fn exported_services_import_the_other_clusters_ready_endpoints() -> Result<()> {
     // The export deleted: east's ServiceImport goes.
     fed.host.kubectl_ok(&["delete", "serviceexport", "web"])?;
     wait_import(east, None)?;
+    Ok(())
+}
+
+/// kubectl against the real cluster `kube` (its own kubeconfig and context).
+fn real_kubectl(kube: &KubeCluster, cache: &Path, args: &[&str]) -> Result<Output> {
+    Command::new(kubectl_bin())
+        .arg("--kubeconfig")
+        .arg(&kube.kubeconfig)
+        .args(["--context", &kube.name])
+        .args(args)
+        .env("KUBECACHEDIR", cache)
+        .env_remove("KUBECONFIG")
+        .output()
+        .context("running kubectl (set $KUBECTL)")
+}
+
+/// `kubectl get ARGS -o json` against the real cluster; `None` on failure.
+fn real_get(kube: &KubeCluster, cache: &Path, args: &[&str]) -> Result<Option<Value>> {
+    let mut full = vec!["get"];
+    full.extend_from_slice(args);
+    full.extend_from_slice(&["-o", "json"]);
+    let out = real_kubectl(kube, cache, &full)?;
+    Ok(out
+        .status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).ok())
+        .flatten())
+}
+
+#[test]
+fn a_real_kube_apiserver_member_gets_the_crd_and_imports() -> Result<()> {
+    let Some(script) = kube_sh() else {
+        eprintln!(
+            "SKIPPED: shared/kube/kube.sh not found beside the checkout (nor $UBERNETES_KUBE_SH): \
+             no real kube-apiserver to export between"
+        );
+        return Ok(());
+    };
+    let name = format!("mcs{}", std::process::id());
+    let kube = KubeCluster::up(&script, &name, true)?;
+    let fed = Federation::start(1, &[])?;
+    fed.join(0, "east", &[])?;
+    let dir = tempfile::tempdir()?;
+    let cache = dir.path().join("cache");
+    let out = Command::new(ubernetes_bin())
+        .args(["join", "real", "--cluster-context", &name, "--kubeconfig"])
+        .arg(&kube.kubeconfig)
+        .arg("--federation-kubeconfig")
+        .arg(fed.host.kubeconfig())
+        .env_remove("KUBECONFIG")
+        .output()
+        .context("running ubernetes join")?;
+    ensure!(
+        out.status.success(),
+        "ubernetes join: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for c in ["east", "real"] {
+        fed.wait_ready(c)?;
+    }
+    ensure!(
+        real_get(
+            &kube,
+            &cache,
+            &["crd", "serviceimports.multicluster.x-k8s.io"]
+        )?
+        .is_none(),
+        "kube-apiserver has no MCS CRD of its own"
+    );
+    fed.host
+        .kubectl_stdin_ok(&["apply", "-f", "-"], &service(None))?;
+    let east = fed.member(0)?;
+    eventually(WAIT, || {
+        Ok(real_get(&kube, &cache, &["service", "web"])?.map(drop))
+    })
+    .with_context(|| {
+        format!(
+            "the Service reaches the real member\n{}",
+            fed.host.log_tail()
+        )
+    })?;
+    east.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &slice("web-east", &[("10.1.0.1", true)]),
+    )?;
+    let file = dir.path().join("slice.json");
+    std::fs::write(
+        &file,
+        slice("web-real", &[("10.3.0.1", true), ("10.3.0.2", false)]),
+    )?;
+    let out = real_kubectl(&kube, &cache, &["apply", "-f", &file.to_string_lossy()])?;
+    ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fed.host.kubectl_stdin_ok(&["apply", "-f", "-"], EXPORT)?;
+
+    // The real member gets the CRD, its ServiceImport and east's endpoints.
+    let mut last = None;
+    eventually(Duration::from_secs(60), || {
+        let import = real_get(&kube, &cache, &["serviceimport", "web"])?;
+        let ok = import
+            .as_ref()
+            .is_some_and(|i| clusters(i) == ["east", "real"] && ports(i) == [80]);
+        last = import;
+        Ok(ok.then_some(()))
+    })
+    .with_context(|| {
+        format!(
+            "no ServiceImport in the real member; last {last:?}\nhost log:\n{}",
+            fed.host.log_tail()
+        )
+    })?;
+    eventually(WAIT, || {
+        let list = real_get(
+            &kube,
+            &cache,
+            &[
+                "endpointslices",
+                "-l",
+                "multicluster.kubernetes.io/source-cluster=east",
+            ],
+        )?
+        .unwrap_or_default();
+        let addrs: Vec<&str> = list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|s| s["endpoints"].as_array().into_iter().flatten())
+            .filter_map(|e| e["addresses"][0].as_str())
+            .collect();
+        Ok((addrs == ["10.1.0.1"]).then_some(()))
+    })
+    .context("east's endpoints in the real member")?;
+    wait_imported(&fed, east, "real", &["10.3.0.1"])?;
     Ok(())
 }

@@ -783,10 +783,7 @@ async fn reconcile(
                     }
                     Err(e) => {
                         retry = true;
-                        failed
-                            .entry(key.clone())
-                            .or_default()
-                            .push(format!("{}: {e}", m.name));
+                        note_failure(&mut failed, key, m, "ServiceImport", &e);
                         continue;
                     }
                 }
@@ -804,10 +801,7 @@ async fn reconcile(
                 }
                 if let Err(e) = dispatch::apply(m, &slice_kind(), obj, name, ns, timeout).await {
                     retry = true;
-                    failed
-                        .entry(key.clone())
-                        .or_default()
-                        .push(format!("{}: {e}", m.name));
+                    note_failure(&mut failed, key, m, "EndpointSlice", &e);
                 }
             }
         }
@@ -909,6 +903,22 @@ async fn reconcile(
     retry
 }
 
+/// A member write that failed: logged, and named in the export's `Ready`
+/// condition.
+fn note_failure(
+    failed: &mut BTreeMap<ObjectKey, Vec<String>>,
+    key: &ObjectKey,
+    m: &Member,
+    what: &str,
+    e: &MemberError,
+) {
+    tracing::warn!(cluster = %m.name, export = %key, error = %e, "cannot write the {what}");
+    failed
+        .entry(key.clone())
+        .or_default()
+        .push(format!("{}: {e}", m.name));
+}
+
 fn record(ctx: &Context, export: &DynamicObject, kind: EventType, reason: &str, message: String) {
     let obj = json!({
         "apiVersion": api::API_VERSION,
@@ -930,17 +940,21 @@ async fn write_import(
 ) -> Result<bool, MemberError> {
     let timeout = ctx.options.member_request_timeout;
     let kind = import_kind();
-    let existed = dispatch::get_copy(m, &kind, name, ns, timeout).await;
-    let existed = match existed {
-        Ok(e) => e.is_some(),
-        Err(e) if e.code == 404 => return install_crd(m, timeout).await.map(|()| false),
-        Err(e) => return Err(e),
-    };
+    // A member without the kind answers a GET 404 as for a missing
+    // object; its apply 404s too.
+    let existed = dispatch::get_copy(m, &kind, name, ns, timeout)
+        .await?
+        .is_some();
     let mut spec_only = import.clone();
     if let Some(o) = spec_only.as_object_mut() {
         o.remove("status");
     }
-    dispatch::apply(m, &kind, &spec_only, name, ns, timeout).await?;
+    match dispatch::apply(m, &kind, &spec_only, name, ns, timeout).await {
+        Err(e) if e.code == 404 && !existed => {
+            return install_crd(m, timeout).await.map(|()| false);
+        }
+        r => r?,
+    };
     let status = json!({
         "apiVersion": api::API_VERSION,
         "kind": "ServiceImport",
