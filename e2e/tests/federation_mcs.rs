@@ -140,6 +140,21 @@ fn wait_condition(fed: &Federation, type_: &str, status: &str, reason: &str) -> 
     .with_context(|| format!("no condition {type_}={status} ({reason}); last status {last}"))
 }
 
+/// Wait until the federation has an Event with `reason` about the
+/// ServiceExport `web`.
+fn wait_event(fed: &Federation, reason: &str) -> Result<()> {
+    eventually(WAIT, || {
+        let events = fed.host.kubectl_get(&["events"])?.unwrap_or_default();
+        let found = events["items"].as_array().into_iter().flatten().any(|e| {
+            e["reason"] == reason
+                && e["involvedObject"]["kind"] == "ServiceExport"
+                && e["involvedObject"]["name"] == "web"
+        });
+        Ok(found.then_some(()))
+    })
+    .with_context(|| format!("no {reason} Event on the ServiceExport"))
+}
+
 /// Wait until `member`'s ServiceImport `web` satisfies `ok` (or, with
 /// `None`, is gone).
 fn wait_import(member: &Server, ok: Option<&dyn Fn(&Value) -> bool>) -> Result<()> {
@@ -224,6 +239,7 @@ fn exported_services_import_the_other_clusters_ready_endpoints() -> Result<()> {
     ensure!(valid["lastTransitionTime"].is_string(), "{valid}");
     wait_condition(&fed, "Conflict", "False", "NoConflicts")?;
     wait_condition(&fed, "Ready", "True", "Exported")?;
+    wait_event(&fed, "ServiceImportCreated")?;
     // kubectl's columns for the kind (the CRD's printer columns).
     let table = east.kubectl_ok(&["get", "serviceimports"])?;
     ensure!(
@@ -255,6 +271,7 @@ fn exported_services_import_the_other_clusters_ready_endpoints() -> Result<()> {
         "the message names the port: {conflict}"
     );
     wait_import(west, Some(&|i: &Value| ports(i) == [80]))?;
+    wait_event(&fed, "PortConflict")?;
     // Back in agreement.
     fed.host
         .kubectl_stdin_ok(&["apply", "-f", "-"], &service(None))?;
