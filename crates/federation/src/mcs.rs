@@ -87,6 +87,9 @@ pub const HASH_ANNOTATION: &str = "federation.kubernetes.io/mcs-hash";
 const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 /// `ServiceExportConditionReady`.
 const CONDITION_READY: &str = "Ready";
+/// How long after a start a pass waits for every Ready member's caches
+/// before going on without the ones that are not listed.
+const SETTLE: Duration = Duration::from_secs(30);
 /// The most endpoints an EndpointSlice may hold (kube's validation).
 const MAX_ENDPOINTS: usize = 1000;
 
@@ -535,7 +538,17 @@ pub async fn run(ctx: Arc<Context>, stop: CancellationToken) -> anyhow::Result<(
     let mut inputs: Option<Inputs> = None;
     let mut state = State::default();
     let mut member_changes = ctx.members.subscribe();
+    // A pass over half-listed exports or Services would take imports away.
+    let listed = async {
+        exports.store().wait_until_ready().await.is_ok()
+            && fed_services.store().wait_until_ready().await.is_ok()
+    };
+    tokio::select! {
+        () = stop.cancelled() => return Ok(()),
+        ok = listed => if !ok { return Ok(()) },
+    }
     tracing::info!("multi-cluster services controller started");
+    let started = std::time::Instant::now();
     loop {
         let mut retry = false;
         let current = exports.store().state();
@@ -575,7 +588,15 @@ pub async fn run(ctx: Arc<Context>, stop: CancellationToken) -> anyhow::Result<(
             inputs = Some(i);
         }
         if let Some(i) = &inputs {
-            retry = reconcile(&ctx, i, &current, &fed_services.store().state(), &mut state).await;
+            retry = reconcile(
+                &ctx,
+                i,
+                &current,
+                &fed_services.store().state(),
+                &mut state,
+                started,
+            )
+            .await;
         }
         let wait = if retry {
             Duration::from_secs(2)
@@ -616,11 +637,25 @@ async fn reconcile(
     exports: &[Arc<DynamicObject>],
     fed_services: &[Arc<DynamicObject>],
     state: &mut State,
+    started: std::time::Instant,
 ) -> bool {
     let timeout = ctx.options.member_request_timeout;
     let denylist = crate::member_object::namespace_denylist();
     let members: Vec<Arc<Member>> = ctx.members.snapshot();
-    let ready: Vec<&Arc<Member>> = members.iter().filter(|m| m.ready).collect();
+    // A Ready member whose Service copies or EndpointSlices are not listed
+    // yet is left alone (no write there, none of its endpoints taken away
+    // elsewhere) until they are.
+    let (ready, unknown): (Vec<&Arc<Member>>, Vec<&Arc<Member>>) =
+        members.iter().filter(|m| m.ready).partition(|m| {
+            i.services.is_synced(&m.name) == Some(true)
+                && i.sources.is_synced(&m.name) == Some(true)
+        });
+    let unknown: BTreeSet<&str> = unknown.iter().map(|m| m.name.as_str()).collect();
+    if !unknown.is_empty() && started.elapsed() < SETTLE {
+        // Just started (a new term): wait for every member's caches rather
+        // than take a member's endpoints away from the others meanwhile.
+        return true;
+    }
     let fed_svc_keys: BTreeSet<ObjectKey> = fed_services
         .iter()
         .filter(|s| s.metadata.deletion_timestamp.is_none())
@@ -818,7 +853,14 @@ async fn reconcile(
                 .collect();
             for s in i.ours.list(&m.name) {
                 let k = ObjectKey::of(&s);
-                if !wanted.contains(&k) && delete(m, &slice_kind(), &k, timeout).await.is_err() {
+                let from_unknown = s
+                    .labels()
+                    .get(LABEL_SOURCE_CLUSTER)
+                    .is_some_and(|c| unknown.contains(c.as_str()));
+                if !wanted.contains(&k)
+                    && !from_unknown
+                    && delete(m, &slice_kind(), &k, timeout).await.is_err()
+                {
                     retry = true;
                 }
             }
@@ -900,7 +942,7 @@ async fn reconcile(
     }
     let live: BTreeSet<String> = exports.iter().filter_map(|e| e.uid()).collect();
     state.written.retain(|uid, _| live.contains(uid));
-    retry
+    retry || !unknown.is_empty()
 }
 
 /// A member write that failed: logged, and named in the export's `Ready`
