@@ -49,20 +49,9 @@ use crate::dns_records::SERVICE_NAME_LABEL;
 use crate::informer::{FederatedInformer, ObjectKey, Selection};
 use crate::kinds::FederatedKind;
 
-/// The label the MCS controller puts on the EndpointSlices it writes into
-/// a member (the cluster their endpoints come from).
-pub const SOURCE_CLUSTER_LABEL: &str = "multicluster.kubernetes.io/source-cluster";
-
-/// The ServiceExport kind (`multicluster.x-k8s.io/v1alpha1`).
-pub fn service_export_kind() -> FederatedKind {
-    FederatedKind::new(
-        "multicluster.x-k8s.io",
-        "v1alpha1",
-        "ServiceExport",
-        "serviceexports",
-        true,
-    )
-}
+// The label the MCS controller puts on the EndpointSlices it writes into
+// a member (the cluster their endpoints come from).
+use ubernetes_api::mcs::LABEL_SOURCE_CLUSTER as SOURCE_CLUSTER_LABEL;
 
 /// An exported Service as its clusterset name needs it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -211,7 +200,7 @@ pub async fn run(ctx: Arc<Context>, store: Arc<RecordStore>, stop: CancellationT
         return;
     }
     let changed = Arc::new(Notify::new());
-    let exports = ctx.objects.for_kind(&service_export_kind());
+    let exports = ctx.objects.for_kind(&crate::mcs::export_kind());
     forward(exports.triggers(), changed.clone(), stop.clone());
     let services = ctx
         .informers
