@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Generate the compact protobuf schema table used by crates/apiserver/src/protobuf.rs.
+"""Generate the protobuf messages of the built-in kinds, one file per proto
+package, into crates/registry/src/kinds/protobuf/ (or the directory given as
+the first argument), with the mod.rs that includes them. The API server's
+protobuf walker (crates/apiserver/src/protobuf.rs) reads them; each kind names
+its own message where it is declared.
 
 Reads the prost-generated Kubernetes messages of the k8s-pb crate (field tags,
 wire types, message types) and the JSON field names of the k8s-openapi crate
-(both from the local cargo registry), walks the closure of the root kinds, and
-prints one line per message:
+(both from the local cargo registry), walks the closure of every kind of
+k8s-pb's stable versions, and writes one line per message:
 
     <short.Name> [!list] <jsonName>=<tag>:<type> ...
 
@@ -21,73 +25,17 @@ REG = glob.glob(os.path.expanduser("~/.cargo/registry/src/*/"))[0]
 PB = glob.glob(REG + "k8s-pb-0.*/src")[-1]
 OA = glob.glob(REG + "k8s-openapi-0.29*/src/v1_37")[0]
 
-ROOTS = [
-    ("v1", k) for k in [
-        "Namespace", "ConfigMap", "Secret", "Service", "Endpoints", "ServiceAccount", "Event",
-        "LimitRange", "ResourceQuota", "PersistentVolumeClaim", "PersistentVolume", "PodTemplate",
-        "ReplicationController", "Pod", "Node", "Binding",
-    ]
-] + [
-    ("apps/v1", k) for k in ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ControllerRevision"]
-] + [
-    ("batch/v1", "Job"), ("batch/v1", "CronJob"),
-    ("autoscaling/v1", "HorizontalPodAutoscaler"), ("autoscaling/v1", "Scale"),
-    ("autoscaling/v2", "HorizontalPodAutoscaler"),
-    ("networking.k8s.io/v1", "Ingress"), ("networking.k8s.io/v1", "IngressClass"),
-    ("networking.k8s.io/v1", "NetworkPolicy"),
-    ("policy/v1", "PodDisruptionBudget"), ("policy/v1", "Eviction"),
-    ("rbac.authorization.k8s.io/v1", "Role"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
-    ("coordination.k8s.io/v1", "Lease"),
-    ("events.k8s.io/v1", "Event"),
-    ("discovery.k8s.io/v1", "EndpointSlice"),
-    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
-    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"),
-    ("authorization.k8s.io/v1", "SubjectAccessReview"),
-    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"),
-    ("authentication.k8s.io/v1", "SelfSubjectReview"),
-    ("authentication.k8s.io/v1", "TokenReview"),
-    ("authentication.k8s.io/v1", "TokenRequest"),
-    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
-    ("apiregistration.k8s.io/v1", "APIService"),
-    ("v1", "ComponentStatus"),
-    ("resource.k8s.io/v1", "DeviceClass"), ("resource.k8s.io/v1", "ResourceClaim"),
-    ("resource.k8s.io/v1", "ResourceClaimTemplate"), ("resource.k8s.io/v1", "ResourceSlice"),
-    ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema"),
-    ("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration"),
-    ("networking.k8s.io/v1", "IPAddress"), ("networking.k8s.io/v1", "ServiceCIDR"),
-    ("certificates.k8s.io/v1", "CertificateSigningRequest"),
-    ("scheduling.k8s.io/v1", "PriorityClass"),
-    ("node.k8s.io/v1", "RuntimeClass"),
-] + [
-    ("storage.k8s.io/v1", k) for k in [
-        "StorageClass", "CSIDriver", "CSINode", "CSIStorageCapacity", "VolumeAttachment",
-        "VolumeAttributesClass",
-    ]
-] + [
-    # MutatingAdmissionPolicy(Binding) v1 is newer than k8s-pb's v1 messages:
-    # served as JSON only.
-    ("admissionregistration.k8s.io/v1", k) for k in [
-        "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
-        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
-    ]
-]
+# Every message reachable from the kinds of k8s-pb's stable versions is
+# generated, not only those of the kinds served today: a kind added in one
+# file names its message (`Builtin`'s default, `<group>.<version>.<Kind>`)
+# and finds it here without a new run of this script.
+STABLE_VERSIONS = ("v1", "v2")
 EXTRA_ROOTS = [
     "meta.v1.DeleteOptions", "meta.v1.Status", "meta.v1.WatchEvent",
     "meta.v1.PartialObjectMetadata", "meta.v1.PartialObjectMetadataList",
 ]
-# meta.k8s.io kinds responses may carry (Status is served as v1 under every group).
-EXTRA_KINDS = [
-    ("v1", "Status", "meta.v1.Status"),
-    ("meta.k8s.io/v1", "PartialObjectMetadata", "meta.v1.PartialObjectMetadata"),
-    ("meta.k8s.io/v1", "PartialObjectMetadataList", "meta.v1.PartialObjectMetadataList"),
-]
-# Subresource kinds k8s-pb has no Resource impl for.
-MANUAL = [
-    ("autoscaling/v1", "Scale", "autoscaling.v1.Scale"),
-    ("policy/v1", "Eviction", "policy.v1.Eviction"),
-    ("authentication.k8s.io/v1", "TokenRequest", "authentication.v1.TokenRequest"),
-]
+# Subresource bodies k8s-pb has no Resource impl for.
+MANUAL = ["autoscaling.v1.Scale", "policy.v1.Eviction", "authentication.v1.TokenRequest"]
 SPECIAL = {
     "meta.v1.Time", "meta.v1.MicroTime", "meta.v1.Duration", "meta.v1.FieldsV1",
     "resource.Quantity", "intstr.IntOrString", "runtime.RawExtension",
@@ -107,10 +55,6 @@ SPECIAL_WALK = {
 # plus ClusterStatus.kubernetesVersion (an Ubernetes field, JSON
 # `kubernetesVersion`) under the next free number, 7, which Federation v1's
 # generated clients skip as an unknown field.
-FEDERATION_KINDS = [
-    ("federation/v1beta1", "Cluster", "federation.v1beta1.Cluster"),
-    ("federation/v1beta1", "ClusterList", "federation.v1beta1.ClusterList"),
-]
 FEDERATION_MESSAGES = """\
 federation.v1beta1.Cluster metadata=1:@meta.v1.ObjectMeta spec=2:@federation.v1beta1.ClusterSpec status=3:@federation.v1beta1.ClusterStatus
 federation.v1beta1.ClusterCondition type=1:s status=2:s lastProbeTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
@@ -247,24 +191,15 @@ def json_name(msg, rust):
 
 
 # ---- closure ----------------------------------------------------------------
-roots = []
-for av, k in ROOTS:
-    if (av, k) not in resources:
-        print(f"missing root {av} {k}", file=sys.stderr)
-        continue
-    roots.append(resources[(av, k)])
-for av, k, m in MANUAL:
-    resources[(av, k)] = m
-    roots.append(m)
+ROOTS = sorted(k for k in resources if k[0].rsplit("/", 1)[-1] in STABLE_VERSIONS)
+roots = [resources[k] for k in ROOTS]
+roots += MANUAL
 roots += EXTRA_ROOTS
 # Messages the hand-written federation ones refer to.
 roots += ["core.v1.LocalObjectReference", "meta.v1.ListMeta", "meta.v1.ObjectMeta"]
 # `<Kind>List` messages (ListMeta + repeated items) of every root kind.
-LISTS = []
-for av, k in ROOTS:
-    m = resources.get((av, k))
-    if m and m + "List" in messages:
-        LISTS.append((av, k + "List", m + "List"))
+for m in list(roots):
+    if m + "List" in messages:
         roots.append(m + "List")
 seen = []
 stack = list(roots)
@@ -298,12 +233,13 @@ def inlined(msg, parent_keys):
     return True
 
 
-out = []
-for av, k in ROOTS:
-    if (av, k) in resources:
-        out.append(f"={av} {k} {resources[(av, k)]}")
-for av, k, m in LISTS + EXTRA_KINDS + FEDERATION_KINDS:
-    out.append(f"={av} {k} {m}")
+packages = {}  # package -> lines
+
+
+def package(message):
+    return message.rsplit(".", 1)[0]
+
+
 for m in sorted(seen):
     if (m in SPECIAL and m not in SPECIAL_WALK) or m not in messages:
         continue
@@ -320,8 +256,73 @@ for m in sorted(seen):
                 parts.append(f"{rust}={tag}:^{ty}")
                 continue
         parts.append(f"{json_name(m, rust)}={tag}:{ty}")
-    out.append(" ".join(parts))
-out += FEDERATION_MESSAGES.splitlines()
-print("\n".join(out))
+    packages.setdefault(package(m), []).append(" ".join(parts))
+for line in FEDERATION_MESSAGES.splitlines():
+    packages.setdefault(package(line.split(" ", 1)[0]), []).append(line)
+
+HEADER = """\
+# The protobuf messages of package {package}: one line per message,
+# `<message> [!list] <jsonName>=<field number>:<type> ...` (see mod.rs).
+# Generated by scripts/gen_pb_schema.py from k8s-pb 0.9 and k8s-openapi 0.29
+# (v1_37); do not edit by hand.
+"""
+MOD = """\
+//! The protobuf messages of the built-in kinds (kube's `generated.proto`),
+//! one generated file per proto package beside the kinds' modules. A kind
+//! names its message where it is declared ([`Strategy::protobuf`]:
+//! `Builtin`'s default is `<group>.<version>.<Kind>`, see [`message_name`]);
+//! the API server's protobuf walker reads the messages from [`PACKAGES`].
+//!
+//! A file's lines: `<message> [!list] <jsonName>=<field number>:<type> …`,
+//! types `s` string, `b` bool, `i32`, `i64`, `u32`, `u64`, `f64`, `f32`,
+//! `y` bytes, `@<message>`, `*<type>` repeated, `{{<key>,<value>}}` map and
+//! `^@<message>` an embedded Go struct whose fields are inlined; `!list`
+//! marks a list wrapper (`repeated items = 1`) JSON renders as a bare array.
+//! `#` lines are comments.
+//!
+//! Generated by `scripts/gen_pb_schema.py` from k8s-pb 0.9 (every message
+//! reachable from its stable kinds) and k8s-openapi 0.29's JSON names;
+//! federation/v1beta1 from Federation v1's `generated.proto`. Do not edit
+//! by hand.
+//!
+//! [`Strategy::protobuf`]: crate::Strategy::protobuf
+
+/// Every generated package: `(package, its message lines)`.
+pub const PACKAGES: &[(&str, &str)] = &[
+{entries}];
+
+/// Whether `message` (`apps.v1.Deployment`) is one of the generated ones.
+pub fn has_message(message: &str) -> bool {{
+    PACKAGES
+        .iter()
+        .flat_map(|(_, lines)| lines.lines())
+        .any(|line| line.split(' ').next() == Some(message))
+}}
+
+/// The protobuf message of a built-in kind, by kube's package naming: the
+/// group's first label (`core` for the core group) and the version, e.g.
+/// `rbac.v1.Role` for `rbac.authorization.k8s.io/v1` Roles.
+pub fn message_name(group: &str, version: &str, kind: &str) -> String {{
+    let short = match group.split('.').next() {{
+        None | Some("") => "core",
+        Some(first) => first,
+    }};
+    format!("{{short}}.{{version}}.{{kind}}")
+}}
+"""
+outdir = sys.argv[1] if len(sys.argv) > 1 else "crates/registry/src/kinds/protobuf"
+os.makedirs(outdir, exist_ok=True)
+for old in glob.glob(os.path.join(outdir, "*.txt")):
+    os.remove(old)
+entries = ""
+for pkg in sorted(packages):
+    with open(os.path.join(outdir, pkg + ".txt"), "w") as f:
+        f.write(HEADER.format(package=pkg) + "\n".join(packages[pkg]) + "\n")
+    entry = f'    ("{pkg}", include_str!("{pkg}.txt")),\n'
+    if len(entry.strip()) > 72:  # as rustfmt breaks it
+        entry = f'    (\n        "{pkg}",\n        include_str!("{pkg}.txt"),\n    ),\n'
+    entries += entry
+with open(os.path.join(outdir, "mod.rs"), "w") as f:
+    f.write(MOD.format(entries=entries))
 for f in FALLBACKS:
     print("fallback name", f, file=sys.stderr)

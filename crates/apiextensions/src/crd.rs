@@ -119,7 +119,7 @@ impl Strategy for CrdStrategy {
         Strategy::openapi_schema(&self.inner)
     }
 
-    fn protobuf(&self) -> bool {
+    fn protobuf(&self) -> Option<&str> {
         Strategy::protobuf(&self.inner)
     }
 

@@ -18,12 +18,16 @@
 //! `contentEncoding`, `contentType`) whose `raw` is the kind's
 //! `generated.proto` message without its TypeMeta.
 //!
-//! How: a generic protobuf walker driven by [`SCHEMA`], a compact table of
-//! every message reachable from the served kinds (field number → JSON name
-//! and type). The table is generated from the `k8s-pb` crate's prost types
-//! (field numbers and types) and `k8s-openapi`'s JSON field names; `k8s-pb`
-//! itself has no serde or reflection, so it cannot produce JSON at run time,
-//! but the tests encode their bodies with it, which checks the table.
+//! How: a generic protobuf walker driven by [`SCHEMA`]: the messages (field
+//! number → JSON name and type) generated beside the kinds, one file per
+//! proto package ([`ubernetes_registry::kinds::protobuf`]), and the kinds
+//! served as protobuf, each named by its own declaration
+//! ([`Strategy::protobuf`], its subresources' bodies, the reviews); this
+//! module names no kind. The messages are generated from the `k8s-pb`
+//! crate's prost types (field numbers and types) and `k8s-openapi`'s JSON
+//! field names; `k8s-pb` itself has no serde or reflection, so it cannot
+//! produce JSON at run time, but the tests encode their bodies with it,
+//! which checks the messages.
 //! Special messages become their JSON forms: `Time`/`MicroTime` → RFC 3339,
 //! `Quantity` → string, `IntOrString` → number or string, `RawExtension`,
 //! `FieldsV1` and apiextensions' `JSON` → embedded JSON, `bytes` → base64,
@@ -32,7 +36,7 @@
 //! fields, and JSONSchemaProps' `OrArray`/`OrBool`/`OrStringArray` → the one
 //! JSON form their Go `MarshalJSON` writes. Unknown field numbers are
 //! skipped as gogo-protobuf does. federation/v1beta1 (not in `k8s-pb`) is
-//! written into the table from Federation v1's `generated.proto`.
+//! generated from Federation v1's `generated.proto`.
 //!
 //! Encoding is the reverse walk: fields in tag order as gogo-protobuf
 //! writes them, map entries sorted by key, absent or `null` JSON fields left
@@ -49,11 +53,12 @@
 //! Never panics on any input.
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use ubernetes_apimachinery::ApiError;
+use ubernetes_registry::Strategy;
 
 /// The protobuf media type.
 pub const PROTOBUF_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
@@ -476,21 +481,15 @@ fn parse_type(s: &str) -> Option<FieldType> {
     Some(FieldType::One(Scalar::parse(s)?))
 }
 
-fn parse_schema(text: &str) -> Schema {
-    let mut schema = Schema::default();
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if let Some(kind_line) = line.strip_prefix('=') {
-            let parts: Vec<&str> = kind_line.split(' ').collect();
-            if let [api_version, kind, message] = parts.as_slice() {
-                schema.kinds.insert(
-                    (api_version.to_string(), kind.to_string()),
-                    message.to_string(),
-                );
-            } else {
-                schema.bad_lines.push(line.to_string());
-            }
-            continue;
-        }
+/// Read message lines (the format of
+/// [`ubernetes_registry::kinds::protobuf`]) into `schema`; `#` lines are
+/// comments.
+fn parse_messages(schema: &mut Schema, text: &str) {
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
         let mut parts = line.split(' ');
         let Some(name) = parts.next() else { continue };
         let mut msg = Message::default();
@@ -518,10 +517,91 @@ fn parse_schema(text: &str) -> Schema {
         }
         schema.messages.insert(name.to_string(), msg);
     }
+}
+
+/// The kinds served as protobuf with their messages, as the kinds declare
+/// them: every built-in kind's own ([`Strategy::protobuf`]) and its
+/// `<Kind>List`'s, the bodies of its subresources (a `Scale`, a
+/// `TokenRequest`, a `Binding`, named by the subresource's discovery
+/// facts), and the kinds the API server serves itself (the reviews,
+/// `bindings`, `componentstatuses`, as discovery lists them). A kind whose
+/// message is not generated is left out (JSON only).
+///
+/// [`Strategy::protobuf`]: ubernetes_registry::Strategy::protobuf
+fn declared_kinds(kinds: &[Arc<dyn Strategy>]) -> Vec<(String, String, String)> {
+    use ubernetes_registry::kinds::protobuf::message_name;
+    fn with_list(
+        out: &mut Vec<(String, String, String)>,
+        api_version: String,
+        kind: &str,
+        message: String,
+    ) {
+        out.push((
+            api_version.clone(),
+            format!("{kind}List"),
+            format!("{message}List"),
+        ));
+        out.push((api_version, kind.to_string(), message));
+    }
+    let mut out = Vec::new();
+    for s in kinds {
+        let info = s.info();
+        if let Some(message) = s.protobuf() {
+            with_list(
+                &mut out,
+                info.api_version(),
+                &info.kind,
+                message.to_string(),
+            );
+        }
+        for sub in info.subresources.iter().filter(|sub| sub.kind != info.kind) {
+            let api_version = if sub.group.is_empty() {
+                sub.version.clone()
+            } else {
+                format!("{}/{}", sub.group, sub.version)
+            };
+            let message = message_name(&sub.group, &sub.version, &sub.kind);
+            out.push((api_version, sub.kind.clone(), message));
+        }
+    }
+    for info in crate::discovery::review_resources()
+        .into_iter()
+        .chain(crate::discovery::core_extra_resources())
+    {
+        let message = message_name(&info.group, &info.version, &info.kind);
+        with_list(&mut out, info.api_version(), &info.kind, message);
+    }
+    // meta.k8s.io's own (`Status` is served as v1 under every group).
+    for (api_version, kind) in [
+        ("v1", "Status"),
+        ("meta.k8s.io/v1", "PartialObjectMetadata"),
+        ("meta.k8s.io/v1", "PartialObjectMetadataList"),
+    ] {
+        out.push((api_version.into(), kind.into(), format!("meta.v1.{kind}")));
+    }
+    out
+}
+
+/// The schema: every generated message, and the declared kinds whose
+/// message is among them.
+fn build_schema(kinds: &[Arc<dyn Strategy>]) -> Schema {
+    let mut schema = Schema::default();
+    for (_, text) in ubernetes_registry::kinds::protobuf::PACKAGES {
+        parse_messages(&mut schema, text);
+    }
+    for (api_version, kind, message) in declared_kinds(kinds) {
+        if schema.messages.contains_key(&message) {
+            schema.kinds.insert((api_version, kind), message);
+        }
+    }
     schema
 }
 
-static SCHEMA: LazyLock<Schema> = LazyLock::new(|| parse_schema(SCHEMA_TEXT));
+static SCHEMA: LazyLock<Schema> = LazyLock::new(|| {
+    let mut kinds = ubernetes_registry::kinds::builtin();
+    kinds.push(ubernetes_apiextensions::crd_strategy());
+    build_schema(&kinds)
+});
 
 // ---- decoding ------------------------------------------------------------------
 
@@ -1344,721 +1424,6 @@ fn parse_go_duration(s: &str) -> Option<i64> {
     Some(if neg { -ns } else { ns })
 }
 
-/// The message table (see the module doc). Lines: `=<apiVersion> <Kind>
-/// <message>` maps a kind to its message; `<message> [!list]
-/// <jsonName>=<field number>:<type> …` describes one message, with types
-/// `s` string, `b` bool, `i32`, `i64`, `u32`, `u64`, `f64`, `f32`, `y`
-/// bytes, `@<message>`, `*<type>` repeated, `{<key>,<value>}` map and
-/// `^@<message>` an embedded struct whose fields are inlined.
-/// Generated from k8s-pb 0.9 and k8s-openapi 0.29 (v1_37); do not edit by hand.
-const SCHEMA_TEXT: &str = r#"
-=v1 Namespace core.v1.Namespace
-=v1 ConfigMap core.v1.ConfigMap
-=v1 Secret core.v1.Secret
-=v1 Service core.v1.Service
-=v1 Endpoints core.v1.Endpoints
-=v1 ServiceAccount core.v1.ServiceAccount
-=v1 Event core.v1.Event
-=v1 LimitRange core.v1.LimitRange
-=v1 ResourceQuota core.v1.ResourceQuota
-=v1 PersistentVolumeClaim core.v1.PersistentVolumeClaim
-=v1 PersistentVolume core.v1.PersistentVolume
-=v1 PodTemplate core.v1.PodTemplate
-=v1 ReplicationController core.v1.ReplicationController
-=v1 Pod core.v1.Pod
-=v1 Node core.v1.Node
-=v1 Binding core.v1.Binding
-=apps/v1 Deployment apps.v1.Deployment
-=apps/v1 ReplicaSet apps.v1.ReplicaSet
-=apps/v1 StatefulSet apps.v1.StatefulSet
-=apps/v1 DaemonSet apps.v1.DaemonSet
-=apps/v1 ControllerRevision apps.v1.ControllerRevision
-=batch/v1 Job batch.v1.Job
-=batch/v1 CronJob batch.v1.CronJob
-=autoscaling/v1 HorizontalPodAutoscaler autoscaling.v1.HorizontalPodAutoscaler
-=autoscaling/v1 Scale autoscaling.v1.Scale
-=autoscaling/v2 HorizontalPodAutoscaler autoscaling.v2.HorizontalPodAutoscaler
-=networking.k8s.io/v1 Ingress networking.v1.Ingress
-=networking.k8s.io/v1 IngressClass networking.v1.IngressClass
-=networking.k8s.io/v1 NetworkPolicy networking.v1.NetworkPolicy
-=policy/v1 PodDisruptionBudget policy.v1.PodDisruptionBudget
-=policy/v1 Eviction policy.v1.Eviction
-=rbac.authorization.k8s.io/v1 Role rbac.v1.Role
-=rbac.authorization.k8s.io/v1 RoleBinding rbac.v1.RoleBinding
-=rbac.authorization.k8s.io/v1 ClusterRole rbac.v1.ClusterRole
-=rbac.authorization.k8s.io/v1 ClusterRoleBinding rbac.v1.ClusterRoleBinding
-=coordination.k8s.io/v1 Lease coordination.v1.Lease
-=events.k8s.io/v1 Event events.v1.Event
-=discovery.k8s.io/v1 EndpointSlice discovery.v1.EndpointSlice
-=authorization.k8s.io/v1 SelfSubjectAccessReview authorization.v1.SelfSubjectAccessReview
-=authorization.k8s.io/v1 SelfSubjectRulesReview authorization.v1.SelfSubjectRulesReview
-=authorization.k8s.io/v1 SubjectAccessReview authorization.v1.SubjectAccessReview
-=authorization.k8s.io/v1 LocalSubjectAccessReview authorization.v1.LocalSubjectAccessReview
-=authentication.k8s.io/v1 SelfSubjectReview authentication.v1.SelfSubjectReview
-=authentication.k8s.io/v1 TokenReview authentication.v1.TokenReview
-=authentication.k8s.io/v1 TokenRequest authentication.v1.TokenRequest
-=apiextensions.k8s.io/v1 CustomResourceDefinition apiextensions.v1.CustomResourceDefinition
-=apiregistration.k8s.io/v1 APIService apiregistration.v1.APIService
-=v1 ComponentStatus core.v1.ComponentStatus
-=resource.k8s.io/v1 DeviceClass resource.v1.DeviceClass
-=resource.k8s.io/v1 ResourceClaim resource.v1.ResourceClaim
-=resource.k8s.io/v1 ResourceClaimTemplate resource.v1.ResourceClaimTemplate
-=resource.k8s.io/v1 ResourceSlice resource.v1.ResourceSlice
-=flowcontrol.apiserver.k8s.io/v1 FlowSchema flowcontrol.v1.FlowSchema
-=flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfiguration flowcontrol.v1.PriorityLevelConfiguration
-=networking.k8s.io/v1 IPAddress networking.v1.IPAddress
-=networking.k8s.io/v1 ServiceCIDR networking.v1.ServiceCIDR
-=certificates.k8s.io/v1 CertificateSigningRequest certificates.v1.CertificateSigningRequest
-=scheduling.k8s.io/v1 PriorityClass scheduling.v1.PriorityClass
-=node.k8s.io/v1 RuntimeClass node.v1.RuntimeClass
-=storage.k8s.io/v1 StorageClass storage.v1.StorageClass
-=storage.k8s.io/v1 CSIDriver storage.v1.CSIDriver
-=storage.k8s.io/v1 CSINode storage.v1.CSINode
-=storage.k8s.io/v1 CSIStorageCapacity storage.v1.CSIStorageCapacity
-=storage.k8s.io/v1 VolumeAttachment storage.v1.VolumeAttachment
-=storage.k8s.io/v1 VolumeAttributesClass storage.v1.VolumeAttributesClass
-=admissionregistration.k8s.io/v1 MutatingWebhookConfiguration admissionregistration.v1.MutatingWebhookConfiguration
-=admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration admissionregistration.v1.ValidatingWebhookConfiguration
-=admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy admissionregistration.v1.ValidatingAdmissionPolicy
-=admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding admissionregistration.v1.ValidatingAdmissionPolicyBinding
-=v1 NamespaceList core.v1.NamespaceList
-=v1 ConfigMapList core.v1.ConfigMapList
-=v1 SecretList core.v1.SecretList
-=v1 ServiceList core.v1.ServiceList
-=v1 EndpointsList core.v1.EndpointsList
-=v1 ServiceAccountList core.v1.ServiceAccountList
-=v1 EventList core.v1.EventList
-=v1 LimitRangeList core.v1.LimitRangeList
-=v1 ResourceQuotaList core.v1.ResourceQuotaList
-=v1 PersistentVolumeClaimList core.v1.PersistentVolumeClaimList
-=v1 PersistentVolumeList core.v1.PersistentVolumeList
-=v1 PodTemplateList core.v1.PodTemplateList
-=v1 ReplicationControllerList core.v1.ReplicationControllerList
-=v1 PodList core.v1.PodList
-=v1 NodeList core.v1.NodeList
-=apps/v1 DeploymentList apps.v1.DeploymentList
-=apps/v1 ReplicaSetList apps.v1.ReplicaSetList
-=apps/v1 StatefulSetList apps.v1.StatefulSetList
-=apps/v1 DaemonSetList apps.v1.DaemonSetList
-=apps/v1 ControllerRevisionList apps.v1.ControllerRevisionList
-=batch/v1 JobList batch.v1.JobList
-=batch/v1 CronJobList batch.v1.CronJobList
-=autoscaling/v1 HorizontalPodAutoscalerList autoscaling.v1.HorizontalPodAutoscalerList
-=autoscaling/v2 HorizontalPodAutoscalerList autoscaling.v2.HorizontalPodAutoscalerList
-=networking.k8s.io/v1 IngressList networking.v1.IngressList
-=networking.k8s.io/v1 IngressClassList networking.v1.IngressClassList
-=networking.k8s.io/v1 NetworkPolicyList networking.v1.NetworkPolicyList
-=policy/v1 PodDisruptionBudgetList policy.v1.PodDisruptionBudgetList
-=rbac.authorization.k8s.io/v1 RoleList rbac.v1.RoleList
-=rbac.authorization.k8s.io/v1 RoleBindingList rbac.v1.RoleBindingList
-=rbac.authorization.k8s.io/v1 ClusterRoleList rbac.v1.ClusterRoleList
-=rbac.authorization.k8s.io/v1 ClusterRoleBindingList rbac.v1.ClusterRoleBindingList
-=coordination.k8s.io/v1 LeaseList coordination.v1.LeaseList
-=events.k8s.io/v1 EventList events.v1.EventList
-=discovery.k8s.io/v1 EndpointSliceList discovery.v1.EndpointSliceList
-=apiextensions.k8s.io/v1 CustomResourceDefinitionList apiextensions.v1.CustomResourceDefinitionList
-=apiregistration.k8s.io/v1 APIServiceList apiregistration.v1.APIServiceList
-=v1 ComponentStatusList core.v1.ComponentStatusList
-=resource.k8s.io/v1 DeviceClassList resource.v1.DeviceClassList
-=resource.k8s.io/v1 ResourceClaimList resource.v1.ResourceClaimList
-=resource.k8s.io/v1 ResourceClaimTemplateList resource.v1.ResourceClaimTemplateList
-=resource.k8s.io/v1 ResourceSliceList resource.v1.ResourceSliceList
-=flowcontrol.apiserver.k8s.io/v1 FlowSchemaList flowcontrol.v1.FlowSchemaList
-=flowcontrol.apiserver.k8s.io/v1 PriorityLevelConfigurationList flowcontrol.v1.PriorityLevelConfigurationList
-=networking.k8s.io/v1 IPAddressList networking.v1.IPAddressList
-=networking.k8s.io/v1 ServiceCIDRList networking.v1.ServiceCIDRList
-=certificates.k8s.io/v1 CertificateSigningRequestList certificates.v1.CertificateSigningRequestList
-=scheduling.k8s.io/v1 PriorityClassList scheduling.v1.PriorityClassList
-=node.k8s.io/v1 RuntimeClassList node.v1.RuntimeClassList
-=storage.k8s.io/v1 StorageClassList storage.v1.StorageClassList
-=storage.k8s.io/v1 CSIDriverList storage.v1.CSIDriverList
-=storage.k8s.io/v1 CSINodeList storage.v1.CSINodeList
-=storage.k8s.io/v1 CSIStorageCapacityList storage.v1.CSIStorageCapacityList
-=storage.k8s.io/v1 VolumeAttachmentList storage.v1.VolumeAttachmentList
-=storage.k8s.io/v1 VolumeAttributesClassList storage.v1.VolumeAttributesClassList
-=admissionregistration.k8s.io/v1 MutatingWebhookConfigurationList admissionregistration.v1.MutatingWebhookConfigurationList
-=admissionregistration.k8s.io/v1 ValidatingWebhookConfigurationList admissionregistration.v1.ValidatingWebhookConfigurationList
-=admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyList admissionregistration.v1.ValidatingAdmissionPolicyList
-=admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBindingList admissionregistration.v1.ValidatingAdmissionPolicyBindingList
-=v1 Status meta.v1.Status
-=meta.k8s.io/v1 PartialObjectMetadata meta.v1.PartialObjectMetadata
-=meta.k8s.io/v1 PartialObjectMetadataList meta.v1.PartialObjectMetadataList
-=federation/v1beta1 Cluster federation.v1beta1.Cluster
-=federation/v1beta1 ClusterList federation.v1beta1.ClusterList
-admissionregistration.v1.AuditAnnotation key=1:s valueExpression=2:s
-admissionregistration.v1.ExpressionWarning fieldRef=2:s warning=3:s
-admissionregistration.v1.MatchCondition name=1:s expression=2:s
-admissionregistration.v1.MatchResources namespaceSelector=1:@meta.v1.LabelSelector objectSelector=2:@meta.v1.LabelSelector resourceRules=3:*@admissionregistration.v1.NamedRuleWithOperations excludeResourceRules=4:*@admissionregistration.v1.NamedRuleWithOperations matchPolicy=7:s
-admissionregistration.v1.MutatingWebhook name=1:s clientConfig=2:@admissionregistration.v1.WebhookClientConfig rules=3:*@admissionregistration.v1.RuleWithOperations failurePolicy=4:s namespaceSelector=5:@meta.v1.LabelSelector sideEffects=6:s timeoutSeconds=7:i32 admissionReviewVersions=8:*s matchPolicy=9:s reinvocationPolicy=10:s objectSelector=11:@meta.v1.LabelSelector matchConditions=12:*@admissionregistration.v1.MatchCondition
-admissionregistration.v1.MutatingWebhookConfiguration metadata=1:@meta.v1.ObjectMeta webhooks=2:*@admissionregistration.v1.MutatingWebhook
-admissionregistration.v1.MutatingWebhookConfigurationList metadata=1:@meta.v1.ListMeta items=2:*@admissionregistration.v1.MutatingWebhookConfiguration
-admissionregistration.v1.NamedRuleWithOperations resourceNames=1:*s rule_with_operations=2:^@admissionregistration.v1.RuleWithOperations
-admissionregistration.v1.ParamKind apiVersion=1:s kind=2:s
-admissionregistration.v1.ParamRef name=1:s namespace=2:s selector=3:@meta.v1.LabelSelector parameterNotFoundAction=4:s
-admissionregistration.v1.Rule apiGroups=1:*s apiVersions=2:*s resources=3:*s scope=4:s
-admissionregistration.v1.RuleWithOperations operations=1:*s rule=2:^@admissionregistration.v1.Rule
-admissionregistration.v1.ServiceReference namespace=1:s name=2:s path=3:s port=4:i32
-admissionregistration.v1.TypeChecking expressionWarnings=1:*@admissionregistration.v1.ExpressionWarning
-admissionregistration.v1.ValidatingAdmissionPolicy metadata=1:@meta.v1.ObjectMeta spec=2:@admissionregistration.v1.ValidatingAdmissionPolicySpec status=3:@admissionregistration.v1.ValidatingAdmissionPolicyStatus
-admissionregistration.v1.ValidatingAdmissionPolicyBinding metadata=1:@meta.v1.ObjectMeta spec=2:@admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec
-admissionregistration.v1.ValidatingAdmissionPolicyBindingList metadata=1:@meta.v1.ListMeta items=2:*@admissionregistration.v1.ValidatingAdmissionPolicyBinding
-admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec policyName=1:s paramRef=2:@admissionregistration.v1.ParamRef matchResources=3:@admissionregistration.v1.MatchResources validationActions=4:*s
-admissionregistration.v1.ValidatingAdmissionPolicyList metadata=1:@meta.v1.ListMeta items=2:*@admissionregistration.v1.ValidatingAdmissionPolicy
-admissionregistration.v1.ValidatingAdmissionPolicySpec paramKind=1:@admissionregistration.v1.ParamKind matchConstraints=2:@admissionregistration.v1.MatchResources validations=3:*@admissionregistration.v1.Validation failurePolicy=4:s auditAnnotations=5:*@admissionregistration.v1.AuditAnnotation matchConditions=6:*@admissionregistration.v1.MatchCondition variables=7:*@admissionregistration.v1.Variable
-admissionregistration.v1.ValidatingAdmissionPolicyStatus observedGeneration=1:i64 typeChecking=2:@admissionregistration.v1.TypeChecking conditions=3:*@meta.v1.Condition
-admissionregistration.v1.ValidatingWebhook name=1:s clientConfig=2:@admissionregistration.v1.WebhookClientConfig rules=3:*@admissionregistration.v1.RuleWithOperations failurePolicy=4:s namespaceSelector=5:@meta.v1.LabelSelector sideEffects=6:s timeoutSeconds=7:i32 admissionReviewVersions=8:*s matchPolicy=9:s objectSelector=10:@meta.v1.LabelSelector matchConditions=11:*@admissionregistration.v1.MatchCondition
-admissionregistration.v1.ValidatingWebhookConfiguration metadata=1:@meta.v1.ObjectMeta webhooks=2:*@admissionregistration.v1.ValidatingWebhook
-admissionregistration.v1.ValidatingWebhookConfigurationList metadata=1:@meta.v1.ListMeta items=2:*@admissionregistration.v1.ValidatingWebhookConfiguration
-admissionregistration.v1.Validation expression=1:s message=2:s reason=3:s messageExpression=4:s
-admissionregistration.v1.Variable name=1:s expression=2:s
-admissionregistration.v1.WebhookClientConfig service=1:@admissionregistration.v1.ServiceReference caBundle=2:y url=3:s
-apiextensions.v1.CustomResourceColumnDefinition name=1:s type=2:s format=3:s description=4:s priority=5:i32 jsonPath=6:s
-apiextensions.v1.CustomResourceConversion strategy=1:s webhook=2:@apiextensions.v1.WebhookConversion
-apiextensions.v1.CustomResourceDefinition metadata=1:@meta.v1.ObjectMeta spec=2:@apiextensions.v1.CustomResourceDefinitionSpec status=3:@apiextensions.v1.CustomResourceDefinitionStatus
-apiextensions.v1.CustomResourceDefinitionCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s observedGeneration=6:i64
-apiextensions.v1.CustomResourceDefinitionList metadata=1:@meta.v1.ListMeta items=2:*@apiextensions.v1.CustomResourceDefinition
-apiextensions.v1.CustomResourceDefinitionNames plural=1:s singular=2:s shortNames=3:*s kind=4:s listKind=5:s categories=6:*s
-apiextensions.v1.CustomResourceDefinitionSpec group=1:s names=3:@apiextensions.v1.CustomResourceDefinitionNames scope=4:s versions=7:*@apiextensions.v1.CustomResourceDefinitionVersion conversion=9:@apiextensions.v1.CustomResourceConversion preserveUnknownFields=10:b
-apiextensions.v1.CustomResourceDefinitionStatus conditions=1:*@apiextensions.v1.CustomResourceDefinitionCondition acceptedNames=2:@apiextensions.v1.CustomResourceDefinitionNames storedVersions=3:*s observedGeneration=4:i64
-apiextensions.v1.CustomResourceDefinitionVersion name=1:s served=2:b storage=3:b schema=4:@apiextensions.v1.CustomResourceValidation subresources=5:@apiextensions.v1.CustomResourceSubresources additionalPrinterColumns=6:*@apiextensions.v1.CustomResourceColumnDefinition deprecated=7:b deprecationWarning=8:s selectableFields=9:*@apiextensions.v1.SelectableField
-apiextensions.v1.CustomResourceSubresourceScale specReplicasPath=1:s statusReplicasPath=2:s labelSelectorPath=3:s
-apiextensions.v1.CustomResourceSubresourceStatus
-apiextensions.v1.CustomResourceSubresources status=1:@apiextensions.v1.CustomResourceSubresourceStatus scale=2:@apiextensions.v1.CustomResourceSubresourceScale
-apiextensions.v1.CustomResourceValidation openAPIV3Schema=1:@apiextensions.v1.JsonSchemaProps
-apiextensions.v1.ExternalDocumentation description=1:s url=2:s
-apiextensions.v1.JsonSchemaProps id=1:s $schema=2:s $ref=3:s description=4:s type=5:s format=6:s title=7:s default=8:@apiextensions.v1.Json maximum=9:f64 exclusiveMaximum=10:b minimum=11:f64 exclusiveMinimum=12:b maxLength=13:i64 minLength=14:i64 pattern=15:s maxItems=16:i64 minItems=17:i64 uniqueItems=18:b multipleOf=19:f64 enum=20:*@apiextensions.v1.Json maxProperties=21:i64 minProperties=22:i64 required=23:*s items=24:@apiextensions.v1.JsonSchemaPropsOrArray allOf=25:*@apiextensions.v1.JsonSchemaProps oneOf=26:*@apiextensions.v1.JsonSchemaProps anyOf=27:*@apiextensions.v1.JsonSchemaProps not=28:@apiextensions.v1.JsonSchemaProps properties=29:{s,@apiextensions.v1.JsonSchemaProps} additionalProperties=30:@apiextensions.v1.JsonSchemaPropsOrBool patternProperties=31:{s,@apiextensions.v1.JsonSchemaProps} dependencies=32:{s,@apiextensions.v1.JsonSchemaPropsOrStringArray} additionalItems=33:@apiextensions.v1.JsonSchemaPropsOrBool definitions=34:{s,@apiextensions.v1.JsonSchemaProps} externalDocs=35:@apiextensions.v1.ExternalDocumentation example=36:@apiextensions.v1.Json nullable=37:b x-kubernetes-preserve-unknown-fields=38:b x-kubernetes-embedded-resource=39:b x-kubernetes-int-or-string=40:b x-kubernetes-list-map-keys=41:*s x-kubernetes-list-type=42:s x-kubernetes-map-type=43:s x-kubernetes-validations=44:*@apiextensions.v1.ValidationRule
-apiextensions.v1.JsonSchemaPropsOrArray schema=1:@apiextensions.v1.JsonSchemaProps jSonSchemas=2:*@apiextensions.v1.JsonSchemaProps
-apiextensions.v1.JsonSchemaPropsOrBool allows=1:b schema=2:@apiextensions.v1.JsonSchemaProps
-apiextensions.v1.JsonSchemaPropsOrStringArray schema=1:@apiextensions.v1.JsonSchemaProps property=2:*s
-apiextensions.v1.SelectableField jsonPath=1:s
-apiextensions.v1.ServiceReference namespace=1:s name=2:s path=3:s port=4:i32
-apiextensions.v1.ValidationRule rule=1:s message=2:s messageExpression=3:s reason=4:s fieldPath=5:s optionalOldSelf=6:b
-apiextensions.v1.WebhookClientConfig service=1:@apiextensions.v1.ServiceReference caBundle=2:y url=3:s
-apiextensions.v1.WebhookConversion clientConfig=2:@apiextensions.v1.WebhookClientConfig conversionReviewVersions=3:*s
-apiregistration.v1.APIService metadata=1:@meta.v1.ObjectMeta spec=2:@apiregistration.v1.APIServiceSpec status=3:@apiregistration.v1.APIServiceStatus
-apiregistration.v1.APIServiceCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
-apiregistration.v1.APIServiceList metadata=1:@meta.v1.ListMeta items=2:*@apiregistration.v1.APIService
-apiregistration.v1.APIServiceSpec service=1:@apiregistration.v1.ServiceReference group=2:s version=3:s insecureSkipTLSVerify=4:b caBundle=5:y groupPriorityMinimum=7:i32 versionPriority=8:i32
-apiregistration.v1.APIServiceStatus conditions=1:*@apiregistration.v1.APIServiceCondition
-apiregistration.v1.ServiceReference namespace=1:s name=2:s port=3:i32
-apps.v1.ControllerRevision metadata=1:@meta.v1.ObjectMeta data=2:@runtime.RawExtension revision=3:i64
-apps.v1.ControllerRevisionList metadata=1:@meta.v1.ListMeta items=2:*@apps.v1.ControllerRevision
-apps.v1.DaemonSet metadata=1:@meta.v1.ObjectMeta spec=2:@apps.v1.DaemonSetSpec status=3:@apps.v1.DaemonSetStatus
-apps.v1.DaemonSetCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
-apps.v1.DaemonSetList metadata=1:@meta.v1.ListMeta items=2:*@apps.v1.DaemonSet
-apps.v1.DaemonSetSpec selector=1:@meta.v1.LabelSelector template=2:@core.v1.PodTemplateSpec updateStrategy=3:@apps.v1.DaemonSetUpdateStrategy minReadySeconds=4:i32 revisionHistoryLimit=6:i32
-apps.v1.DaemonSetStatus currentNumberScheduled=1:i32 numberMisscheduled=2:i32 desiredNumberScheduled=3:i32 numberReady=4:i32 observedGeneration=5:i64 updatedNumberScheduled=6:i32 numberAvailable=7:i32 numberUnavailable=8:i32 collisionCount=9:i32 conditions=10:*@apps.v1.DaemonSetCondition
-apps.v1.DaemonSetUpdateStrategy type=1:s rollingUpdate=2:@apps.v1.RollingUpdateDaemonSet
-apps.v1.Deployment metadata=1:@meta.v1.ObjectMeta spec=2:@apps.v1.DeploymentSpec status=3:@apps.v1.DeploymentStatus
-apps.v1.DeploymentCondition type=1:s status=2:s reason=4:s message=5:s lastUpdateTime=6:@meta.v1.Time lastTransitionTime=7:@meta.v1.Time
-apps.v1.DeploymentList metadata=1:@meta.v1.ListMeta items=2:*@apps.v1.Deployment
-apps.v1.DeploymentSpec replicas=1:i32 selector=2:@meta.v1.LabelSelector template=3:@core.v1.PodTemplateSpec strategy=4:@apps.v1.DeploymentStrategy minReadySeconds=5:i32 revisionHistoryLimit=6:i32 paused=7:b progressDeadlineSeconds=9:i32
-apps.v1.DeploymentStatus observedGeneration=1:i64 replicas=2:i32 updatedReplicas=3:i32 availableReplicas=4:i32 unavailableReplicas=5:i32 conditions=6:*@apps.v1.DeploymentCondition readyReplicas=7:i32 collisionCount=8:i32 terminatingReplicas=9:i32
-apps.v1.DeploymentStrategy type=1:s rollingUpdate=2:@apps.v1.RollingUpdateDeployment
-apps.v1.ReplicaSet metadata=1:@meta.v1.ObjectMeta spec=2:@apps.v1.ReplicaSetSpec status=3:@apps.v1.ReplicaSetStatus
-apps.v1.ReplicaSetCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
-apps.v1.ReplicaSetList metadata=1:@meta.v1.ListMeta items=2:*@apps.v1.ReplicaSet
-apps.v1.ReplicaSetSpec replicas=1:i32 selector=2:@meta.v1.LabelSelector template=3:@core.v1.PodTemplateSpec minReadySeconds=4:i32
-apps.v1.ReplicaSetStatus replicas=1:i32 fullyLabeledReplicas=2:i32 observedGeneration=3:i64 readyReplicas=4:i32 availableReplicas=5:i32 conditions=6:*@apps.v1.ReplicaSetCondition terminatingReplicas=7:i32
-apps.v1.RollingUpdateDaemonSet maxUnavailable=1:@intstr.IntOrString maxSurge=2:@intstr.IntOrString
-apps.v1.RollingUpdateDeployment maxUnavailable=1:@intstr.IntOrString maxSurge=2:@intstr.IntOrString
-apps.v1.RollingUpdateStatefulSetStrategy partition=1:i32 maxUnavailable=2:@intstr.IntOrString
-apps.v1.StatefulSet metadata=1:@meta.v1.ObjectMeta spec=2:@apps.v1.StatefulSetSpec status=3:@apps.v1.StatefulSetStatus
-apps.v1.StatefulSetCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
-apps.v1.StatefulSetList metadata=1:@meta.v1.ListMeta items=2:*@apps.v1.StatefulSet
-apps.v1.StatefulSetOrdinals start=1:i32
-apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy whenDeleted=1:s whenScaled=2:s
-apps.v1.StatefulSetSpec replicas=1:i32 selector=2:@meta.v1.LabelSelector template=3:@core.v1.PodTemplateSpec volumeClaimTemplates=4:*@core.v1.PersistentVolumeClaim serviceName=5:s podManagementPolicy=6:s updateStrategy=7:@apps.v1.StatefulSetUpdateStrategy revisionHistoryLimit=8:i32 minReadySeconds=9:i32 persistentVolumeClaimRetentionPolicy=10:@apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy ordinals=11:@apps.v1.StatefulSetOrdinals
-apps.v1.StatefulSetStatus observedGeneration=1:i64 replicas=2:i32 readyReplicas=3:i32 currentReplicas=4:i32 updatedReplicas=5:i32 currentRevision=6:s updateRevision=7:s collisionCount=9:i32 conditions=10:*@apps.v1.StatefulSetCondition availableReplicas=11:i32
-apps.v1.StatefulSetUpdateStrategy type=1:s rollingUpdate=2:@apps.v1.RollingUpdateStatefulSetStrategy
-authentication.v1.BoundObjectReference kind=1:s apiVersion=2:s name=3:s uid=4:s
-authentication.v1.ExtraValue !list items=1:*s
-authentication.v1.SelfSubjectReview metadata=1:@meta.v1.ObjectMeta status=2:@authentication.v1.SelfSubjectReviewStatus
-authentication.v1.SelfSubjectReviewStatus userInfo=1:@authentication.v1.UserInfo
-authentication.v1.TokenRequest metadata=1:@meta.v1.ObjectMeta spec=2:@authentication.v1.TokenRequestSpec status=3:@authentication.v1.TokenRequestStatus
-authentication.v1.TokenRequestSpec audiences=1:*s boundObjectRef=3:@authentication.v1.BoundObjectReference expirationSeconds=4:i64
-authentication.v1.TokenRequestStatus token=1:s expirationTimestamp=2:@meta.v1.Time
-authentication.v1.TokenReview metadata=1:@meta.v1.ObjectMeta spec=2:@authentication.v1.TokenReviewSpec status=3:@authentication.v1.TokenReviewStatus
-authentication.v1.TokenReviewSpec token=1:s audiences=2:*s
-authentication.v1.TokenReviewStatus authenticated=1:b user=2:@authentication.v1.UserInfo error=3:s audiences=4:*s
-authentication.v1.UserInfo username=1:s uid=2:s groups=3:*s extra=4:{s,@authentication.v1.ExtraValue}
-authorization.v1.ExtraValue !list items=1:*s
-authorization.v1.FieldSelectorAttributes rawSelector=1:s requirements=2:*@meta.v1.FieldSelectorRequirement
-authorization.v1.LabelSelectorAttributes rawSelector=1:s requirements=2:*@meta.v1.LabelSelectorRequirement
-authorization.v1.LocalSubjectAccessReview metadata=1:@meta.v1.ObjectMeta spec=2:@authorization.v1.SubjectAccessReviewSpec status=3:@authorization.v1.SubjectAccessReviewStatus
-authorization.v1.NonResourceAttributes path=1:s verb=2:s
-authorization.v1.NonResourceRule verbs=1:*s nonResourceURLs=2:*s
-authorization.v1.ResourceAttributes namespace=1:s verb=2:s group=3:s version=4:s resource=5:s subresource=6:s name=7:s fieldSelector=8:@authorization.v1.FieldSelectorAttributes labelSelector=9:@authorization.v1.LabelSelectorAttributes
-authorization.v1.ResourceRule verbs=1:*s apiGroups=2:*s resources=3:*s resourceNames=4:*s
-authorization.v1.SelfSubjectAccessReview metadata=1:@meta.v1.ObjectMeta spec=2:@authorization.v1.SelfSubjectAccessReviewSpec status=3:@authorization.v1.SubjectAccessReviewStatus
-authorization.v1.SelfSubjectAccessReviewSpec resourceAttributes=1:@authorization.v1.ResourceAttributes nonResourceAttributes=2:@authorization.v1.NonResourceAttributes
-authorization.v1.SelfSubjectRulesReview metadata=1:@meta.v1.ObjectMeta spec=2:@authorization.v1.SelfSubjectRulesReviewSpec status=3:@authorization.v1.SubjectRulesReviewStatus
-authorization.v1.SelfSubjectRulesReviewSpec namespace=1:s
-authorization.v1.SubjectAccessReview metadata=1:@meta.v1.ObjectMeta spec=2:@authorization.v1.SubjectAccessReviewSpec status=3:@authorization.v1.SubjectAccessReviewStatus
-authorization.v1.SubjectAccessReviewSpec resourceAttributes=1:@authorization.v1.ResourceAttributes nonResourceAttributes=2:@authorization.v1.NonResourceAttributes user=3:s groups=4:*s extra=5:{s,@authorization.v1.ExtraValue} uid=6:s
-authorization.v1.SubjectAccessReviewStatus allowed=1:b reason=2:s evaluationError=3:s denied=4:b
-authorization.v1.SubjectRulesReviewStatus resourceRules=1:*@authorization.v1.ResourceRule nonResourceRules=2:*@authorization.v1.NonResourceRule incomplete=3:b evaluationError=4:s
-autoscaling.v1.CrossVersionObjectReference kind=1:s name=2:s apiVersion=3:s
-autoscaling.v1.HorizontalPodAutoscaler metadata=1:@meta.v1.ObjectMeta spec=2:@autoscaling.v1.HorizontalPodAutoscalerSpec status=3:@autoscaling.v1.HorizontalPodAutoscalerStatus
-autoscaling.v1.HorizontalPodAutoscalerList metadata=1:@meta.v1.ListMeta items=2:*@autoscaling.v1.HorizontalPodAutoscaler
-autoscaling.v1.HorizontalPodAutoscalerSpec scaleTargetRef=1:@autoscaling.v1.CrossVersionObjectReference minReplicas=2:i32 maxReplicas=3:i32 targetCPUUtilizationPercentage=4:i32
-autoscaling.v1.HorizontalPodAutoscalerStatus observedGeneration=1:i64 lastScaleTime=2:@meta.v1.Time currentReplicas=3:i32 desiredReplicas=4:i32 currentCPUUtilizationPercentage=5:i32
-autoscaling.v1.Scale metadata=1:@meta.v1.ObjectMeta spec=2:@autoscaling.v1.ScaleSpec status=3:@autoscaling.v1.ScaleStatus
-autoscaling.v1.ScaleSpec replicas=1:i32
-autoscaling.v1.ScaleStatus replicas=1:i32 selector=2:s
-autoscaling.v2.ContainerResourceMetricSource name=1:s target=2:@autoscaling.v2.MetricTarget container=3:s
-autoscaling.v2.ContainerResourceMetricStatus name=1:s current=2:@autoscaling.v2.MetricValueStatus container=3:s
-autoscaling.v2.CrossVersionObjectReference kind=1:s name=2:s apiVersion=3:s
-autoscaling.v2.ExternalMetricSource metric=1:@autoscaling.v2.MetricIdentifier target=2:@autoscaling.v2.MetricTarget
-autoscaling.v2.ExternalMetricStatus metric=1:@autoscaling.v2.MetricIdentifier current=2:@autoscaling.v2.MetricValueStatus
-autoscaling.v2.HorizontalPodAutoscaler metadata=1:@meta.v1.ObjectMeta spec=2:@autoscaling.v2.HorizontalPodAutoscalerSpec status=3:@autoscaling.v2.HorizontalPodAutoscalerStatus
-autoscaling.v2.HorizontalPodAutoscalerBehavior scaleUp=1:@autoscaling.v2.HpaScalingRules scaleDown=2:@autoscaling.v2.HpaScalingRules
-autoscaling.v2.HorizontalPodAutoscalerCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
-autoscaling.v2.HorizontalPodAutoscalerList metadata=1:@meta.v1.ListMeta items=2:*@autoscaling.v2.HorizontalPodAutoscaler
-autoscaling.v2.HorizontalPodAutoscalerSpec scaleTargetRef=1:@autoscaling.v2.CrossVersionObjectReference minReplicas=2:i32 maxReplicas=3:i32 metrics=4:*@autoscaling.v2.MetricSpec behavior=5:@autoscaling.v2.HorizontalPodAutoscalerBehavior
-autoscaling.v2.HorizontalPodAutoscalerStatus observedGeneration=1:i64 lastScaleTime=2:@meta.v1.Time currentReplicas=3:i32 desiredReplicas=4:i32 currentMetrics=5:*@autoscaling.v2.MetricStatus conditions=6:*@autoscaling.v2.HorizontalPodAutoscalerCondition
-autoscaling.v2.HpaScalingPolicy type=1:s value=2:i32 periodSeconds=3:i32
-autoscaling.v2.HpaScalingRules selectPolicy=1:s policies=2:*@autoscaling.v2.HpaScalingPolicy stabilizationWindowSeconds=3:i32 tolerance=4:@resource.Quantity
-autoscaling.v2.MetricIdentifier name=1:s selector=2:@meta.v1.LabelSelector
-autoscaling.v2.MetricSpec type=1:s object=2:@autoscaling.v2.ObjectMetricSource pods=3:@autoscaling.v2.PodsMetricSource resource=4:@autoscaling.v2.ResourceMetricSource external=5:@autoscaling.v2.ExternalMetricSource containerResource=7:@autoscaling.v2.ContainerResourceMetricSource
-autoscaling.v2.MetricStatus type=1:s object=2:@autoscaling.v2.ObjectMetricStatus pods=3:@autoscaling.v2.PodsMetricStatus resource=4:@autoscaling.v2.ResourceMetricStatus external=5:@autoscaling.v2.ExternalMetricStatus containerResource=7:@autoscaling.v2.ContainerResourceMetricStatus
-autoscaling.v2.MetricTarget type=1:s value=2:@resource.Quantity averageValue=3:@resource.Quantity averageUtilization=4:i32
-autoscaling.v2.MetricValueStatus value=1:@resource.Quantity averageValue=2:@resource.Quantity averageUtilization=3:i32
-autoscaling.v2.ObjectMetricSource describedObject=1:@autoscaling.v2.CrossVersionObjectReference target=2:@autoscaling.v2.MetricTarget metric=3:@autoscaling.v2.MetricIdentifier
-autoscaling.v2.ObjectMetricStatus metric=1:@autoscaling.v2.MetricIdentifier current=2:@autoscaling.v2.MetricValueStatus describedObject=3:@autoscaling.v2.CrossVersionObjectReference
-autoscaling.v2.PodsMetricSource metric=1:@autoscaling.v2.MetricIdentifier target=2:@autoscaling.v2.MetricTarget
-autoscaling.v2.PodsMetricStatus metric=1:@autoscaling.v2.MetricIdentifier current=2:@autoscaling.v2.MetricValueStatus
-autoscaling.v2.ResourceMetricSource name=1:s target=2:@autoscaling.v2.MetricTarget
-autoscaling.v2.ResourceMetricStatus name=1:s current=2:@autoscaling.v2.MetricValueStatus
-batch.v1.CronJob metadata=1:@meta.v1.ObjectMeta spec=2:@batch.v1.CronJobSpec status=3:@batch.v1.CronJobStatus
-batch.v1.CronJobList metadata=1:@meta.v1.ListMeta items=2:*@batch.v1.CronJob
-batch.v1.CronJobSpec schedule=1:s startingDeadlineSeconds=2:i64 concurrencyPolicy=3:s suspend=4:b jobTemplate=5:@batch.v1.JobTemplateSpec successfulJobsHistoryLimit=6:i32 failedJobsHistoryLimit=7:i32 timeZone=8:s
-batch.v1.CronJobStatus active=1:*@core.v1.ObjectReference lastScheduleTime=4:@meta.v1.Time lastSuccessfulTime=5:@meta.v1.Time
-batch.v1.Job metadata=1:@meta.v1.ObjectMeta spec=2:@batch.v1.JobSpec status=3:@batch.v1.JobStatus
-batch.v1.JobCondition type=1:s status=2:s lastProbeTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
-batch.v1.JobList metadata=1:@meta.v1.ListMeta items=2:*@batch.v1.Job
-batch.v1.JobSpec parallelism=1:i32 completions=2:i32 activeDeadlineSeconds=3:i64 selector=4:@meta.v1.LabelSelector manualSelector=5:b template=6:@core.v1.PodTemplateSpec backoffLimit=7:i32 ttlSecondsAfterFinished=8:i32 completionMode=9:s suspend=10:b podFailurePolicy=11:@batch.v1.PodFailurePolicy backoffLimitPerIndex=12:i32 maxFailedIndexes=13:i32 podReplacementPolicy=14:s managedBy=15:s successPolicy=16:@batch.v1.SuccessPolicy
-batch.v1.JobStatus conditions=1:*@batch.v1.JobCondition startTime=2:@meta.v1.Time completionTime=3:@meta.v1.Time active=4:i32 succeeded=5:i32 failed=6:i32 completedIndexes=7:s uncountedTerminatedPods=8:@batch.v1.UncountedTerminatedPods ready=9:i32 failedIndexes=10:s terminating=11:i32
-batch.v1.JobTemplateSpec metadata=1:@meta.v1.ObjectMeta spec=2:@batch.v1.JobSpec
-batch.v1.PodFailurePolicy rules=1:*@batch.v1.PodFailurePolicyRule
-batch.v1.PodFailurePolicyOnExitCodesRequirement containerName=1:s operator=2:s values=3:*i32
-batch.v1.PodFailurePolicyOnPodConditionsPattern type=1:s status=2:s
-batch.v1.PodFailurePolicyRule action=1:s onExitCodes=2:@batch.v1.PodFailurePolicyOnExitCodesRequirement onPodConditions=3:*@batch.v1.PodFailurePolicyOnPodConditionsPattern
-batch.v1.SuccessPolicy rules=1:*@batch.v1.SuccessPolicyRule
-batch.v1.SuccessPolicyRule succeededIndexes=1:s succeededCount=2:i32
-batch.v1.UncountedTerminatedPods succeeded=1:*s failed=2:*s
-certificates.v1.CertificateSigningRequest metadata=1:@meta.v1.ObjectMeta spec=2:@certificates.v1.CertificateSigningRequestSpec status=3:@certificates.v1.CertificateSigningRequestStatus
-certificates.v1.CertificateSigningRequestCondition type=1:s reason=2:s message=3:s lastUpdateTime=4:@meta.v1.Time lastTransitionTime=5:@meta.v1.Time status=6:s
-certificates.v1.CertificateSigningRequestList metadata=1:@meta.v1.ListMeta items=2:*@certificates.v1.CertificateSigningRequest
-certificates.v1.CertificateSigningRequestSpec request=1:y username=2:s uid=3:s groups=4:*s usages=5:*s extra=6:{s,@certificates.v1.ExtraValue} signerName=7:s expirationSeconds=8:i32
-certificates.v1.CertificateSigningRequestStatus conditions=1:*@certificates.v1.CertificateSigningRequestCondition certificate=2:y
-certificates.v1.ExtraValue !list items=1:*s
-coordination.v1.Lease metadata=1:@meta.v1.ObjectMeta spec=2:@coordination.v1.LeaseSpec
-coordination.v1.LeaseList metadata=1:@meta.v1.ListMeta items=2:*@coordination.v1.Lease
-coordination.v1.LeaseSpec holderIdentity=1:s leaseDurationSeconds=2:i32 acquireTime=3:@meta.v1.MicroTime renewTime=4:@meta.v1.MicroTime leaseTransitions=5:i32 strategy=6:s preferredHolder=7:s
-core.v1.Affinity nodeAffinity=1:@core.v1.NodeAffinity podAffinity=2:@core.v1.PodAffinity podAntiAffinity=3:@core.v1.PodAntiAffinity
-core.v1.AppArmorProfile type=1:s localhostProfile=2:s
-core.v1.AttachedVolume name=1:s devicePath=2:s
-core.v1.AwsElasticBlockStoreVolumeSource volumeID=1:s fsType=2:s partition=3:i32 readOnly=4:b
-core.v1.AzureDiskVolumeSource diskName=1:s diskURI=2:s cachingMode=3:s fsType=4:s readOnly=5:b kind=6:s
-core.v1.AzureFilePersistentVolumeSource secretName=1:s shareName=2:s readOnly=3:b secretNamespace=4:s
-core.v1.AzureFileVolumeSource secretName=1:s shareName=2:s readOnly=3:b
-core.v1.Binding metadata=1:@meta.v1.ObjectMeta target=2:@core.v1.ObjectReference
-core.v1.CSIPersistentVolumeSource driver=1:s volumeHandle=2:s readOnly=3:b fsType=4:s volumeAttributes=5:{s,s} controllerPublishSecretRef=6:@core.v1.SecretReference nodeStageSecretRef=7:@core.v1.SecretReference nodePublishSecretRef=8:@core.v1.SecretReference controllerExpandSecretRef=9:@core.v1.SecretReference nodeExpandSecretRef=10:@core.v1.SecretReference
-core.v1.CSIVolumeSource driver=1:s readOnly=2:b fsType=3:s volumeAttributes=4:{s,s} nodePublishSecretRef=5:@core.v1.LocalObjectReference
-core.v1.Capabilities add=1:*s drop=2:*s
-core.v1.CephFsPersistentVolumeSource monitors=1:*s path=2:s user=3:s secretFile=4:s secretRef=5:@core.v1.SecretReference readOnly=6:b
-core.v1.CephFsVolumeSource monitors=1:*s path=2:s user=3:s secretFile=4:s secretRef=5:@core.v1.LocalObjectReference readOnly=6:b
-core.v1.CinderPersistentVolumeSource volumeID=1:s fsType=2:s readOnly=3:b secretRef=4:@core.v1.SecretReference
-core.v1.CinderVolumeSource volumeID=1:s fsType=2:s readOnly=3:b secretRef=4:@core.v1.LocalObjectReference
-core.v1.ClientIpConfig timeoutSeconds=1:i32
-core.v1.ClusterTrustBundleProjection name=1:s signerName=2:s labelSelector=3:@meta.v1.LabelSelector path=4:s optional=5:b
-core.v1.ComponentCondition type=1:s status=2:s message=3:s error=4:s
-core.v1.ComponentStatus metadata=1:@meta.v1.ObjectMeta conditions=2:*@core.v1.ComponentCondition
-core.v1.ComponentStatusList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.ComponentStatus
-core.v1.ConfigMap metadata=1:@meta.v1.ObjectMeta data=2:{s,s} binaryData=3:{s,y} immutable=4:b
-core.v1.ConfigMapEnvSource local_object_reference=1:^@core.v1.LocalObjectReference optional=2:b
-core.v1.ConfigMapKeySelector local_object_reference=1:^@core.v1.LocalObjectReference key=2:s optional=3:b
-core.v1.ConfigMapList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.ConfigMap
-core.v1.ConfigMapNodeConfigSource namespace=1:s name=2:s uid=3:s resourceVersion=4:s kubeletConfigKey=5:s
-core.v1.ConfigMapProjection local_object_reference=1:^@core.v1.LocalObjectReference items=2:*@core.v1.KeyToPath optional=4:b
-core.v1.ConfigMapVolumeSource local_object_reference=1:^@core.v1.LocalObjectReference items=2:*@core.v1.KeyToPath defaultMode=3:i32 optional=4:b
-core.v1.Container name=1:s image=2:s command=3:*s args=4:*s workingDir=5:s ports=6:*@core.v1.ContainerPort env=7:*@core.v1.EnvVar resources=8:@core.v1.ResourceRequirements volumeMounts=9:*@core.v1.VolumeMount livenessProbe=10:@core.v1.Probe readinessProbe=11:@core.v1.Probe lifecycle=12:@core.v1.Lifecycle terminationMessagePath=13:s imagePullPolicy=14:s securityContext=15:@core.v1.SecurityContext stdin=16:b stdinOnce=17:b tty=18:b envFrom=19:*@core.v1.EnvFromSource terminationMessagePolicy=20:s volumeDevices=21:*@core.v1.VolumeDevice startupProbe=22:@core.v1.Probe resizePolicy=23:*@core.v1.ContainerResizePolicy restartPolicy=24:s restartPolicyRules=25:*@core.v1.ContainerRestartRule
-core.v1.ContainerExtendedResourceRequest containerName=1:s resourceName=2:s requestName=3:s
-core.v1.ContainerImage names=1:*s sizeBytes=2:i64
-core.v1.ContainerPort name=1:s hostPort=2:i32 containerPort=3:i32 protocol=4:s hostIP=5:s
-core.v1.ContainerResizePolicy resourceName=1:s restartPolicy=2:s
-core.v1.ContainerRestartRule action=1:s exitCodes=2:@core.v1.ContainerRestartRuleOnExitCodes
-core.v1.ContainerRestartRuleOnExitCodes operator=1:s values=2:*i32
-core.v1.ContainerState waiting=1:@core.v1.ContainerStateWaiting running=2:@core.v1.ContainerStateRunning terminated=3:@core.v1.ContainerStateTerminated
-core.v1.ContainerStateRunning startedAt=1:@meta.v1.Time
-core.v1.ContainerStateTerminated exitCode=1:i32 signal=2:i32 reason=3:s message=4:s startedAt=5:@meta.v1.Time finishedAt=6:@meta.v1.Time containerID=7:s
-core.v1.ContainerStateWaiting reason=1:s message=2:s
-core.v1.ContainerStatus name=1:s state=2:@core.v1.ContainerState lastState=3:@core.v1.ContainerState ready=4:b restartCount=5:i32 image=6:s imageID=7:s containerID=8:s started=9:b allocatedResources=10:{s,@resource.Quantity} resources=11:@core.v1.ResourceRequirements volumeMounts=12:*@core.v1.VolumeMountStatus user=13:@core.v1.ContainerUser allocatedResourcesStatus=14:*@core.v1.ResourceStatus stopSignal=15:s
-core.v1.ContainerUser linux=1:@core.v1.LinuxContainerUser
-core.v1.DaemonEndpoint Port=1:i32
-core.v1.DownwardAPIProjection items=1:*@core.v1.DownwardAPIVolumeFile
-core.v1.DownwardAPIVolumeFile path=1:s fieldRef=2:@core.v1.ObjectFieldSelector resourceFieldRef=3:@core.v1.ResourceFieldSelector mode=4:i32
-core.v1.DownwardAPIVolumeSource items=1:*@core.v1.DownwardAPIVolumeFile defaultMode=2:i32
-core.v1.EmptyDirVolumeSource medium=1:s sizeLimit=2:@resource.Quantity
-core.v1.EndpointAddress ip=1:s targetRef=2:@core.v1.ObjectReference hostname=3:s nodeName=4:s
-core.v1.EndpointPort name=1:s port=2:i32 protocol=3:s appProtocol=4:s
-core.v1.EndpointSubset addresses=1:*@core.v1.EndpointAddress notReadyAddresses=2:*@core.v1.EndpointAddress ports=3:*@core.v1.EndpointPort
-core.v1.Endpoints metadata=1:@meta.v1.ObjectMeta subsets=2:*@core.v1.EndpointSubset
-core.v1.EndpointsList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.Endpoints
-core.v1.EnvFromSource prefix=1:s configMapRef=2:@core.v1.ConfigMapEnvSource secretRef=3:@core.v1.SecretEnvSource
-core.v1.EnvVar name=1:s value=2:s valueFrom=3:@core.v1.EnvVarSource
-core.v1.EnvVarSource fieldRef=1:@core.v1.ObjectFieldSelector resourceFieldRef=2:@core.v1.ResourceFieldSelector configMapKeyRef=3:@core.v1.ConfigMapKeySelector secretKeyRef=4:@core.v1.SecretKeySelector fileKeyRef=5:@core.v1.FileKeySelector
-core.v1.EphemeralContainer ephemeral_container_common=1:^@core.v1.EphemeralContainerCommon targetContainerName=2:s
-core.v1.EphemeralContainerCommon name=1:s image=2:s command=3:*s args=4:*s workingDir=5:s ports=6:*@core.v1.ContainerPort env=7:*@core.v1.EnvVar resources=8:@core.v1.ResourceRequirements volumeMounts=9:*@core.v1.VolumeMount livenessProbe=10:@core.v1.Probe readinessProbe=11:@core.v1.Probe lifecycle=12:@core.v1.Lifecycle terminationMessagePath=13:s imagePullPolicy=14:s securityContext=15:@core.v1.SecurityContext stdin=16:b stdinOnce=17:b tty=18:b envFrom=19:*@core.v1.EnvFromSource terminationMessagePolicy=20:s volumeDevices=21:*@core.v1.VolumeDevice startupProbe=22:@core.v1.Probe resizePolicy=23:*@core.v1.ContainerResizePolicy restartPolicy=24:s restartPolicyRules=25:*@core.v1.ContainerRestartRule
-core.v1.EphemeralVolumeSource volumeClaimTemplate=1:@core.v1.PersistentVolumeClaimTemplate
-core.v1.Event metadata=1:@meta.v1.ObjectMeta involvedObject=2:@core.v1.ObjectReference reason=3:s message=4:s source=5:@core.v1.EventSource firstTimestamp=6:@meta.v1.Time lastTimestamp=7:@meta.v1.Time count=8:i32 type=9:s eventTime=10:@meta.v1.MicroTime series=11:@core.v1.EventSeries action=12:s related=13:@core.v1.ObjectReference reportingComponent=14:s reportingInstance=15:s
-core.v1.EventList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.Event
-core.v1.EventSeries count=1:i32 lastObservedTime=2:@meta.v1.MicroTime
-core.v1.EventSource component=1:s host=2:s
-core.v1.ExecAction command=1:*s
-core.v1.FcVolumeSource targetWWNs=1:*s lun=2:i32 fsType=3:s readOnly=4:b wwids=5:*s
-core.v1.FileKeySelector volumeName=1:s path=2:s key=3:s optional=4:b
-core.v1.FlexPersistentVolumeSource driver=1:s fsType=2:s secretRef=3:@core.v1.SecretReference readOnly=4:b options=5:{s,s}
-core.v1.FlexVolumeSource driver=1:s fsType=2:s secretRef=3:@core.v1.LocalObjectReference readOnly=4:b options=5:{s,s}
-core.v1.FlockerVolumeSource datasetName=1:s datasetUUID=2:s
-core.v1.GcePersistentDiskVolumeSource pdName=1:s fsType=2:s partition=3:i32 readOnly=4:b
-core.v1.GitRepoVolumeSource repository=1:s revision=2:s directory=3:s
-core.v1.GlusterfsPersistentVolumeSource endpoints=1:s path=2:s readOnly=3:b endpointsNamespace=4:s
-core.v1.GlusterfsVolumeSource endpoints=1:s path=2:s readOnly=3:b
-core.v1.GrpcAction port=1:i32 service=2:s
-core.v1.HostAlias ip=1:s hostnames=2:*s
-core.v1.HostIp ip=1:s
-core.v1.HostPathVolumeSource path=1:s type=2:s
-core.v1.HttpGetAction path=1:s port=2:@intstr.IntOrString host=3:s scheme=4:s httpHeaders=5:*@core.v1.HttpHeader
-core.v1.HttpHeader name=1:s value=2:s
-core.v1.ImageVolumeSource reference=1:s pullPolicy=2:s
-core.v1.IscsiPersistentVolumeSource targetPortal=1:s iqn=2:s lun=3:i32 iscsiInterface=4:s fsType=5:s readOnly=6:b portals=7:*s chapAuthDiscovery=8:b secretRef=10:@core.v1.SecretReference chapAuthSession=11:b initiatorName=12:s
-core.v1.IscsiVolumeSource targetPortal=1:s iqn=2:s lun=3:i32 iscsiInterface=4:s fsType=5:s readOnly=6:b portals=7:*s chapAuthDiscovery=8:b secretRef=10:@core.v1.LocalObjectReference chapAuthSession=11:b initiatorName=12:s
-core.v1.KeyToPath key=1:s path=2:s mode=3:i32
-core.v1.Lifecycle postStart=1:@core.v1.LifecycleHandler preStop=2:@core.v1.LifecycleHandler stopSignal=3:s
-core.v1.LifecycleHandler exec=1:@core.v1.ExecAction httpGet=2:@core.v1.HttpGetAction tcpSocket=3:@core.v1.TcpSocketAction sleep=4:@core.v1.SleepAction
-core.v1.LimitRange metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.LimitRangeSpec
-core.v1.LimitRangeItem type=1:s max=2:{s,@resource.Quantity} min=3:{s,@resource.Quantity} default=4:{s,@resource.Quantity} defaultRequest=5:{s,@resource.Quantity} maxLimitRequestRatio=6:{s,@resource.Quantity}
-core.v1.LimitRangeList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.LimitRange
-core.v1.LimitRangeSpec limits=1:*@core.v1.LimitRangeItem
-core.v1.LinuxContainerUser uid=1:i64 gid=2:i64 supplementalGroups=3:*i64
-core.v1.LoadBalancerIngress ip=1:s hostname=2:s ipMode=3:s ports=4:*@core.v1.PortStatus
-core.v1.LoadBalancerStatus ingress=1:*@core.v1.LoadBalancerIngress
-core.v1.LocalObjectReference name=1:s
-core.v1.LocalVolumeSource path=1:s fsType=2:s
-core.v1.ModifyVolumeStatus targetVolumeAttributesClassName=1:s status=2:s
-core.v1.Namespace metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.NamespaceSpec status=3:@core.v1.NamespaceStatus
-core.v1.NamespaceCondition type=1:s status=2:s lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
-core.v1.NamespaceList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.Namespace
-core.v1.NamespaceSpec finalizers=1:*s
-core.v1.NamespaceStatus phase=1:s conditions=2:*@core.v1.NamespaceCondition
-core.v1.NfsVolumeSource server=1:s path=2:s readOnly=3:b
-core.v1.Node metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.NodeSpec status=3:@core.v1.NodeStatus
-core.v1.NodeAddress type=1:s address=2:s
-core.v1.NodeAffinity requiredDuringSchedulingIgnoredDuringExecution=1:@core.v1.NodeSelector preferredDuringSchedulingIgnoredDuringExecution=2:*@core.v1.PreferredSchedulingTerm
-core.v1.NodeCondition type=1:s status=2:s lastHeartbeatTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
-core.v1.NodeConfigSource configMap=2:@core.v1.ConfigMapNodeConfigSource
-core.v1.NodeConfigStatus assigned=1:@core.v1.NodeConfigSource active=2:@core.v1.NodeConfigSource lastKnownGood=3:@core.v1.NodeConfigSource error=4:s
-core.v1.NodeDaemonEndpoints kubeletEndpoint=1:@core.v1.DaemonEndpoint
-core.v1.NodeFeatures supplementalGroupsPolicy=1:b
-core.v1.NodeList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.Node
-core.v1.NodeRuntimeHandler name=1:s features=2:@core.v1.NodeRuntimeHandlerFeatures
-core.v1.NodeRuntimeHandlerFeatures recursiveReadOnlyMounts=1:b userNamespaces=2:b
-core.v1.NodeSelector nodeSelectorTerms=1:*@core.v1.NodeSelectorTerm
-core.v1.NodeSelectorRequirement key=1:s operator=2:s values=3:*s
-core.v1.NodeSelectorTerm matchExpressions=1:*@core.v1.NodeSelectorRequirement matchFields=2:*@core.v1.NodeSelectorRequirement
-core.v1.NodeSpec podCIDR=1:s externalID=2:s providerID=3:s unschedulable=4:b taints=5:*@core.v1.Taint configSource=6:@core.v1.NodeConfigSource podCIDRs=7:*s
-core.v1.NodeStatus capacity=1:{s,@resource.Quantity} allocatable=2:{s,@resource.Quantity} phase=3:s conditions=4:*@core.v1.NodeCondition addresses=5:*@core.v1.NodeAddress daemonEndpoints=6:@core.v1.NodeDaemonEndpoints nodeInfo=7:@core.v1.NodeSystemInfo images=8:*@core.v1.ContainerImage volumesInUse=9:*s volumesAttached=10:*@core.v1.AttachedVolume config=11:@core.v1.NodeConfigStatus runtimeHandlers=12:*@core.v1.NodeRuntimeHandler features=13:@core.v1.NodeFeatures declaredFeatures=14:*s
-core.v1.NodeSwapStatus capacity=1:i64
-core.v1.NodeSystemInfo machineID=1:s systemUUID=2:s bootID=3:s kernelVersion=4:s osImage=5:s containerRuntimeVersion=6:s kubeletVersion=7:s kubeProxyVersion=8:s operatingSystem=9:s architecture=10:s swap=11:@core.v1.NodeSwapStatus
-core.v1.ObjectFieldSelector apiVersion=1:s fieldPath=2:s
-core.v1.ObjectReference kind=1:s namespace=2:s name=3:s uid=4:s apiVersion=5:s resourceVersion=6:s fieldPath=7:s
-core.v1.PersistentVolume metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.PersistentVolumeSpec status=3:@core.v1.PersistentVolumeStatus
-core.v1.PersistentVolumeClaim metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.PersistentVolumeClaimSpec status=3:@core.v1.PersistentVolumeClaimStatus
-core.v1.PersistentVolumeClaimCondition type=1:s status=2:s lastProbeTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
-core.v1.PersistentVolumeClaimList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.PersistentVolumeClaim
-core.v1.PersistentVolumeClaimSpec accessModes=1:*s resources=2:@core.v1.VolumeResourceRequirements volumeName=3:s selector=4:@meta.v1.LabelSelector storageClassName=5:s volumeMode=6:s dataSource=7:@core.v1.TypedLocalObjectReference dataSourceRef=8:@core.v1.TypedObjectReference volumeAttributesClassName=9:s
-core.v1.PersistentVolumeClaimStatus phase=1:s accessModes=2:*s capacity=3:{s,@resource.Quantity} conditions=4:*@core.v1.PersistentVolumeClaimCondition allocatedResources=5:{s,@resource.Quantity} allocatedResourceStatuses=7:{s,s} currentVolumeAttributesClassName=8:s modifyVolumeStatus=9:@core.v1.ModifyVolumeStatus
-core.v1.PersistentVolumeClaimTemplate metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.PersistentVolumeClaimSpec
-core.v1.PersistentVolumeClaimVolumeSource claimName=1:s readOnly=2:b
-core.v1.PersistentVolumeList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.PersistentVolume
-core.v1.PersistentVolumeSource gcePersistentDisk=1:@core.v1.GcePersistentDiskVolumeSource awsElasticBlockStore=2:@core.v1.AwsElasticBlockStoreVolumeSource hostPath=3:@core.v1.HostPathVolumeSource glusterfs=4:@core.v1.GlusterfsPersistentVolumeSource nfs=5:@core.v1.NfsVolumeSource rbd=6:@core.v1.RbdPersistentVolumeSource iscsi=7:@core.v1.IscsiPersistentVolumeSource cinder=8:@core.v1.CinderPersistentVolumeSource cephfs=9:@core.v1.CephFsPersistentVolumeSource fc=10:@core.v1.FcVolumeSource flocker=11:@core.v1.FlockerVolumeSource flexVolume=12:@core.v1.FlexPersistentVolumeSource azureFile=13:@core.v1.AzureFilePersistentVolumeSource vsphereVolume=14:@core.v1.VsphereVirtualDiskVolumeSource quobyte=15:@core.v1.QuobyteVolumeSource azureDisk=16:@core.v1.AzureDiskVolumeSource photonPersistentDisk=17:@core.v1.PhotonPersistentDiskVolumeSource portworxVolume=18:@core.v1.PortworxVolumeSource scaleIO=19:@core.v1.ScaleIoPersistentVolumeSource local=20:@core.v1.LocalVolumeSource storageos=21:@core.v1.StorageOsPersistentVolumeSource csi=22:@core.v1.CSIPersistentVolumeSource
-core.v1.PersistentVolumeSpec capacity=1:{s,@resource.Quantity} persistent_volume_source=2:^@core.v1.PersistentVolumeSource accessModes=3:*s claimRef=4:@core.v1.ObjectReference persistentVolumeReclaimPolicy=5:s storageClassName=6:s mountOptions=7:*s volumeMode=8:s nodeAffinity=9:@core.v1.VolumeNodeAffinity volumeAttributesClassName=10:s
-core.v1.PersistentVolumeStatus phase=1:s message=2:s reason=3:s lastPhaseTransitionTime=4:@meta.v1.Time
-core.v1.PhotonPersistentDiskVolumeSource pdID=1:s fsType=2:s
-core.v1.Pod metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.PodSpec status=3:@core.v1.PodStatus
-core.v1.PodAffinity requiredDuringSchedulingIgnoredDuringExecution=1:*@core.v1.PodAffinityTerm preferredDuringSchedulingIgnoredDuringExecution=2:*@core.v1.WeightedPodAffinityTerm
-core.v1.PodAffinityTerm labelSelector=1:@meta.v1.LabelSelector namespaces=2:*s topologyKey=3:s namespaceSelector=4:@meta.v1.LabelSelector matchLabelKeys=5:*s mismatchLabelKeys=6:*s
-core.v1.PodAntiAffinity requiredDuringSchedulingIgnoredDuringExecution=1:*@core.v1.PodAffinityTerm preferredDuringSchedulingIgnoredDuringExecution=2:*@core.v1.WeightedPodAffinityTerm
-core.v1.PodCertificateProjection signerName=1:s keyType=2:s maxExpirationSeconds=3:i32 credentialBundlePath=4:s keyPath=5:s certificateChainPath=6:s userAnnotations=7:{s,s}
-core.v1.PodCondition type=1:s status=2:s lastProbeTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s observedGeneration=7:i64
-core.v1.PodDnsConfig nameservers=1:*s searches=2:*s options=3:*@core.v1.PodDnsConfigOption
-core.v1.PodDnsConfigOption name=1:s value=2:s
-core.v1.PodExtendedResourceClaimStatus requestMappings=1:*@core.v1.ContainerExtendedResourceRequest resourceClaimName=2:s
-core.v1.PodIp ip=1:s
-core.v1.PodList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.Pod
-core.v1.PodOs name=1:s
-core.v1.PodReadinessGate conditionType=1:s
-core.v1.PodResourceClaim name=1:s resourceClaimName=3:s resourceClaimTemplateName=4:s
-core.v1.PodResourceClaimStatus name=1:s resourceClaimName=2:s
-core.v1.PodSchedulingGate name=1:s
-core.v1.PodSecurityContext seLinuxOptions=1:@core.v1.SeLinuxOptions runAsUser=2:i64 runAsNonRoot=3:b supplementalGroups=4:*i64 fsGroup=5:i64 runAsGroup=6:i64 sysctls=7:*@core.v1.Sysctl windowsOptions=8:@core.v1.WindowsSecurityContextOptions fsGroupChangePolicy=9:s seccompProfile=10:@core.v1.SeccompProfile appArmorProfile=11:@core.v1.AppArmorProfile supplementalGroupsPolicy=12:s seLinuxChangePolicy=13:s
-core.v1.PodSpec volumes=1:*@core.v1.Volume containers=2:*@core.v1.Container restartPolicy=3:s terminationGracePeriodSeconds=4:i64 activeDeadlineSeconds=5:i64 dnsPolicy=6:s nodeSelector=7:{s,s} serviceAccountName=8:s serviceAccount=9:s nodeName=10:s hostNetwork=11:b hostPID=12:b hostIPC=13:b securityContext=14:@core.v1.PodSecurityContext imagePullSecrets=15:*@core.v1.LocalObjectReference hostname=16:s subdomain=17:s affinity=18:@core.v1.Affinity schedulerName=19:s initContainers=20:*@core.v1.Container automountServiceAccountToken=21:b tolerations=22:*@core.v1.Toleration hostAliases=23:*@core.v1.HostAlias priorityClassName=24:s priority=25:i32 dnsConfig=26:@core.v1.PodDnsConfig shareProcessNamespace=27:b readinessGates=28:*@core.v1.PodReadinessGate runtimeClassName=29:s enableServiceLinks=30:b preemptionPolicy=31:s overhead=32:{s,@resource.Quantity} topologySpreadConstraints=33:*@core.v1.TopologySpreadConstraint ephemeralContainers=34:*@core.v1.EphemeralContainer setHostnameAsFQDN=35:b os=36:@core.v1.PodOs hostUsers=37:b schedulingGates=38:*@core.v1.PodSchedulingGate resourceClaims=39:*@core.v1.PodResourceClaim resources=40:@core.v1.ResourceRequirements hostnameOverride=41:s workloadRef=42:@core.v1.WorkloadReference
-core.v1.PodStatus phase=1:s conditions=2:*@core.v1.PodCondition message=3:s reason=4:s hostIP=5:s podIP=6:s startTime=7:@meta.v1.Time containerStatuses=8:*@core.v1.ContainerStatus qosClass=9:s initContainerStatuses=10:*@core.v1.ContainerStatus nominatedNodeName=11:s podIPs=12:*@core.v1.PodIp ephemeralContainerStatuses=13:*@core.v1.ContainerStatus resize=14:s resourceClaimStatuses=15:*@core.v1.PodResourceClaimStatus hostIPs=16:*@core.v1.HostIp observedGeneration=17:i64 extendedResourceClaimStatus=18:@core.v1.PodExtendedResourceClaimStatus allocatedResources=19:{s,@resource.Quantity} resources=20:@core.v1.ResourceRequirements
-core.v1.PodTemplate metadata=1:@meta.v1.ObjectMeta template=2:@core.v1.PodTemplateSpec
-core.v1.PodTemplateList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.PodTemplate
-core.v1.PodTemplateSpec metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.PodSpec
-core.v1.PortStatus port=1:i32 protocol=2:s error=3:s
-core.v1.PortworxVolumeSource volumeID=1:s fsType=2:s readOnly=3:b
-core.v1.PreferredSchedulingTerm weight=1:i32 preference=2:@core.v1.NodeSelectorTerm
-core.v1.Probe handler=1:^@core.v1.ProbeHandler initialDelaySeconds=2:i32 timeoutSeconds=3:i32 periodSeconds=4:i32 successThreshold=5:i32 failureThreshold=6:i32 terminationGracePeriodSeconds=7:i64
-core.v1.ProbeHandler exec=1:@core.v1.ExecAction httpGet=2:@core.v1.HttpGetAction tcpSocket=3:@core.v1.TcpSocketAction grpc=4:@core.v1.GrpcAction
-core.v1.ProjectedVolumeSource sources=1:*@core.v1.VolumeProjection defaultMode=2:i32
-core.v1.QuobyteVolumeSource registry=1:s volume=2:s readOnly=3:b user=4:s group=5:s tenant=6:s
-core.v1.RbdPersistentVolumeSource monitors=1:*s image=2:s fsType=3:s pool=4:s user=5:s keyring=6:s secretRef=7:@core.v1.SecretReference readOnly=8:b
-core.v1.RbdVolumeSource monitors=1:*s image=2:s fsType=3:s pool=4:s user=5:s keyring=6:s secretRef=7:@core.v1.LocalObjectReference readOnly=8:b
-core.v1.ReplicationController metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.ReplicationControllerSpec status=3:@core.v1.ReplicationControllerStatus
-core.v1.ReplicationControllerCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
-core.v1.ReplicationControllerList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.ReplicationController
-core.v1.ReplicationControllerSpec replicas=1:i32 selector=2:{s,s} template=3:@core.v1.PodTemplateSpec minReadySeconds=4:i32
-core.v1.ReplicationControllerStatus replicas=1:i32 fullyLabeledReplicas=2:i32 observedGeneration=3:i64 readyReplicas=4:i32 availableReplicas=5:i32 conditions=6:*@core.v1.ReplicationControllerCondition
-core.v1.ResourceClaim name=1:s request=2:s
-core.v1.ResourceFieldSelector containerName=1:s resource=2:s divisor=3:@resource.Quantity
-core.v1.ResourceHealth resourceID=1:s health=2:s
-core.v1.ResourceQuota metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.ResourceQuotaSpec status=3:@core.v1.ResourceQuotaStatus
-core.v1.ResourceQuotaList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.ResourceQuota
-core.v1.ResourceQuotaSpec hard=1:{s,@resource.Quantity} scopes=2:*s scopeSelector=3:@core.v1.ScopeSelector
-core.v1.ResourceQuotaStatus hard=1:{s,@resource.Quantity} used=2:{s,@resource.Quantity}
-core.v1.ResourceRequirements limits=1:{s,@resource.Quantity} requests=2:{s,@resource.Quantity} claims=3:*@core.v1.ResourceClaim
-core.v1.ResourceStatus name=1:s resources=2:*@core.v1.ResourceHealth
-core.v1.ScaleIoPersistentVolumeSource gateway=1:s system=2:s secretRef=3:@core.v1.SecretReference sslEnabled=4:b protectionDomain=5:s storagePool=6:s storageMode=7:s volumeName=8:s fsType=9:s readOnly=10:b
-core.v1.ScaleIoVolumeSource gateway=1:s system=2:s secretRef=3:@core.v1.LocalObjectReference sslEnabled=4:b protectionDomain=5:s storagePool=6:s storageMode=7:s volumeName=8:s fsType=9:s readOnly=10:b
-core.v1.ScopeSelector matchExpressions=1:*@core.v1.ScopedResourceSelectorRequirement
-core.v1.ScopedResourceSelectorRequirement scopeName=1:s operator=2:s values=3:*s
-core.v1.SeLinuxOptions user=1:s role=2:s type=3:s level=4:s
-core.v1.SeccompProfile type=1:s localhostProfile=2:s
-core.v1.Secret metadata=1:@meta.v1.ObjectMeta data=2:{s,y} type=3:s stringData=4:{s,s} immutable=5:b
-core.v1.SecretEnvSource local_object_reference=1:^@core.v1.LocalObjectReference optional=2:b
-core.v1.SecretKeySelector local_object_reference=1:^@core.v1.LocalObjectReference key=2:s optional=3:b
-core.v1.SecretList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.Secret
-core.v1.SecretProjection local_object_reference=1:^@core.v1.LocalObjectReference items=2:*@core.v1.KeyToPath optional=4:b
-core.v1.SecretReference name=1:s namespace=2:s
-core.v1.SecretVolumeSource secretName=1:s items=2:*@core.v1.KeyToPath defaultMode=3:i32 optional=4:b
-core.v1.SecurityContext capabilities=1:@core.v1.Capabilities privileged=2:b seLinuxOptions=3:@core.v1.SeLinuxOptions runAsUser=4:i64 runAsNonRoot=5:b readOnlyRootFilesystem=6:b allowPrivilegeEscalation=7:b runAsGroup=8:i64 procMount=9:s windowsOptions=10:@core.v1.WindowsSecurityContextOptions seccompProfile=11:@core.v1.SeccompProfile appArmorProfile=12:@core.v1.AppArmorProfile
-core.v1.Service metadata=1:@meta.v1.ObjectMeta spec=2:@core.v1.ServiceSpec status=3:@core.v1.ServiceStatus
-core.v1.ServiceAccount metadata=1:@meta.v1.ObjectMeta secrets=2:*@core.v1.ObjectReference imagePullSecrets=3:*@core.v1.LocalObjectReference automountServiceAccountToken=4:b
-core.v1.ServiceAccountList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.ServiceAccount
-core.v1.ServiceAccountTokenProjection audience=1:s expirationSeconds=2:i64 path=3:s
-core.v1.ServiceList metadata=1:@meta.v1.ListMeta items=2:*@core.v1.Service
-core.v1.ServicePort name=1:s protocol=2:s port=3:i32 targetPort=4:@intstr.IntOrString nodePort=5:i32 appProtocol=6:s
-core.v1.ServiceSpec ports=1:*@core.v1.ServicePort selector=2:{s,s} clusterIP=3:s type=4:s externalIPs=5:*s sessionAffinity=7:s loadBalancerIP=8:s loadBalancerSourceRanges=9:*s externalName=10:s externalTrafficPolicy=11:s healthCheckNodePort=12:i32 publishNotReadyAddresses=13:b sessionAffinityConfig=14:@core.v1.SessionAffinityConfig ipFamilyPolicy=17:s clusterIPs=18:*s ipFamilies=19:*s allocateLoadBalancerNodePorts=20:b loadBalancerClass=21:s internalTrafficPolicy=22:s trafficDistribution=23:s
-core.v1.ServiceStatus loadBalancer=1:@core.v1.LoadBalancerStatus conditions=2:*@meta.v1.Condition
-core.v1.SessionAffinityConfig clientIP=1:@core.v1.ClientIpConfig
-core.v1.SleepAction seconds=1:i64
-core.v1.StorageOsPersistentVolumeSource volumeName=1:s volumeNamespace=2:s fsType=3:s readOnly=4:b secretRef=5:@core.v1.ObjectReference
-core.v1.StorageOsVolumeSource volumeName=1:s volumeNamespace=2:s fsType=3:s readOnly=4:b secretRef=5:@core.v1.LocalObjectReference
-core.v1.Sysctl name=1:s value=2:s
-core.v1.Taint key=1:s value=2:s effect=3:s timeAdded=4:@meta.v1.Time
-core.v1.TcpSocketAction port=1:@intstr.IntOrString host=2:s
-core.v1.Toleration key=1:s operator=2:s value=3:s effect=4:s tolerationSeconds=5:i64
-core.v1.TopologySelectorLabelRequirement key=1:s values=2:*s
-core.v1.TopologySelectorTerm matchLabelExpressions=1:*@core.v1.TopologySelectorLabelRequirement
-core.v1.TopologySpreadConstraint maxSkew=1:i32 topologyKey=2:s whenUnsatisfiable=3:s labelSelector=4:@meta.v1.LabelSelector minDomains=5:i32 nodeAffinityPolicy=6:s nodeTaintsPolicy=7:s matchLabelKeys=8:*s
-core.v1.TypedLocalObjectReference apiGroup=1:s kind=2:s name=3:s
-core.v1.TypedObjectReference apiGroup=1:s kind=2:s name=3:s namespace=4:s
-core.v1.Volume name=1:s volume_source=2:^@core.v1.VolumeSource
-core.v1.VolumeDevice name=1:s devicePath=2:s
-core.v1.VolumeMount name=1:s readOnly=2:b mountPath=3:s subPath=4:s mountPropagation=5:s subPathExpr=6:s recursiveReadOnly=7:s
-core.v1.VolumeMountStatus name=1:s mountPath=2:s readOnly=3:b recursiveReadOnly=4:s
-core.v1.VolumeNodeAffinity required=1:@core.v1.NodeSelector
-core.v1.VolumeProjection secret=1:@core.v1.SecretProjection downwardAPI=2:@core.v1.DownwardAPIProjection configMap=3:@core.v1.ConfigMapProjection serviceAccountToken=4:@core.v1.ServiceAccountTokenProjection clusterTrustBundle=5:@core.v1.ClusterTrustBundleProjection podCertificate=6:@core.v1.PodCertificateProjection
-core.v1.VolumeResourceRequirements limits=1:{s,@resource.Quantity} requests=2:{s,@resource.Quantity}
-core.v1.VolumeSource hostPath=1:@core.v1.HostPathVolumeSource emptyDir=2:@core.v1.EmptyDirVolumeSource gcePersistentDisk=3:@core.v1.GcePersistentDiskVolumeSource awsElasticBlockStore=4:@core.v1.AwsElasticBlockStoreVolumeSource gitRepo=5:@core.v1.GitRepoVolumeSource secret=6:@core.v1.SecretVolumeSource nfs=7:@core.v1.NfsVolumeSource iscsi=8:@core.v1.IscsiVolumeSource glusterfs=9:@core.v1.GlusterfsVolumeSource persistentVolumeClaim=10:@core.v1.PersistentVolumeClaimVolumeSource rbd=11:@core.v1.RbdVolumeSource flexVolume=12:@core.v1.FlexVolumeSource cinder=13:@core.v1.CinderVolumeSource cephfs=14:@core.v1.CephFsVolumeSource flocker=15:@core.v1.FlockerVolumeSource downwardAPI=16:@core.v1.DownwardAPIVolumeSource fc=17:@core.v1.FcVolumeSource azureFile=18:@core.v1.AzureFileVolumeSource configMap=19:@core.v1.ConfigMapVolumeSource vsphereVolume=20:@core.v1.VsphereVirtualDiskVolumeSource quobyte=21:@core.v1.QuobyteVolumeSource azureDisk=22:@core.v1.AzureDiskVolumeSource photonPersistentDisk=23:@core.v1.PhotonPersistentDiskVolumeSource portworxVolume=24:@core.v1.PortworxVolumeSource scaleIO=25:@core.v1.ScaleIoVolumeSource projected=26:@core.v1.ProjectedVolumeSource storageos=27:@core.v1.StorageOsVolumeSource csi=28:@core.v1.CSIVolumeSource ephemeral=29:@core.v1.EphemeralVolumeSource image=30:@core.v1.ImageVolumeSource
-core.v1.VsphereVirtualDiskVolumeSource volumePath=1:s fsType=2:s storagePolicyName=3:s storagePolicyID=4:s
-core.v1.WeightedPodAffinityTerm weight=1:i32 podAffinityTerm=2:@core.v1.PodAffinityTerm
-core.v1.WindowsSecurityContextOptions gmsaCredentialSpecName=1:s gmsaCredentialSpec=2:s runAsUserName=3:s hostProcess=4:b
-core.v1.WorkloadReference name=1:s podGroup=2:s podGroupReplicaKey=3:s
-discovery.v1.Endpoint addresses=1:*s conditions=2:@discovery.v1.EndpointConditions hostname=3:s targetRef=4:@core.v1.ObjectReference deprecatedTopology=5:{s,s} nodeName=6:s zone=7:s hints=8:@discovery.v1.EndpointHints
-discovery.v1.EndpointConditions ready=1:b serving=2:b terminating=3:b
-discovery.v1.EndpointHints forZones=1:*@discovery.v1.ForZone forNodes=2:*@discovery.v1.ForNode
-discovery.v1.EndpointPort name=1:s protocol=2:s port=3:i32 appProtocol=4:s
-discovery.v1.EndpointSlice metadata=1:@meta.v1.ObjectMeta endpoints=2:*@discovery.v1.Endpoint ports=3:*@discovery.v1.EndpointPort addressType=4:s
-discovery.v1.EndpointSliceList metadata=1:@meta.v1.ListMeta items=2:*@discovery.v1.EndpointSlice
-discovery.v1.ForNode name=1:s
-discovery.v1.ForZone name=1:s
-events.v1.Event metadata=1:@meta.v1.ObjectMeta eventTime=2:@meta.v1.MicroTime series=3:@events.v1.EventSeries reportingController=4:s reportingInstance=5:s action=6:s reason=7:s regarding=8:@core.v1.ObjectReference related=9:@core.v1.ObjectReference note=10:s type=11:s deprecatedSource=12:@core.v1.EventSource deprecatedFirstTimestamp=13:@meta.v1.Time deprecatedLastTimestamp=14:@meta.v1.Time deprecatedCount=15:i32
-events.v1.EventList metadata=1:@meta.v1.ListMeta items=2:*@events.v1.Event
-events.v1.EventSeries count=1:i32 lastObservedTime=2:@meta.v1.MicroTime
-flowcontrol.v1.ExemptPriorityLevelConfiguration nominalConcurrencyShares=1:i32 lendablePercent=2:i32
-flowcontrol.v1.FlowDistinguisherMethod type=1:s
-flowcontrol.v1.FlowSchema metadata=1:@meta.v1.ObjectMeta spec=2:@flowcontrol.v1.FlowSchemaSpec status=3:@flowcontrol.v1.FlowSchemaStatus
-flowcontrol.v1.FlowSchemaCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
-flowcontrol.v1.FlowSchemaList metadata=1:@meta.v1.ListMeta items=2:*@flowcontrol.v1.FlowSchema
-flowcontrol.v1.FlowSchemaSpec priorityLevelConfiguration=1:@flowcontrol.v1.PriorityLevelConfigurationReference matchingPrecedence=2:i32 distinguisherMethod=3:@flowcontrol.v1.FlowDistinguisherMethod rules=4:*@flowcontrol.v1.PolicyRulesWithSubjects
-flowcontrol.v1.FlowSchemaStatus conditions=1:*@flowcontrol.v1.FlowSchemaCondition
-flowcontrol.v1.GroupSubject name=1:s
-flowcontrol.v1.LimitResponse type=1:s queuing=2:@flowcontrol.v1.QueuingConfiguration
-flowcontrol.v1.LimitedPriorityLevelConfiguration nominalConcurrencyShares=1:i32 limitResponse=2:@flowcontrol.v1.LimitResponse lendablePercent=3:i32 borrowingLimitPercent=4:i32
-flowcontrol.v1.NonResourcePolicyRule verbs=1:*s nonResourceURLs=6:*s
-flowcontrol.v1.PolicyRulesWithSubjects subjects=1:*@flowcontrol.v1.Subject resourceRules=2:*@flowcontrol.v1.ResourcePolicyRule nonResourceRules=3:*@flowcontrol.v1.NonResourcePolicyRule
-flowcontrol.v1.PriorityLevelConfiguration metadata=1:@meta.v1.ObjectMeta spec=2:@flowcontrol.v1.PriorityLevelConfigurationSpec status=3:@flowcontrol.v1.PriorityLevelConfigurationStatus
-flowcontrol.v1.PriorityLevelConfigurationCondition type=1:s status=2:s lastTransitionTime=3:@meta.v1.Time reason=4:s message=5:s
-flowcontrol.v1.PriorityLevelConfigurationList metadata=1:@meta.v1.ListMeta items=2:*@flowcontrol.v1.PriorityLevelConfiguration
-flowcontrol.v1.PriorityLevelConfigurationReference name=1:s
-flowcontrol.v1.PriorityLevelConfigurationSpec type=1:s limited=2:@flowcontrol.v1.LimitedPriorityLevelConfiguration exempt=3:@flowcontrol.v1.ExemptPriorityLevelConfiguration
-flowcontrol.v1.PriorityLevelConfigurationStatus conditions=1:*@flowcontrol.v1.PriorityLevelConfigurationCondition
-flowcontrol.v1.QueuingConfiguration queues=1:i32 handSize=2:i32 queueLengthLimit=3:i32
-flowcontrol.v1.ResourcePolicyRule verbs=1:*s apiGroups=2:*s resources=3:*s clusterScope=4:b namespaces=5:*s
-flowcontrol.v1.ServiceAccountSubject namespace=1:s name=2:s
-flowcontrol.v1.Subject kind=1:s user=2:@flowcontrol.v1.UserSubject group=3:@flowcontrol.v1.GroupSubject serviceAccount=4:@flowcontrol.v1.ServiceAccountSubject
-flowcontrol.v1.UserSubject name=1:s
-meta.v1.Condition type=1:s status=2:s observedGeneration=3:i64 lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
-meta.v1.DeleteOptions gracePeriodSeconds=1:i64 preconditions=2:@meta.v1.Preconditions orphanDependents=3:b propagationPolicy=4:s dryRun=5:*s ignoreStoreReadErrorWithClusterBreakingPotential=6:b
-meta.v1.FieldSelectorRequirement key=1:s operator=2:s values=3:*s
-meta.v1.LabelSelector matchLabels=1:{s,s} matchExpressions=2:*@meta.v1.LabelSelectorRequirement
-meta.v1.LabelSelectorRequirement key=1:s operator=2:s values=3:*s
-meta.v1.ListMeta selfLink=1:s resourceVersion=2:s continue=3:s remainingItemCount=4:i64
-meta.v1.ManagedFieldsEntry manager=1:s operation=2:s apiVersion=3:s time=4:@meta.v1.Time fieldsType=6:s fieldsV1=7:@meta.v1.FieldsV1 subresource=8:s
-meta.v1.ObjectMeta name=1:s generateName=2:s namespace=3:s selfLink=4:s uid=5:s resourceVersion=6:s generation=7:i64 creationTimestamp=8:@meta.v1.Time deletionTimestamp=9:@meta.v1.Time deletionGracePeriodSeconds=10:i64 labels=11:{s,s} annotations=12:{s,s} ownerReferences=13:*@meta.v1.OwnerReference finalizers=14:*s managedFields=17:*@meta.v1.ManagedFieldsEntry
-meta.v1.OwnerReference kind=1:s name=3:s uid=4:s apiVersion=5:s controller=6:b blockOwnerDeletion=7:b
-meta.v1.PartialObjectMetadata metadata=1:@meta.v1.ObjectMeta
-meta.v1.PartialObjectMetadataList metadata=1:@meta.v1.ListMeta items=2:*@meta.v1.PartialObjectMetadata
-meta.v1.Preconditions uid=1:s resourceVersion=2:s
-meta.v1.Status metadata=1:@meta.v1.ListMeta status=2:s message=3:s reason=4:s details=5:@meta.v1.StatusDetails code=6:i32
-meta.v1.StatusCause reason=1:s message=2:s field=3:s
-meta.v1.StatusDetails name=1:s group=2:s kind=3:s causes=4:*@meta.v1.StatusCause retryAfterSeconds=5:i32 uid=6:s
-meta.v1.WatchEvent type=1:s object=2:@runtime.RawExtension
-networking.v1.HttpIngressPath path=1:s backend=2:@networking.v1.IngressBackend pathType=3:s
-networking.v1.HttpIngressRuleValue paths=1:*@networking.v1.HttpIngressPath
-networking.v1.IPAddress metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.IPAddressSpec
-networking.v1.IPAddressList metadata=1:@meta.v1.ListMeta items=2:*@networking.v1.IPAddress
-networking.v1.IPAddressSpec parentRef=1:@networking.v1.ParentReference
-networking.v1.Ingress metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.IngressSpec status=3:@networking.v1.IngressStatus
-networking.v1.IngressBackend resource=3:@core.v1.TypedLocalObjectReference service=4:@networking.v1.IngressServiceBackend
-networking.v1.IngressClass metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.IngressClassSpec
-networking.v1.IngressClassList metadata=1:@meta.v1.ListMeta items=2:*@networking.v1.IngressClass
-networking.v1.IngressClassParametersReference apiGroup=1:s kind=2:s name=3:s scope=4:s namespace=5:s
-networking.v1.IngressClassSpec controller=1:s parameters=2:@networking.v1.IngressClassParametersReference
-networking.v1.IngressList metadata=1:@meta.v1.ListMeta items=2:*@networking.v1.Ingress
-networking.v1.IngressLoadBalancerIngress ip=1:s hostname=2:s ports=4:*@networking.v1.IngressPortStatus
-networking.v1.IngressLoadBalancerStatus ingress=1:*@networking.v1.IngressLoadBalancerIngress
-networking.v1.IngressPortStatus port=1:i32 protocol=2:s error=3:s
-networking.v1.IngressRule host=1:s ingress_rule_value=2:^@networking.v1.IngressRuleValue
-networking.v1.IngressRuleValue http=1:@networking.v1.HttpIngressRuleValue
-networking.v1.IngressServiceBackend name=1:s port=2:@networking.v1.ServiceBackendPort
-networking.v1.IngressSpec defaultBackend=1:@networking.v1.IngressBackend tls=2:*@networking.v1.IngressTls rules=3:*@networking.v1.IngressRule ingressClassName=4:s
-networking.v1.IngressStatus loadBalancer=1:@networking.v1.IngressLoadBalancerStatus
-networking.v1.IngressTls hosts=1:*s secretName=2:s
-networking.v1.IpBlock cidr=1:s except=2:*s
-networking.v1.NetworkPolicy metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.NetworkPolicySpec
-networking.v1.NetworkPolicyEgressRule ports=1:*@networking.v1.NetworkPolicyPort to=2:*@networking.v1.NetworkPolicyPeer
-networking.v1.NetworkPolicyIngressRule ports=1:*@networking.v1.NetworkPolicyPort from=2:*@networking.v1.NetworkPolicyPeer
-networking.v1.NetworkPolicyList metadata=1:@meta.v1.ListMeta items=2:*@networking.v1.NetworkPolicy
-networking.v1.NetworkPolicyPeer podSelector=1:@meta.v1.LabelSelector namespaceSelector=2:@meta.v1.LabelSelector ipBlock=3:@networking.v1.IpBlock
-networking.v1.NetworkPolicyPort protocol=1:s port=2:@intstr.IntOrString endPort=3:i32
-networking.v1.NetworkPolicySpec podSelector=1:@meta.v1.LabelSelector ingress=2:*@networking.v1.NetworkPolicyIngressRule egress=3:*@networking.v1.NetworkPolicyEgressRule policyTypes=4:*s
-networking.v1.ParentReference group=1:s resource=2:s namespace=3:s name=4:s
-networking.v1.ServiceBackendPort name=1:s number=2:i32
-networking.v1.ServiceCIDR metadata=1:@meta.v1.ObjectMeta spec=2:@networking.v1.ServiceCIDRSpec status=3:@networking.v1.ServiceCIDRStatus
-networking.v1.ServiceCIDRList metadata=1:@meta.v1.ListMeta items=2:*@networking.v1.ServiceCIDR
-networking.v1.ServiceCIDRSpec cidrs=1:*s
-networking.v1.ServiceCIDRStatus conditions=1:*@meta.v1.Condition
-node.v1.Overhead podFixed=1:{s,@resource.Quantity}
-node.v1.RuntimeClass metadata=1:@meta.v1.ObjectMeta handler=2:s overhead=3:@node.v1.Overhead scheduling=4:@node.v1.Scheduling
-node.v1.RuntimeClassList metadata=1:@meta.v1.ListMeta items=2:*@node.v1.RuntimeClass
-node.v1.Scheduling nodeSelector=1:{s,s} tolerations=2:*@core.v1.Toleration
-policy.v1.Eviction metadata=1:@meta.v1.ObjectMeta deleteOptions=2:@meta.v1.DeleteOptions
-policy.v1.PodDisruptionBudget metadata=1:@meta.v1.ObjectMeta spec=2:@policy.v1.PodDisruptionBudgetSpec status=3:@policy.v1.PodDisruptionBudgetStatus
-policy.v1.PodDisruptionBudgetList metadata=1:@meta.v1.ListMeta items=2:*@policy.v1.PodDisruptionBudget
-policy.v1.PodDisruptionBudgetSpec minAvailable=1:@intstr.IntOrString selector=2:@meta.v1.LabelSelector maxUnavailable=3:@intstr.IntOrString unhealthyPodEvictionPolicy=4:s
-policy.v1.PodDisruptionBudgetStatus observedGeneration=1:i64 disruptedPods=2:{s,@meta.v1.Time} disruptionsAllowed=3:i32 currentHealthy=4:i32 desiredHealthy=5:i32 expectedPods=6:i32 conditions=7:*@meta.v1.Condition
-rbac.v1.AggregationRule clusterRoleSelectors=1:*@meta.v1.LabelSelector
-rbac.v1.ClusterRole metadata=1:@meta.v1.ObjectMeta rules=2:*@rbac.v1.PolicyRule aggregationRule=3:@rbac.v1.AggregationRule
-rbac.v1.ClusterRoleBinding metadata=1:@meta.v1.ObjectMeta subjects=2:*@rbac.v1.Subject roleRef=3:@rbac.v1.RoleRef
-rbac.v1.ClusterRoleBindingList metadata=1:@meta.v1.ListMeta items=2:*@rbac.v1.ClusterRoleBinding
-rbac.v1.ClusterRoleList metadata=1:@meta.v1.ListMeta items=2:*@rbac.v1.ClusterRole
-rbac.v1.PolicyRule verbs=1:*s apiGroups=2:*s resources=3:*s resourceNames=4:*s nonResourceURLs=5:*s
-rbac.v1.Role metadata=1:@meta.v1.ObjectMeta rules=2:*@rbac.v1.PolicyRule
-rbac.v1.RoleBinding metadata=1:@meta.v1.ObjectMeta subjects=2:*@rbac.v1.Subject roleRef=3:@rbac.v1.RoleRef
-rbac.v1.RoleBindingList metadata=1:@meta.v1.ListMeta items=2:*@rbac.v1.RoleBinding
-rbac.v1.RoleList metadata=1:@meta.v1.ListMeta items=2:*@rbac.v1.Role
-rbac.v1.RoleRef apiGroup=1:s kind=2:s name=3:s
-rbac.v1.Subject kind=1:s apiGroup=2:s name=3:s namespace=4:s
-resource.v1.AllocatedDeviceStatus driver=1:s pool=2:s device=3:s conditions=4:*@meta.v1.Condition data=5:@runtime.RawExtension networkData=6:@resource.v1.NetworkDeviceData shareID=7:s
-resource.v1.AllocationResult devices=1:@resource.v1.DeviceAllocationResult nodeSelector=3:@core.v1.NodeSelector allocationTimestamp=5:@meta.v1.Time
-resource.v1.CapacityRequestPolicy default=1:@resource.Quantity validValues=3:*@resource.Quantity validRange=4:@resource.v1.CapacityRequestPolicyRange
-resource.v1.CapacityRequestPolicyRange min=1:@resource.Quantity max=2:@resource.Quantity step=3:@resource.Quantity
-resource.v1.CapacityRequirements requests=1:{s,@resource.Quantity}
-resource.v1.CelDeviceSelector expression=1:s
-resource.v1.Counter value=1:@resource.Quantity
-resource.v1.CounterSet name=1:s counters=2:{s,@resource.v1.Counter}
-resource.v1.Device name=1:s attributes=2:{s,@resource.v1.DeviceAttribute} capacity=3:{s,@resource.v1.DeviceCapacity} consumesCounters=4:*@resource.v1.DeviceCounterConsumption nodeName=5:s nodeSelector=6:@core.v1.NodeSelector allNodes=7:b taints=8:*@resource.v1.DeviceTaint bindsToNode=9:b bindingConditions=10:*s bindingFailureConditions=11:*s allowMultipleAllocations=12:b
-resource.v1.DeviceAllocationConfiguration source=1:s requests=2:*s device_configuration=3:^@resource.v1.DeviceConfiguration
-resource.v1.DeviceAllocationResult results=1:*@resource.v1.DeviceRequestAllocationResult config=2:*@resource.v1.DeviceAllocationConfiguration
-resource.v1.DeviceAttribute int=2:i64 bool=3:b string=4:s version=5:s
-resource.v1.DeviceCapacity value=1:@resource.Quantity requestPolicy=2:@resource.v1.CapacityRequestPolicy
-resource.v1.DeviceClaim requests=1:*@resource.v1.DeviceRequest constraints=2:*@resource.v1.DeviceConstraint config=3:*@resource.v1.DeviceClaimConfiguration
-resource.v1.DeviceClaimConfiguration requests=1:*s device_configuration=2:^@resource.v1.DeviceConfiguration
-resource.v1.DeviceClass metadata=1:@meta.v1.ObjectMeta spec=2:@resource.v1.DeviceClassSpec
-resource.v1.DeviceClassConfiguration device_configuration=1:^@resource.v1.DeviceConfiguration
-resource.v1.DeviceClassList metadata=1:@meta.v1.ListMeta items=2:*@resource.v1.DeviceClass
-resource.v1.DeviceClassSpec selectors=1:*@resource.v1.DeviceSelector config=2:*@resource.v1.DeviceClassConfiguration extendedResourceName=4:s
-resource.v1.DeviceConfiguration opaque=1:@resource.v1.OpaqueDeviceConfiguration
-resource.v1.DeviceConstraint requests=1:*s matchAttribute=2:s distinctAttribute=3:s
-resource.v1.DeviceCounterConsumption counterSet=1:s counters=2:{s,@resource.v1.Counter}
-resource.v1.DeviceRequest name=1:s exactly=2:@resource.v1.ExactDeviceRequest firstAvailable=3:*@resource.v1.DeviceSubRequest
-resource.v1.DeviceRequestAllocationResult request=1:s driver=2:s pool=3:s device=4:s adminAccess=5:b tolerations=6:*@resource.v1.DeviceToleration bindingConditions=7:*s bindingFailureConditions=8:*s shareID=9:s consumedCapacity=10:{s,@resource.Quantity}
-resource.v1.DeviceSelector cel=1:@resource.v1.CelDeviceSelector
-resource.v1.DeviceSubRequest name=1:s deviceClassName=2:s selectors=3:*@resource.v1.DeviceSelector allocationMode=4:s count=5:i64 tolerations=6:*@resource.v1.DeviceToleration capacity=7:@resource.v1.CapacityRequirements
-resource.v1.DeviceTaint key=1:s value=2:s effect=3:s timeAdded=4:@meta.v1.Time
-resource.v1.DeviceToleration key=1:s operator=2:s value=3:s effect=4:s tolerationSeconds=5:i64
-resource.v1.ExactDeviceRequest deviceClassName=1:s selectors=2:*@resource.v1.DeviceSelector allocationMode=3:s count=4:i64 adminAccess=5:b tolerations=6:*@resource.v1.DeviceToleration capacity=7:@resource.v1.CapacityRequirements
-resource.v1.NetworkDeviceData interfaceName=1:s ips=2:*s hardwareAddress=3:s
-resource.v1.OpaqueDeviceConfiguration driver=1:s parameters=2:@runtime.RawExtension
-resource.v1.ResourceClaim metadata=1:@meta.v1.ObjectMeta spec=2:@resource.v1.ResourceClaimSpec status=3:@resource.v1.ResourceClaimStatus
-resource.v1.ResourceClaimConsumerReference apiGroup=1:s resource=3:s name=4:s uid=5:s
-resource.v1.ResourceClaimList metadata=1:@meta.v1.ListMeta items=2:*@resource.v1.ResourceClaim
-resource.v1.ResourceClaimSpec devices=1:@resource.v1.DeviceClaim
-resource.v1.ResourceClaimStatus allocation=1:@resource.v1.AllocationResult reservedFor=2:*@resource.v1.ResourceClaimConsumerReference devices=4:*@resource.v1.AllocatedDeviceStatus
-resource.v1.ResourceClaimTemplate metadata=1:@meta.v1.ObjectMeta spec=2:@resource.v1.ResourceClaimTemplateSpec
-resource.v1.ResourceClaimTemplateList metadata=1:@meta.v1.ListMeta items=2:*@resource.v1.ResourceClaimTemplate
-resource.v1.ResourceClaimTemplateSpec metadata=1:@meta.v1.ObjectMeta spec=2:@resource.v1.ResourceClaimSpec
-resource.v1.ResourcePool name=1:s generation=2:i64 resourceSliceCount=3:i64
-resource.v1.ResourceSlice metadata=1:@meta.v1.ObjectMeta spec=2:@resource.v1.ResourceSliceSpec
-resource.v1.ResourceSliceList metadata=1:@meta.v1.ListMeta items=2:*@resource.v1.ResourceSlice
-resource.v1.ResourceSliceSpec driver=1:s pool=2:@resource.v1.ResourcePool nodeName=3:s nodeSelector=4:@core.v1.NodeSelector allNodes=5:b devices=6:*@resource.v1.Device perDeviceNodeSelection=7:b sharedCounters=8:*@resource.v1.CounterSet
-scheduling.v1.PriorityClass metadata=1:@meta.v1.ObjectMeta value=2:i32 globalDefault=3:b description=4:s preemptionPolicy=5:s
-scheduling.v1.PriorityClassList metadata=1:@meta.v1.ListMeta items=2:*@scheduling.v1.PriorityClass
-storage.v1.CSIDriver metadata=1:@meta.v1.ObjectMeta spec=2:@storage.v1.CSIDriverSpec
-storage.v1.CSIDriverList metadata=1:@meta.v1.ListMeta items=2:*@storage.v1.CSIDriver
-storage.v1.CSIDriverSpec attachRequired=1:b podInfoOnMount=2:b volumeLifecycleModes=3:*s storageCapacity=4:b fsGroupPolicy=5:s tokenRequests=6:*@storage.v1.TokenRequest requiresRepublish=7:b seLinuxMount=8:b nodeAllocatableUpdatePeriodSeconds=9:i64 serviceAccountTokenInSecrets=10:b
-storage.v1.CSINode metadata=1:@meta.v1.ObjectMeta spec=2:@storage.v1.CSINodeSpec
-storage.v1.CSINodeDriver name=1:s nodeID=2:s topologyKeys=3:*s allocatable=4:@storage.v1.VolumeNodeResources
-storage.v1.CSINodeList metadata=1:@meta.v1.ListMeta items=2:*@storage.v1.CSINode
-storage.v1.CSINodeSpec drivers=1:*@storage.v1.CSINodeDriver
-storage.v1.CSIStorageCapacity metadata=1:@meta.v1.ObjectMeta nodeTopology=2:@meta.v1.LabelSelector storageClassName=3:s capacity=4:@resource.Quantity maximumVolumeSize=5:@resource.Quantity
-storage.v1.CSIStorageCapacityList metadata=1:@meta.v1.ListMeta items=2:*@storage.v1.CSIStorageCapacity
-storage.v1.StorageClass metadata=1:@meta.v1.ObjectMeta provisioner=2:s parameters=3:{s,s} reclaimPolicy=4:s mountOptions=5:*s allowVolumeExpansion=6:b volumeBindingMode=7:s allowedTopologies=8:*@core.v1.TopologySelectorTerm
-storage.v1.StorageClassList metadata=1:@meta.v1.ListMeta items=2:*@storage.v1.StorageClass
-storage.v1.TokenRequest audience=1:s expirationSeconds=2:i64
-storage.v1.VolumeAttachment metadata=1:@meta.v1.ObjectMeta spec=2:@storage.v1.VolumeAttachmentSpec status=3:@storage.v1.VolumeAttachmentStatus
-storage.v1.VolumeAttachmentList metadata=1:@meta.v1.ListMeta items=2:*@storage.v1.VolumeAttachment
-storage.v1.VolumeAttachmentSource persistentVolumeName=1:s inlineVolumeSpec=2:@core.v1.PersistentVolumeSpec
-storage.v1.VolumeAttachmentSpec attacher=1:s source=2:@storage.v1.VolumeAttachmentSource nodeName=3:s
-storage.v1.VolumeAttachmentStatus attached=1:b attachmentMetadata=2:{s,s} attachError=3:@storage.v1.VolumeError detachError=4:@storage.v1.VolumeError
-storage.v1.VolumeAttributesClass metadata=1:@meta.v1.ObjectMeta driverName=2:s parameters=3:{s,s}
-storage.v1.VolumeAttributesClassList metadata=1:@meta.v1.ListMeta items=2:*@storage.v1.VolumeAttributesClass
-storage.v1.VolumeError time=1:@meta.v1.Time message=2:s errorCode=3:i32
-storage.v1.VolumeNodeResources count=1:i32
-federation.v1beta1.Cluster metadata=1:@meta.v1.ObjectMeta spec=2:@federation.v1beta1.ClusterSpec status=3:@federation.v1beta1.ClusterStatus
-federation.v1beta1.ClusterCondition type=1:s status=2:s lastProbeTime=3:@meta.v1.Time lastTransitionTime=4:@meta.v1.Time reason=5:s message=6:s
-federation.v1beta1.ClusterList metadata=1:@meta.v1.ListMeta items=2:*@federation.v1beta1.Cluster
-federation.v1beta1.ClusterSpec serverAddressByClientCIDRs=1:*@federation.v1beta1.ServerAddressByClientCIDR secretRef=2:@core.v1.LocalObjectReference
-federation.v1beta1.ClusterStatus conditions=1:*@federation.v1beta1.ClusterCondition zones=5:*s region=6:s kubernetesVersion=7:s
-federation.v1beta1.ServerAddressByClientCIDR clientCIDR=1:s serverAddress=2:s
-"#;
-
 #[cfg(test)]
 mod tests {
     // Tests fail by panicking: unwrap is the assertion.
@@ -2352,24 +1717,25 @@ mod tests {
         assert!(s.kinds.len() >= 40);
     }
 
-    /// The table holds a kind (and its list) exactly when the kind's
-    /// declaration says it is served as protobuf: a kind added without its
-    /// messages in the table, or a table entry for a kind that says it is
-    /// not, fails here.
-    #[test]
-    fn the_table_has_exactly_the_kinds_declared_as_protobuf() {
+    fn builtin_and_crd() -> Vec<Arc<dyn Strategy>> {
         let mut kinds = ubernetes_registry::kinds::builtin();
         kinds.push(ubernetes_apiextensions::crd_strategy());
+        kinds
+    }
+
+    /// Every kind that declares a protobuf message is served as protobuf,
+    /// its list too, and one that declares none is not: the kinds come from
+    /// their declarations, not from a table here.
+    #[test]
+    fn the_schema_has_exactly_the_kinds_declared_as_protobuf() {
         let mut problems = Vec::new();
-        for s in &kinds {
+        for s in &builtin_and_crd() {
             let info = s.info();
             for kind in [info.kind.clone(), format!("{}List", info.kind)] {
-                let in_table = SCHEMA
-                    .kinds
-                    .contains_key(&(info.api_version(), kind.clone()));
-                if in_table != s.protobuf() {
+                let served = encodable(&info.api_version(), &kind);
+                if served != s.protobuf().is_some() {
                     problems.push(format!(
-                        "{} {kind}: declared protobuf {}, in the table {in_table}",
+                        "{} {kind}: declares {:?}, served as protobuf: {served}",
                         info.api_version(),
                         s.protobuf()
                     ));
@@ -2377,6 +1743,46 @@ mod tests {
             }
         }
         assert!(problems.is_empty(), "{problems:#?}");
+        // Subresource bodies and the API server's own kinds.
+        for (api_version, kind) in [
+            ("autoscaling/v1", "Scale"),
+            ("authentication.k8s.io/v1", "TokenRequest"),
+            ("v1", "Binding"),
+            ("authorization.k8s.io/v1", "SubjectAccessReview"),
+            ("authentication.k8s.io/v1", "TokenReview"),
+            ("v1", "ComponentStatusList"),
+            ("meta.k8s.io/v1", "PartialObjectMetadataList"),
+        ] {
+            assert!(encodable(api_version, kind), "{api_version} {kind}");
+        }
+    }
+
+    /// A kind is found through its declaration: the same kinds with one
+    /// declaring no message leave that kind (and its list) out.
+    #[test]
+    fn a_kind_that_declares_no_message_is_not_served_as_protobuf() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use ubernetes_registry::kinds::{Builtin, builtin::info};
+        let kinds: Vec<Arc<dyn Strategy>> = builtin_and_crd()
+            .into_iter()
+            .map(|s| -> Arc<dyn Strategy> {
+                if s.info().kind == "ConfigMap" {
+                    let info = info::<ConfigMap>("configmap", &["cm"], &[], &[]);
+                    Arc::new(Builtin::<ConfigMap>::new(info).without_protobuf())
+                } else {
+                    s
+                }
+            })
+            .collect();
+        let schema = build_schema(&kinds);
+        let has = |kind: &str| schema.kinds.contains_key(&("v1".into(), kind.into()));
+        assert!(!has("ConfigMap") && !has("ConfigMapList"));
+        assert!(has("Secret") && has("SecretList"));
+        assert!(
+            SCHEMA
+                .kinds
+                .contains_key(&("v1".into(), "ConfigMap".into()))
+        );
     }
 
     #[test]

@@ -133,6 +133,7 @@ pub mod overrides;
 pub mod placement;
 pub mod planner;
 pub mod policy;
+pub mod rollout;
 pub mod scheduling;
 pub mod status;
 pub mod status_aggregate;

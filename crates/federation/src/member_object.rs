@@ -165,9 +165,10 @@ pub fn denied_namespace(
 
 /// Annotations of the federated object that are never sent to members: our
 /// control annotations, and kubectl's record of the federation-side apply.
-pub const STRIPPED_ANNOTATIONS: [&str; 13] = [
+pub const STRIPPED_ANNOTATIONS: [&str; 14] = [
     "kubectl.kubernetes.io/last-applied-configuration",
     crate::sync::drift::DRIFT_POLICY_ANNOTATION,
+    crate::rollout::ROLLOUT_STRATEGY_ANNOTATION,
     "federation.kubernetes.io/propagation",
     OVERRIDES_ANNOTATION,
     CONFLICT_RESOLUTION_ANNOTATION,

@@ -172,10 +172,13 @@ pub trait Strategy: Send + Sync {
         None
     }
 
-    /// Whether bodies and responses of this kind are served as kube's
-    /// protobuf (the API server's protobuf table must know its message).
-    fn protobuf(&self) -> bool {
-        false
+    /// The kind's protobuf message (kube's `generated.proto`, e.g.
+    /// `apps.v1.Deployment`; its `<message>List` serves the kind's lists),
+    /// one of [`crate::kinds::protobuf::PACKAGES`]: bodies and answers of
+    /// the kind are then served as kube's protobuf. `None`: JSON only (a
+    /// protobuf body is refused as kube refuses an unregistered kind).
+    fn protobuf(&self) -> Option<&str> {
+        None
     }
 
     /// Whether the federation propagates objects of this kind to member

@@ -144,7 +144,7 @@ pub struct Builtin<T> {
     stored_as: Option<StoredAs>,
     status_writes_metadata: bool,
     printer: Option<printers::TablePrinter>,
-    protobuf: bool,
+    protobuf: Option<String>,
     federated: bool,
     write_authority: WriteAuthority,
     finalize: Option<FinalizeFn>,
@@ -166,6 +166,11 @@ where
 {
     /// A kind with no defaults, no spec validation, DNS-1123 subdomain names.
     pub fn new(info: ResourceInfo) -> Self {
+        let protobuf = Some(super::protobuf::message_name(
+            &info.group,
+            &info.version,
+            &info.kind,
+        ));
         Self {
             info,
             names: NameValidation::Dns1123Subdomain,
@@ -189,7 +194,7 @@ where
             stored_as: None,
             status_writes_metadata: false,
             printer: None,
-            protobuf: true,
+            protobuf,
             federated: false,
             write_authority: WriteAuthority::None,
             finalize: None,
@@ -363,11 +368,13 @@ where
         self
     }
 
-    /// The kind is not served as protobuf (its message is not in the API
-    /// server's protobuf table; a protobuf body is refused as kube refuses
-    /// an unregistered kind).
+    /// The kind is not served as protobuf (it has no message in
+    /// [`super::protobuf::PACKAGES`]; a protobuf body is refused as kube
+    /// refuses an unregistered kind). Without this a kind's message is
+    /// [`super::protobuf::message_name`]'s, which
+    /// `kinds::check` finds among the generated ones.
     pub fn without_protobuf(mut self) -> Self {
-        self.protobuf = false;
+        self.protobuf = None;
         self
     }
 
@@ -586,8 +593,8 @@ where
         Some(schema_of::<T>)
     }
 
-    fn protobuf(&self) -> bool {
-        self.protobuf
+    fn protobuf(&self) -> Option<&str> {
+        self.protobuf.as_deref()
     }
 
     fn federated(&self) -> bool {

@@ -29,6 +29,7 @@ pub mod names;
 pub mod omitempty;
 pub mod platform;
 pub mod priorityclass;
+pub mod protobuf;
 pub mod quantity;
 pub mod resource;
 pub mod validation;
@@ -114,7 +115,8 @@ pub fn stored_as(group: &str, version: &str, resource: &str) -> Option<crate::st
 
 /// Everything wrong with a set of kind declarations, one message each:
 /// a resource or kind declared twice, a kind that leaves a piece
-/// undeclared (printer, OpenAPI schema), an OpenAPI schema that is not the
+/// undeclared (printer, OpenAPI schema), a protobuf message that is not
+/// generated, an OpenAPI schema that is not the
 /// kind's own definition, two versions of a kind that disagree on their
 /// printer, a kind federated in two versions. The lists the server keeps per
 /// kind are derived from these declarations, so a kind that passes this
@@ -159,6 +161,13 @@ pub fn check(kinds: &[Arc<dyn Strategy>]) -> Vec<String> {
                 }
             },
         }
+        if let Some(message) = s.protobuf()
+            && !protobuf::has_message(message)
+        {
+            problems.push(format!(
+                "{gvr}: protobuf message {message} is not generated (scripts/gen_pb_schema.py)"
+            ));
+        }
         if s.federated()
             && let Some(other) = federated.insert(group_kind, info.version.clone())
         {
@@ -194,46 +203,82 @@ mod tests {
         assert!(problems.is_empty(), "{problems:#?}");
     }
 
-    /// A kind declared by hand (not through [`Builtin`]) that forgets its
-    /// OpenAPI schema: everything else is the wrapped kind's.
-    struct WithoutOpenApi(Arc<dyn Strategy>);
+    /// A kind declared by hand (not through [`Builtin`]) that gets one
+    /// declaration wrong: everything else is the wrapped kind's.
+    struct Misdeclared {
+        inner: Arc<dyn Strategy>,
+        /// Forgets its OpenAPI schema.
+        no_openapi: bool,
+        /// Names this protobuf message instead of its own.
+        protobuf: Option<&'static str>,
+    }
 
-    impl Strategy for WithoutOpenApi {
+    impl Strategy for Misdeclared {
         fn info(&self) -> &ResourceInfo {
-            self.0.info()
+            self.inner.info()
         }
         fn normalize(&self, obj: Value) -> Result<Value, ApiError> {
-            self.0.normalize(obj)
+            self.inner.normalize(obj)
         }
         fn validate_create(&self, obj: &Value) -> Vec<Cause> {
-            self.0.validate_create(obj)
+            self.inner.validate_create(obj)
         }
         fn printer(&self) -> Option<crate::printers::TablePrinter> {
-            self.0.printer()
+            self.inner.printer()
         }
-        fn protobuf(&self) -> bool {
-            self.0.protobuf()
+        fn openapi_schema(&self) -> Option<crate::strategy::SchemaFn> {
+            self.inner.openapi_schema().filter(|_| !self.no_openapi)
+        }
+        fn protobuf(&self) -> Option<&str> {
+            self.protobuf.or_else(|| self.inner.protobuf())
         }
         fn federated(&self) -> bool {
-            self.0.federated()
+            self.inner.federated()
         }
     }
 
-    #[test]
-    fn a_kind_missing_its_openapi_schema_fails_the_check() {
-        let kinds: Vec<Arc<dyn Strategy>> = builtin()
+    /// The built-in kinds with ConfigMap's declaration replaced.
+    fn with_configmap(
+        misdeclared: impl Fn(Arc<dyn Strategy>) -> Misdeclared,
+    ) -> Vec<Arc<dyn Strategy>> {
+        builtin()
             .into_iter()
             .map(|s| -> Arc<dyn Strategy> {
                 if s.info().resource == "configmaps" {
-                    Arc::new(WithoutOpenApi(s))
+                    Arc::new(misdeclared(s))
                 } else {
                     s
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn a_kind_missing_its_openapi_schema_fails_the_check() {
+        let kinds = with_configmap(|inner| Misdeclared {
+            inner,
+            no_openapi: true,
+            protobuf: None,
+        });
         assert_eq!(
             check(&kinds),
             ["/v1/configmaps: no OpenAPI schema declared"]
+        );
+    }
+
+    #[test]
+    fn a_kind_naming_an_ungenerated_protobuf_message_fails_the_check() {
+        assert!(protobuf::has_message("core.v1.ConfigMap"));
+        let kinds = with_configmap(|inner| Misdeclared {
+            inner,
+            no_openapi: false,
+            protobuf: Some("core.v1.NoSuchMessage"),
+        });
+        assert_eq!(
+            check(&kinds),
+            [
+                "/v1/configmaps: protobuf message core.v1.NoSuchMessage is not generated (scripts/gen_pb_schema.py)"
+            ]
         );
     }
 
