@@ -79,6 +79,47 @@ pub struct PropagationRecordStatus {
     /// another, older claim holds).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
+    /// Where a wave-by-wave rollout of the workload's pod template stands
+    /// (annotation `federation.kubernetes.io/rollout-strategy`, SPEC
+    /// §3.11); absent for objects without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutStatus>,
+}
+
+/// A federated workload's rollout across clusters, wave by wave.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "io.ubernetes.federation.v1beta1.RolloutStatus")]
+pub struct RolloutStatus {
+    /// The hash of the pod template being rolled out (the federated
+    /// object's `spec.template`).
+    #[serde(default)]
+    pub template_hash: String,
+    /// The hash of the template the rollout started from (what a
+    /// `Rollback` sends back); absent for the first template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_hash: Option<String>,
+    /// How many waves the rollout has.
+    #[serde(default)]
+    pub waves: i64,
+    /// The wave under way, from 1; `waves + 1` once every wave is done.
+    #[serde(default)]
+    pub wave: i64,
+    /// When the wave under way started (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wave_started: Option<String>,
+    /// Since when every copy of the wave under way is healthy (RFC 3339;
+    /// the next wave starts `minReadySeconds` after).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub healthy_since: Option<String>,
+    /// Why the rollout halted (naming the cluster); no further wave starts
+    /// until the template changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halted: Option<String>,
+    /// The pod templates some cluster still runs, or a rollback would send,
+    /// by hash (the federated object no longer holds them).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub templates: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 /// Propagation to one member cluster.
@@ -113,6 +154,17 @@ pub struct ClusterPropagation {
     /// Report`; empty otherwise (drift is repaired).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<DriftedField>,
+    /// The hash of the pod template this cluster's copy was last sent (a
+    /// Deployment, StatefulSet or DaemonSet), see [`RolloutStatus`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_hash: Option<String>,
+    /// The cluster's wave in the object's rollout (from 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wave: Option<i64>,
+    /// `Waiting`, `Progressing`, `Healthy` or `Failed`: where the cluster's
+    /// wave of the rollout stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wave_state: Option<String>,
 }
 
 /// One drifted field of a member copy.

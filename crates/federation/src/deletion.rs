@@ -199,8 +199,20 @@ impl DeletionHelper {
         record: &PropagationRecord,
         state: &PropagationState,
     ) -> Result<(), kube::Error> {
+        self.patch_status(record, json!(version::status_of(state)))
+            .await
+    }
+
+    /// Merge `status` into the status of `record` (the per-cluster state
+    /// and, say, a rollout's, in one write), remembered as the newest
+    /// record until the watch brings it.
+    pub async fn patch_status(
+        &self,
+        record: &PropagationRecord,
+        status: Value,
+    ) -> Result<(), kube::Error> {
         let ns = record.namespace().unwrap_or_default();
-        let patch = json!({ "status": version::status_of(state) });
+        let patch = json!({ "status": status });
         match self
             .api(&ns)
             .patch_status(

@@ -133,6 +133,7 @@ pub mod overrides;
 pub mod placement;
 pub mod planner;
 pub mod policy;
+pub mod revisions;
 pub mod rollout;
 pub mod scheduling;
 pub mod status;
@@ -164,6 +165,8 @@ pub struct Context {
     pub options: FederationOptions,
     /// Scheduling's per-cluster fields (e.g. `spec.replicas`), if set.
     pub scheduler: Option<Arc<dyn sync::ReplicaScheduler>>,
+    /// The federated workloads' revisions (ReplicaSets, ControllerRevisions).
+    pub revisions: Arc<revisions::History>,
 }
 
 impl Context {
@@ -195,6 +198,7 @@ impl Context {
             recorder: events::Recorder::new(client.clone()),
             informers: informer::Informers::new(members.clone(), stop.clone()),
             objects: objects::FederationObjects::new(client.clone(), stop.clone()),
+            revisions: revisions::History::new(client.clone(), stop.clone()),
             fed: client,
             members,
             options,
@@ -329,11 +333,13 @@ pub async fn run_with(
     ));
     let status = tokio::spawn(status::run(ctx.clone(), stop.clone()));
     let mcs = tokio::spawn(mcs::run(ctx.clone(), stop.clone()));
+    let revisions = tokio::spawn(revisions::run(ctx.clone(), stop.clone()));
     let sync = tokio::spawn(sync::run(ctx, stop));
     let (c, st, s) = tokio::join!(clusters, status, sync);
     c??;
     st??;
     s??;
     mcs.await??;
+    revisions.await??;
     Ok(())
 }

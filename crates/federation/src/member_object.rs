@@ -165,8 +165,9 @@ pub fn denied_namespace(
 
 /// Annotations of the federated object that are never sent to members: our
 /// control annotations, and kubectl's record of the federation-side apply.
-pub const STRIPPED_ANNOTATIONS: [&str; 14] = [
+pub const STRIPPED_ANNOTATIONS: [&str; 15] = [
     "kubectl.kubernetes.io/last-applied-configuration",
+    crate::revisions::REVISION_ANNOTATION,
     crate::sync::drift::DRIFT_POLICY_ANNOTATION,
     crate::rollout::ROLLOUT_STRATEGY_ANNOTATION,
     "federation.kubernetes.io/propagation",
@@ -445,6 +446,14 @@ pub fn content_hash(v: &Value) -> String {
     write_canonical(v, &mut canonical);
     let digest = Sha256::digest(canonical.as_bytes());
     digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// `v` as compact JSON with object keys sorted (what [`content_hash`]
+/// hashes).
+pub fn canonical_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out
 }
 
 /// Compact JSON with object keys sorted.

@@ -290,8 +290,14 @@ static POLICIES: &[KindPolicy] = &[
         .with_status(StatusSum::Deployment)
         .workload(DEPLOYMENT_PREFERENCES_ANNOTATION),
     KindPolicy::new("apps", "ReplicaSet")
+        .with_keep_home(workload_revision)
+        .with_override_rule(REVISION_RULE)
         .with_status(StatusSum::ReplicaSet)
         .workload(REPLICA_SET_PREFERENCES_ANNOTATION),
+    // A StatefulSet's or DaemonSet's history (`crate::revisions`).
+    KindPolicy::new("apps", "ControllerRevision")
+        .with_keep_home(workload_revision)
+        .with_override_rule(REVISION_RULE),
     KindPolicy::new("apps", "StatefulSet")
         .with_status(StatusSum::StatefulSet)
         .workload(DEPLOYMENT_PREFERENCES_ANNOTATION),
@@ -347,6 +353,21 @@ fn multicluster_services(c: &Candidate<'_>) -> Option<String> {
         "every {kind} is the Multi-cluster Services controller's (it writes the members' \
          ServiceImports and EndpointSlices)"
     ))
+}
+
+const REVISION_RULE: &str = "ReplicaSets and ControllerRevisions controlled by a federated \
+                             Deployment, StatefulSet or DaemonSet are its revision history, kept \
+                             in the federation (each member's controllers keep their own)";
+
+/// A ReplicaSet or ControllerRevision controlled by an `apps` workload (a
+/// federated Deployment's, StatefulSet's or DaemonSet's revision history,
+/// `crate::revisions`) stays in the federation.
+fn workload_revision(c: &Candidate<'_>) -> Option<String> {
+    let (owner, _) = crate::revisions::controller_of(c.object)?;
+    matches!(owner, "Deployment" | "StatefulSet" | "DaemonSet").then(|| {
+        let kind = c.object.get("kind").and_then(Value::as_str).unwrap_or("");
+        format!("a {kind} controlled by a {owner} is the {owner}'s revision history, kept in the federation")
+    })
 }
 
 fn each_clusters_own(c: &Candidate<'_>) -> Option<String> {
@@ -532,6 +553,26 @@ mod tests {
             };
             assert!((p.keep_home)(&c).is_some_and(|why| why.contains(kind)));
         }
+    }
+
+    #[test]
+    fn revisions_of_federated_workloads_stay_home() {
+        for (kind, owner, home) in [
+            ("ReplicaSet", "Deployment", true),
+            ("ControllerRevision", "StatefulSet", true),
+            ("ControllerRevision", "DaemonSet", true),
+            ("ReplicaSet", "Foo", false),
+        ] {
+            let obj = json!({"apiVersion": "apps/v1", "kind": kind,
+                "metadata": {"name": "web-1", "namespace": "app", "ownerReferences": [
+                    {"apiVersion": "apps/v1", "kind": owner, "name": "web", "uid": "u", "controller": true}]}});
+            let c = Candidate { name: "web-1", namespace: "app", object: &obj };
+            assert_eq!((of_object(&obj).keep_home)(&c).is_some(), home, "{kind} of {owner}");
+        }
+        // A ReplicaSet of its own propagates.
+        let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"}});
+        let c = Candidate { name: "web", namespace: "app", object: &rs };
+        assert!((of_object(&rs).keep_home)(&c).is_none());
     }
 
     #[test]

@@ -336,6 +336,19 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<StatusController>) -> Resul
             in_sync,
         ));
     }
+    // A rollout wave by wave (SPEC §3.11): clusters not on the template
+    // rolling out count no updated replicas; a halted rollout fails.
+    let rollout = record
+        .as_deref()
+        .filter(|r| r.spec.resource.uid == uid)
+        .and_then(|r| r.status.as_ref())
+        .and_then(|s| s.rollout.as_ref());
+    let held = |cluster: &str| {
+        rollout.is_some_and(|r| {
+            state.get(cluster).and_then(|c| c.template_hash.as_deref())
+                != Some(r.template_hash.as_str())
+        })
+    };
     let views: Vec<MemberView> = copies
         .iter()
         .map(|(c, o, s)| MemberView {
@@ -343,13 +356,15 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<StatusController>) -> Resul
             object: o,
             applied_generation: None,
             in_sync: *s,
+            held: held(c),
         })
         .collect();
     let all_observed = views.iter().all(MemberView::observed);
     let Some(sum) = ctx.kind.policy().status else {
         return Ok(Action::await_change());
     };
-    let status = status_aggregate::aggregate(sum, &fed, &views, &now());
+    let halted = rollout.and_then(|r| r.halted.as_deref());
+    let status = status_aggregate::aggregate_rollout(sum, &fed, &views, &now(), halted);
 
     let api: Api<DynamicObject> = match ns.as_deref() {
         Some(ns) => Api::namespaced_with(ctx.ctx.fed.clone(), ns, &ctx.kind.resource),

@@ -63,6 +63,10 @@ pub struct MemberView<'a> {
     /// Whether the copy carries the federated object's current generation
     /// (the sync record says InSync for it).
     pub in_sync: bool,
+    /// Whether the cluster still runs an older pod template while a
+    /// rollout goes wave by wave ([`crate::rollout`]): its replicas count
+    /// 0 toward the updated ones and its rollout is not done.
+    pub held: bool,
 }
 
 impl MemberView<'_> {
@@ -193,6 +197,21 @@ fn counters(sum: StatusSum) -> (&'static [&'static str], &'static [&'static str]
 /// `sum` says. `now` (RFC 3339) is the time written on conditions that
 /// change.
 pub fn aggregate(sum: StatusSum, fed: &Value, members: &[MemberView], now: &str) -> Value {
+    aggregate_rollout(sum, fed, members, now, None)
+}
+
+/// [`aggregate`] while a rollout goes wave by wave: members
+/// [`MemberView::held`] on an older template count 0 updated replicas, and
+/// `halted` (why the rollout halted, naming the cluster) makes a
+/// Deployment's `Progressing` condition `False/ProgressDeadlineExceeded`,
+/// so `kubectl rollout status` fails with kube's words.
+pub fn aggregate_rollout(
+    sum: StatusSum,
+    fed: &Value,
+    members: &[MemberView],
+    now: &str,
+    halted: Option<&str>,
+) -> Value {
     if sum == StatusSum::LoadBalancer {
         return json!({"loadBalancer": load_balancer(members)});
     }
@@ -200,8 +219,10 @@ pub fn aggregate(sum: StatusSum, fed: &Value, members: &[MemberView], now: &str)
     let previous = fed.get("status");
     let mut status = Map::new();
     for field in summed {
+        let updated = matches!(*field, "updatedReplicas" | "updatedNumberScheduled");
         let sum = members
             .iter()
+            .filter(|m| !(updated && m.held))
             .fold(0i64, |s, m| s.saturating_add(m.status_i64(field)));
         if sum != 0 || required.contains(field) {
             status.insert(field.to_string(), json!(sum));
@@ -229,7 +250,7 @@ pub fn aggregate(sum: StatusSum, fed: &Value, members: &[MemberView], now: &str)
         }
     }
     let conds = match sum {
-        StatusSum::Deployment => deployment_conditions(members, now),
+        StatusSum::Deployment => deployment_conditions(members, now, halted),
         StatusSum::ReplicaSet => replica_failure_conditions(members, now),
         StatusSum::StatefulSet => {
             statefulset_revisions(members, &mut status);
@@ -248,7 +269,8 @@ pub fn aggregate(sum: StatusSum, fed: &Value, members: &[MemberView], now: &str)
 /// A member's Deployment rollout is done (kubectl's criteria, per member).
 fn deployment_done(m: &MemberView) -> bool {
     let updated = m.status_i64("updatedReplicas");
-    m.observed()
+    !m.held
+        && m.observed()
         && updated >= m.spec_replicas()
         && m.status_i64("replicas") <= updated
         && m.status_i64("availableReplicas") >= updated
@@ -265,7 +287,7 @@ fn condition(kind: &str, status: bool, reason: &str, message: String, now: &str)
     })
 }
 
-fn deployment_conditions(members: &[MemberView], now: &str) -> Vec<Value> {
+fn deployment_conditions(members: &[MemberView], now: &str, halted: Option<&str>) -> Vec<Value> {
     let unavailable: Vec<&str> = members
         .iter()
         .filter(|m| match m.condition("Available") {
@@ -307,7 +329,15 @@ fn deployment_conditions(members: &[MemberView], now: &str) -> Vec<Value> {
         .filter(|m| !deployment_done(m))
         .map(|m| m.cluster)
         .collect();
-    let progressing = if !timed_out.is_empty() {
+    let progressing = if let Some(why) = halted {
+        condition(
+            "Progressing",
+            false,
+            TIMED_OUT_REASON,
+            format!("Deployment has exceeded its progress deadline: {why}"),
+            now,
+        )
+    } else if !timed_out.is_empty() {
         condition(
             "Progressing",
             false,
@@ -543,6 +573,7 @@ mod tests {
             object,
             applied_generation: None,
             in_sync: true,
+            held: false,
         }
     }
 
@@ -870,6 +901,34 @@ mod tests {
             assert_eq!(of("example.com", k).status, None, "{k}");
         }
         assert_eq!(of("example.com", "Service").status, None);
+    }
+
+    #[test]
+    fn a_cluster_held_on_the_old_template_counts_no_updated_replicas() {
+        let fed = deploy(10, 3, json!({}));
+        let (a, b) = (done(5, 3), done(5, 3));
+        let mut held = view("b", &b);
+        held.held = true;
+        let s = aggregate_rollout(
+            StatusSum::Deployment,
+            &fed,
+            &[view("a", &a), held],
+            NOW,
+            None,
+        );
+        assert_eq!(s["updatedReplicas"], 5);
+        assert_eq!(s["replicas"], 10);
+        assert_eq!(kubectl_rollout_done(&with_status(&fed, s)), Ok(false));
+        let s = aggregate_rollout(
+            StatusSum::Deployment,
+            &fed,
+            &[view("a", &a), held],
+            NOW,
+            Some("rollout halted in wave 1/2 (a)"),
+        );
+        let progressing = &s["conditions"][1];
+        assert_eq!(progressing["reason"], TIMED_OUT_REASON);
+        assert!(kubectl_rollout_done(&with_status(&fed, s)).is_err());
     }
 
     /// [`aggregate`] of a Deployment at [`NOW`].

@@ -72,6 +72,7 @@ use crate::members::Member;
 use crate::options::ConflictResolution;
 use crate::overrides::OVERRIDES_ANNOTATION;
 use crate::placement::{self, Placement};
+use crate::rollout;
 use crate::version::{ClusterRecord, PropagationState, SyncState};
 
 /// Federation v1's backoff bounds.
@@ -235,6 +236,9 @@ pub struct SyncController {
     placement_errors: Mutex<HashMap<String, String>>,
     /// The last invalid drift policy reported per object uid (no repeats).
     drift_policy_errors: Mutex<HashMap<String, String>>,
+    /// The last invalid rollout strategy reported per object uid (no
+    /// repeats).
+    rollout_errors: Mutex<HashMap<String, String>>,
     /// `--member-namespace-denylist`.
     denylist: NamespaceDenylist,
     /// The uids whose `NotPropagated` event was recorded (no repeats).
@@ -268,6 +272,7 @@ impl SyncController {
             failures: Mutex::new(HashMap::new()),
             placement_errors: Mutex::new(HashMap::new()),
             drift_policy_errors: Mutex::new(HashMap::new()),
+            rollout_errors: Mutex::new(HashMap::new()),
             denylist: NamespaceDenylist::new(&ctx.options.member_namespace_denylist),
             denied_reported: Mutex::new(HashSet::new()),
         });
@@ -318,6 +323,76 @@ impl SyncController {
             Some(v) => ConflictResolution::parse(v).unwrap_or(ConflictResolution::Abort),
             None => self.ctx.options.conflict_resolution,
         }
+    }
+
+    /// The rollout of `fed` across `choices` (SPEC §3.11), when it is a
+    /// workload annotated with a rollout strategy; an unreadable strategy
+    /// is reported once (Warning `InvalidRolloutStrategy`) and the
+    /// template then goes everywhere at once.
+    fn rollout_plan(
+        &self,
+        fed: &Value,
+        uid: &str,
+        choices: &[ClusterChoice],
+        previous: &PropagationState,
+        prev: Option<&rollout::RolloutStatus>,
+    ) -> Option<rollout::Plan> {
+        let workload = rollout::Workload::of(&self.kind)?;
+        let strategy = match rollout::strategy_of(fed) {
+            Ok(s) => {
+                self.rollout_errors.lock().remove(uid);
+                s?
+            }
+            Err(why) => {
+                let mut seen = self.rollout_errors.lock();
+                if seen.get(uid) != Some(&why) {
+                    seen.insert(uid.to_string(), why.clone());
+                    self.ctx.recorder.record(
+                        fed,
+                        EventType::Warning,
+                        rollout::INVALID_ROLLOUT_STRATEGY,
+                        format!(
+                            "annotation {}: {why}; the pod template goes to every cluster at once",
+                            rollout::ROLLOUT_STRATEGY_ANNOTATION
+                        ),
+                    );
+                }
+                return None;
+            }
+        };
+        let key = ObjectKey::new(
+            fed.pointer("/metadata/namespace").and_then(Value::as_str),
+            fed.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        );
+        let views: Vec<rollout::ClusterView<'_>> = choices
+            .iter()
+            .map(|c| rollout::ClusterView {
+                name: &c.member.name,
+                selected: c.selected,
+                ready: c.member.ready,
+                record: previous.get(&c.member.name),
+                copy: self
+                    .informer
+                    .get(&c.member.name, &key)
+                    .and_then(|o| serde_json::to_value(&*o).ok())
+                    .filter(|o| {
+                        str_at(
+                            o,
+                            "/metadata/annotations/federation.kubernetes.io~1origin-uid",
+                        ) == Some(uid)
+                    }),
+            })
+            .collect();
+        Some(rollout::plan(
+            workload,
+            fed,
+            &strategy,
+            prev,
+            &views,
+            jiff::Timestamp::now(),
+        ))
     }
 
     /// An object the namespace denylist alone keeps home: a Warning event
@@ -513,15 +588,47 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
         generation,
         drift: drift_policy,
     };
+    let prev_rollout = record.status.as_ref().and_then(|s| s.rollout.as_ref());
+    let rollout = ctx.rollout_plan(&fed, &uid, &choices, &previous, prev_rollout);
+    // Per cluster: the object as that cluster's copy is made from (a later
+    // wave keeps its pod template), and the template's hash.
+    let workload = rollout::Workload::of(&ctx.kind).is_some();
+    let per_cluster: HashMap<&str, (Option<Value>, Option<String>)> = choices
+        .iter()
+        .map(|c| {
+            let held = rollout
+                .as_ref()
+                .and_then(|p| p.hold.get(&c.member.name))
+                .map(|t| {
+                    let mut f = fed.clone();
+                    if let Some(spec) = f.get_mut("spec").and_then(Value::as_object_mut) {
+                        spec.insert("template".into(), t.clone());
+                    }
+                    f
+                });
+            let hash = workload.then(|| rollout::template_hash(held.as_ref().unwrap_or(&fed)));
+            (c.member.name.as_str(), (held, hash))
+        })
+        .collect();
     let jobs = choices.iter().map(|c| {
         let prev = previous.get(&c.member.name).cloned();
         let fields = schedule.as_ref().and_then(|s| s.get(&c.member.name));
+        let (held, template_hash) = per_cluster
+            .get(c.member.name.as_str())
+            .map(|(f, h)| (f.as_ref(), h.clone()))
+            .unwrap_or_default();
         let ctx = &ctx;
         let target = &target;
         async move {
             let m = &c.member;
             let outcome = if c.selected && m.ready {
-                sync_cluster(ctx, m, target, prev, fields).await
+                let mut out = sync_cluster(ctx, m, target, held, prev, fields).await;
+                if let Some(r) = out.record.as_mut()
+                    && r.state == SyncState::InSync
+                {
+                    r.template_hash = template_hash;
+                }
+                out
             } else if c.selected {
                 let mut r = prev.unwrap_or_default();
                 if r.state != SyncState::Failed || r.message.is_empty() {
@@ -565,7 +672,10 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
         if let Some(d) = outcome.retry {
             retry = Some(retry.map_or(d, |r| r.min(d)));
         }
-        if let Some(r) = outcome.record {
+        if let Some(mut r) = outcome.record {
+            let wave = rollout.as_ref().and_then(|p| p.waves.get(&cluster));
+            r.wave = wave.map(|w| w.0);
+            r.wave_state = wave.map(|w| w.1.as_str().to_string());
             next.insert(cluster, r);
         }
     }
@@ -601,8 +711,34 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
         ctx.ctx.recorder.record(&fed, kind, reason, message);
     }
 
-    if next != previous {
-        ctx.deletion.write_state(&record, &next).await?;
+    // The rollout's state goes with the clusters' in one write.
+    let rollout_patch = match (&rollout, prev_rollout) {
+        (Some(p), old) if old != Some(&p.status) => Some(match old {
+            Some(old) => rollout::merge_patch(
+                &serde_json::to_value(old)?,
+                &serde_json::to_value(&p.status)?,
+            ),
+            None => serde_json::to_value(&p.status)?,
+        }),
+        (None, Some(_)) => Some(Value::Null),
+        _ => None,
+    };
+    if let Some(p) = &rollout {
+        for (kind, reason, message) in &p.events {
+            ctx.ctx
+                .recorder
+                .record(&fed, *kind, reason, message.clone());
+        }
+        if let Some(d) = p.recheck {
+            retry = Some(retry.map_or(d, |r| r.min(d)));
+        }
+    }
+    if next != previous || rollout_patch.is_some() {
+        let mut status = serde_json::to_value(crate::version::status_of(&next))?;
+        if let (Some(patch), Some(o)) = (rollout_patch, status.as_object_mut()) {
+            o.insert("rollout".into(), patch);
+        }
+        ctx.deletion.patch_status(&record, status).await?;
     }
     Ok(match retry {
         Some(d) => Action::requeue(d),
@@ -615,6 +751,7 @@ async fn sync_cluster(
     ctx: &SyncController,
     member: &Member,
     t: &Target<'_>,
+    held: Option<&Value>,
     prev: Option<ClusterRecord>,
     fields: Option<&ClusterFields>,
 ) -> Outcome {
@@ -636,8 +773,11 @@ async fn sync_cluster(
             drift_event: None,
         }
     };
+    // A cluster of a later wave keeps its pod template (`held`: the
+    // federated object with that template).
+    let source = held.unwrap_or(t.fed);
     let desired =
-        match member_object::member_copy_with(ctx.kind.policy(), t.fed, &member.name, fields) {
+        match member_object::member_copy_with(ctx.kind.policy(), source, &member.name, fields) {
             Ok(d) => d,
             Err(msg) => return failed(format!("overrides: {msg}"), "FailedUpdateInCluster"),
         };
@@ -798,6 +938,7 @@ async fn sync_cluster(
                 resource_version: str_at(&applied, "/metadata/resourceVersion").map(str::to_string),
                 replicas,
                 drift: Vec::new(),
+                ..ClusterRecord::default()
             };
             Outcome {
                 event: Some((EventType::Normal, reason)),

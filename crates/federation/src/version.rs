@@ -98,6 +98,14 @@ pub struct ClusterRecord {
     /// The drifted fields kept in the member (drift policy `Report`, see
     /// [`crate::sync::drift`]); empty when none or when drift is repaired.
     pub drift: Vec<DriftedField>,
+    /// The hash of the pod template last sent there (workloads; see
+    /// [`crate::rollout`]).
+    pub template_hash: Option<String>,
+    /// The cluster's wave in the object's rollout (from 1).
+    pub wave: Option<i64>,
+    /// Where the cluster's wave stands (`Waiting`, `Progressing`,
+    /// `Healthy`, `Failed`).
+    pub wave_state: Option<String>,
 }
 
 /// Cluster name → record.
@@ -122,6 +130,9 @@ pub fn state_of(record: &PropagationRecord) -> PropagationState {
                             resource_version: c.resource_version.clone(),
                             replicas: c.replicas,
                             drift: c.drift.clone(),
+                            template_hash: c.template_hash.clone(),
+                            wave: c.wave,
+                            wave_state: c.wave_state.clone(),
                         },
                     )
                 })
@@ -136,6 +147,7 @@ pub fn state_of(record: &PropagationRecord) -> PropagationState {
 pub fn status_of(state: &PropagationState) -> PropagationRecordStatus {
     PropagationRecordStatus {
         conditions: Vec::new(),
+        rollout: None,
         clusters: state
             .iter()
             .map(|(name, c)| ClusterPropagation {
@@ -147,6 +159,9 @@ pub fn status_of(state: &PropagationState) -> PropagationRecordStatus {
                 resource_version: c.resource_version.clone(),
                 replicas: c.replicas,
                 drift: c.drift.clone(),
+                template_hash: c.template_hash.clone(),
+                wave: c.wave,
+                wave_state: c.wave_state.clone(),
             })
             .collect(),
     }
@@ -325,6 +340,9 @@ mod tests {
                     ours: "\"green\"".into(),
                     theirs: Some("\"red\"".into()),
                 }],
+                template_hash: Some("t1".into()),
+                wave: Some(2),
+                wave_state: Some("Waiting".into()),
             },
         );
         r

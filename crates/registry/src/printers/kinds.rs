@@ -1036,6 +1036,7 @@ fn propagation_record_columns() -> Vec<Column> {
         col("Object", "string", "The federated object (kind/name) this record is about."),
         col("In Sync", "string", "Member clusters whose copy is in sync, of those the object is placed in."),
         col("Drift", "string", "Per member cluster, how many fields of its copy differ from the federation's and are kept there (annotation federation.kubernetes.io/drift-policy: Report); - when none."),
+        col("Wave", "string", "The wave under way of a rollout wave by wave, of how many (annotation federation.kubernetes.io/rollout-strategy), Halted when it stopped; - when none."),
         AGE,
         wide("Clusters", "string", "Each member cluster's state of its copy."),
         wide("Replicas", "string", "Replicas the federation scheduled to each member cluster."),
@@ -1835,6 +1836,24 @@ fn api_service(obj: &Value, now: Timestamp) -> Vec<Value> {
     vec![name(obj), json!(service), json!(available), age(obj, now)]
 }
 
+/// The WAVE cell of a record: `2/3` (the wave under way, of how many),
+/// with ` Halted` when the rollout stopped; `-` without a rollout.
+fn rollout_wave(obj: &Value) -> String {
+    let Some(r) = at(obj, "/status/rollout") else {
+        return "-".into();
+    };
+    let waves = at(r, "/waves").and_then(Value::as_i64).unwrap_or(0);
+    let wave = at(r, "/wave")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+        .min(waves);
+    if at(r, "/halted").is_some_and(|h| !h.is_null()) {
+        format!("{wave}/{waves} Halted")
+    } else {
+        format!("{wave}/{waves}")
+    }
+}
+
 fn propagation_record(obj: &Value, now: Timestamp) -> Vec<Value> {
     let none_if_empty = |v: String| if v.is_empty() { "<none>".into() } else { v };
     let clusters = arr(obj, "/status/clusters");
@@ -1896,6 +1915,7 @@ fn propagation_record(obj: &Value, now: Timestamp) -> Vec<Value> {
         } else {
             drift.join(",")
         }),
+        json!(rollout_wave(obj)),
         age(obj, now),
         json!(none_if_empty(states.join(","))),
         json!(none_if_empty(replicas.join(","))),
