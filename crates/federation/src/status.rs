@@ -351,12 +351,20 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<StatusController>) -> Resul
     };
     let views: Vec<MemberView> = copies
         .iter()
-        .map(|(c, o, s)| MemberView {
-            cluster: c,
-            object: o,
-            applied_generation: None,
-            in_sync: *s,
-            held: held(c),
+        .map(|(c, o, s)| {
+            let mut v = MemberView {
+                cluster: c,
+                object: o,
+                applied_generation: None,
+                in_sync: *s,
+                held: false,
+            };
+            // A wave's copy that its member has not observed yet reports
+            // the counters of the template before: none is updated. (The
+            // federated object's generation, observed since the first
+            // wave, does not make kubectl wait here.)
+            v.held = held(c) || (rollout.is_some() && !v.observed());
+            v
         })
         .collect();
     let all_observed = views.iter().all(MemberView::observed);

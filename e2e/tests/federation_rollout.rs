@@ -1,0 +1,265 @@
+//! Rollouts across clusters, wave by wave, end to end (SPEC §3.11; issue
+//! 23 items 1, 2 and 4): real `ubernetes serve` processes (a host and two
+//! members) and the real kubectl. The test plays the members' deployment
+//! controller by writing the copies' status.
+//!
+//! - waves `[["a"],["b"]]`: after `kubectl set image`, `a` gets the new
+//!   image and `b` keeps the old one (its wave `Waiting` in the record,
+//!   WAVE `1/2`) until `a`'s copy reports complete; then `b` gets it;
+//!   `kubectl rollout status --watch=false` on the federation says
+//!   waiting until both are done, and done after; `WaveStarted` and
+//!   `WaveCompleted` Events;
+//! - `onFailure: Rollback`: `a` reports `ProgressDeadlineExceeded`, `b`
+//!   never gets the new image, `a` gets the old one back, `kubectl rollout
+//!   status` fails with "exceeded its progress deadline", and a
+//!   `RolloutHalted` Event names the cluster.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use serde_json::{Value, json};
+use ubernetes_e2e::federation::{Federation, events_of, propagation_record, write_status};
+use ubernetes_e2e::{Server, eventually};
+
+const WAIT: Duration = Duration::from_secs(30);
+const OLD: &str = "nginx:1.27";
+const NEW: &str = "nginx:1.28";
+
+fn deployment(strategy: &str) -> String {
+    format!(
+        r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+  annotations:
+    federation.kubernetes.io/rollout-strategy: '{strategy}'
+spec:
+  replicas: 4
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{{name: web, image: "{OLD}"}}]
+"#
+    )
+}
+
+fn image(member: &Server) -> Result<Option<(String, Value)>> {
+    Ok(member.kubectl_get(&["deployment", "web"])?.and_then(|d| {
+        let i = d
+            .pointer("/spec/template/spec/containers/0/image")?
+            .as_str()?
+            .to_string();
+        Some((i, d))
+    }))
+}
+
+/// The copy once it runs `want`.
+fn wait_image(member: &Server, want: &str) -> Result<Value> {
+    eventually(WAIT, || {
+        Ok(image(member)?.and_then(|(i, d)| (i == want).then_some(d)))
+    })
+    .with_context(|| format!("the copy never ran {want}"))
+}
+
+/// What the member's deployment controller reports for `copy`: every
+/// replica updated and available (`timed_out`: Progressing=False,
+/// ProgressDeadlineExceeded, nothing updated).
+fn report(member: &Server, copy: &Value, timed_out: bool) -> Result<()> {
+    let spec = copy
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let generation = copy
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let (updated, progressing) = if timed_out {
+        (
+            0,
+            json!({"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+                   "message": "ReplicaSet \"web-x\" has timed out progressing.",
+                   "lastUpdateTime": "2024-05-01T10:00:00Z", "lastTransitionTime": "2024-05-01T10:00:00Z"}),
+        )
+    } else {
+        (
+            spec,
+            json!({"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
+                      "lastUpdateTime": "2024-05-01T10:00:00Z", "lastTransitionTime": "2024-05-01T10:00:00Z"}),
+        )
+    };
+    write_status(
+        member,
+        "deployment",
+        "web",
+        json!({
+            "observedGeneration": generation, "replicas": spec, "updatedReplicas": updated,
+            "readyReplicas": spec, "availableReplicas": spec,
+            "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+                "lastUpdateTime": "2024-05-01T10:00:00Z", "lastTransitionTime": "2024-05-01T10:00:00Z"},
+                progressing],
+        }),
+    )
+}
+
+/// `kubectl rollout status deployment/web` on the federation: (exit ok,
+/// stdout + stderr).
+fn rollout_status(host: &Server, args: &[&str]) -> Result<(bool, String)> {
+    let mut all = vec!["rollout", "status", "deployment/web"];
+    all.extend(args);
+    let out = host.kubectl(&all)?;
+    Ok((
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    ))
+}
+
+/// Two members joined, the Deployment applied with `strategy` and rolled
+/// out everywhere on the old image; returns the federation.
+fn rolled_out(strategy: &str) -> Result<Federation> {
+    let fed = Federation::start(2, &[])?;
+    fed.join(0, "a", &[])?;
+    fed.join(1, "b", &[])?;
+    fed.wait_ready("a")?;
+    fed.wait_ready("b")?;
+    fed.host
+        .kubectl_stdin_ok(&["apply", "-f", "-"], &deployment(strategy))?;
+    for i in 0..2 {
+        let m = fed.member(i)?;
+        let copy = wait_image(m, OLD)?;
+        ensure!(
+            copy.pointer("/metadata/annotations/federation.kubernetes.io~1rollout-strategy")
+                .is_none(),
+            "the strategy reached a member: {copy}"
+        );
+        report(m, &copy, false)?;
+    }
+    eventually(WAIT, || {
+        let (_, out) = rollout_status(&fed.host, &["--watch=false"])?;
+        Ok(out.contains("successfully rolled out").then_some(()))
+    })
+    .with_context(|| format!("the first rollout never completed\n{}", fed.host.log_tail()))?;
+    fed.host
+        .kubectl_ok(&["set", "image", "deployment/web", &format!("web={NEW}")])?;
+    Ok(fed)
+}
+
+fn reasons(host: &Server) -> Result<Vec<(String, String)>> {
+    events_of(host, Some("default"), "web")
+}
+
+#[test]
+fn the_second_wave_waits_for_the_first_to_complete() -> Result<()> {
+    let fed = rolled_out(r#"{"waves": [["a"], ["b"]]}"#)?;
+    let (a, b) = (fed.member(0)?, fed.member(1)?);
+    let copy_a = wait_image(a, NEW)?;
+    // a has the new image; b keeps the old one while a is not complete.
+    std::thread::sleep(Duration::from_secs(2));
+    ensure!(
+        image(b)?.map(|i| i.0).as_deref() == Some(OLD),
+        "b moved early"
+    );
+    let record = propagation_record(&fed.host, "deployments.apps", Some("default"), "web")?
+        .context("record")?;
+    let wave_of = |r: &Value, c: &str| -> Option<String> {
+        r.pointer("/status/clusters")?
+            .as_array()?
+            .iter()
+            .find(|x| x["name"] == c)?
+            .get("waveState")?
+            .as_str()
+            .map(str::to_string)
+    };
+    ensure!(
+        wave_of(&record, "b").as_deref() == Some("Waiting"),
+        "b's wave state: {record}"
+    );
+    let table = fed
+        .host
+        .kubectl_ok(&["get", "propagationrecords", "web.deployments.apps"])?;
+    let mut lines = table.lines();
+    let header = lines.next().unwrap_or("");
+    let row = lines.next().unwrap_or("");
+    let cell = header
+        .find("WAVE")
+        .and_then(|i| row.get(i..))
+        .and_then(|r| r.split_whitespace().next());
+    ensure!(cell == Some("1/2"), "WAVE column:\n{table}");
+    let (_, out) = rollout_status(&fed.host, &["--watch=false"])?;
+    ensure!(
+        out.contains("Waiting"),
+        "rollout status before a is done: {out}"
+    );
+
+    // a complete: b gets the new image; not done until b is too.
+    report(a, &copy_a, false)?;
+    let copy_b = wait_image(b, NEW)
+        .with_context(|| format!("b never got the new image\n{}", fed.host.log_tail()))?;
+    let (_, out) = rollout_status(&fed.host, &["--watch=false"])?;
+    ensure!(
+        out.contains("Waiting"),
+        "rollout status before b is done: {out}"
+    );
+    report(b, &copy_b, false)?;
+    eventually(WAIT, || {
+        let (ok, out) = rollout_status(&fed.host, &["--watch=false"])?;
+        Ok((ok && out.contains("successfully rolled out")).then_some(()))
+    })
+    .context("rollout status never said done")?;
+    let events = reasons(&fed.host)?;
+    for want in ["WaveStarted", "WaveCompleted"] {
+        ensure!(
+            events.iter().any(|(r, _)| r == want),
+            "no {want}: {events:?}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_halted_wave_stops_the_rollout_and_rollback_restores_the_old_image() -> Result<()> {
+    let fed = rolled_out(r#"{"waves": [["a"], ["b"]], "onFailure": "Rollback"}"#)?;
+    let (a, b) = (fed.member(0)?, fed.member(1)?);
+    let copy_a = wait_image(a, NEW)?;
+    report(a, &copy_a, true)?;
+    // a gets the old image back; b never gets the new one.
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        ensure!(
+            image(b)?.map(|i| i.0).as_deref() == Some(OLD),
+            "b got the new image"
+        );
+        if image(a)?.map(|i| i.0).as_deref() == Some(OLD) {
+            break;
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "a never got the old image back\n{}",
+            fed.host.log_tail()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let (ok, out) = rollout_status(&fed.host, &["--timeout=20s"])?;
+    ensure!(
+        !ok && out.contains("exceeded its progress deadline"),
+        "{out}"
+    );
+    let events = reasons(&fed.host)?;
+    ensure!(
+        events
+            .iter()
+            .any(|(r, m)| r == "RolloutHalted" && m.contains("cluster a")),
+        "{events:?}"
+    );
+    ensure!(
+        image(b)?.map(|i| i.0).as_deref() == Some(OLD),
+        "b got the new image"
+    );
+    Ok(())
+}
