@@ -1,7 +1,8 @@
 //! The generic code names no built-in resource (issue 22): everything about
-//! a kind (its printer, subresource writes, storage version, which bodies
-//! are secret) is declared with the kind, and the store, the handlers,
-//! discovery, the audit filter and the OpenAPI routes look it up. This test
+//! a kind (its printer, subresources and their REST, protobuf message,
+//! storage version, which bodies are secret) is declared with the kind, and
+//! the store, the handlers, the protobuf codec, discovery, the audit filter
+//! and the OpenAPI routes look it up. This test
 //! reads those files and fails on a string literal naming the resource of a
 //! built-in kind (`"secrets"`, `"pods/binding"`), the list taken from the
 //! registry's own declarations. What remains is allowed below, each with
@@ -16,12 +17,17 @@ const GENERIC: &[&str] = &[
     "apiserver/src/handlers/mod.rs",
     "apiserver/src/handlers/negotiate.rs",
     "apiserver/src/handlers/resource.rs",
-    "apiserver/src/handlers/token.rs",
     "apiserver/src/handlers/watch.rs",
+    "apiserver/src/protobuf.rs",
     "apiserver/src/discovery.rs",
     "apiserver/src/audit.rs",
     "apiserver/src/openapi_routes.rs",
 ];
+
+/// Generic files also scanned for the kinds of built-in resources
+/// (`"ConfigMap"`, `"=v1 ConfigMap core.v1.ConfigMap"`): the protobuf codec
+/// once held a table of every kind and its message.
+const KINDS_TOO: &[&str] = &["apiserver/src/protobuf.rs"];
 
 /// `(file, resource, reason)`: a resource name a generic file may keep.
 const ALLOWED: &[(&str, &str, &str)] = &[
@@ -35,26 +41,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "apiserver/src/handlers/resource.rs",
         "namespaces",
         "`namespaces` is a segment of kube's URL scheme (/api/v1/namespaces/{ns}/…)",
-    ),
-    // token.rs is not generic: it is the serviceaccounts/token REST (kube's
-    // pkg/registry/core/serviceaccount/storage/token.go), which resolves a
-    // TokenRequest's boundObjectRef (a Pod, its Node, a Secret) as kube's
-    // does. It stays among the handlers until subresources with code of
-    // their own are dispatched through the kind's declaration.
-    (
-        "apiserver/src/handlers/token.rs",
-        "pods",
-        "a TokenRequest may bind its token to a Pod",
-    ),
-    (
-        "apiserver/src/handlers/token.rs",
-        "nodes",
-        "a Pod-bound token names the pod's Node; a token may bind to a Node",
-    ),
-    (
-        "apiserver/src/handlers/token.rs",
-        "secrets",
-        "a TokenRequest may bind its token to a Secret",
     ),
 ];
 
@@ -115,7 +101,16 @@ fn named<'a>(literal: &str, resources: &'a BTreeSet<String>) -> Vec<&'a str> {
         .collect()
 }
 
-fn violations(resources: &BTreeSet<String>) -> Vec<String> {
+/// The built-in kinds a literal names: a word equal to one (`"ConfigMap"`,
+/// `"core.v1.ConfigMap"`).
+fn kinds_named<'a>(literal: &str, kinds: &'a BTreeSet<String>) -> Vec<&'a str> {
+    literal
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter_map(|word| kinds.get(word).map(String::as_str))
+        .collect()
+}
+
+fn violations(resources: &BTreeSet<String>, kinds: &BTreeSet<String>) -> Vec<String> {
     let mut found = Vec::new();
     for file in GENERIC {
         let path = crates_dir().join(file);
@@ -125,6 +120,11 @@ fn violations(resources: &BTreeSet<String>) -> Vec<String> {
             for resource in named(&literal, resources) {
                 if !ALLOWED.iter().any(|(f, r, _)| f == file && *r == resource) {
                     found.push(format!("{file}: \"{literal}\" names {resource}"));
+                }
+            }
+            if KINDS_TOO.contains(file) {
+                for kind in kinds_named(&literal, kinds) {
+                    found.push(format!("{file}: \"{literal}\" names kind {kind}"));
                 }
             }
         }
@@ -139,11 +139,18 @@ fn builtin_resources() -> BTreeSet<String> {
         .collect()
 }
 
+fn builtin_kinds() -> BTreeSet<String> {
+    ubernetes_registry::kinds::builtin()
+        .iter()
+        .map(|k| k.info().kind.clone())
+        .collect()
+}
+
 #[test]
 fn generic_files_name_no_built_in_resource() {
     let resources = builtin_resources();
     assert!(resources.contains("secrets") && resources.contains("events"));
-    let found = violations(&resources);
+    let found = violations(&resources, &builtin_kinds());
     assert!(
         found.is_empty(),
         "generic code names built-in resources (declare it on the kind instead):\n{}",
@@ -175,4 +182,10 @@ fn the_scan_finds_a_named_resource() {
     assert_eq!(literals, ["pods/binding"]);
     assert_eq!(named(&literals[0], &resources), ["pods"]);
     assert!(named("podsx", &resources).is_empty());
+    let kinds = builtin_kinds();
+    assert_eq!(
+        kinds_named("=v1 ConfigMap core.v1.ConfigMap", &kinds),
+        ["ConfigMap", "ConfigMap"]
+    );
+    assert!(kinds_named("meta.v1.DeleteOptions", &kinds).is_empty());
 }

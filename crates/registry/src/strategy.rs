@@ -227,7 +227,7 @@ pub trait Strategy: Send + Sync {
     /// What the kind's subresource `name` is, for the handlers to dispatch on
     /// (kube wires one REST per subresource in each kind's `storage.go`).
     /// `None`: not one of the kind's, or served by code of its own elsewhere
-    /// (a pod's `binding`, `eviction`, a `proxy`). The default: a declared
+    /// (a pod's `binding`, a `proxy`). The default: a declared
     /// subresource with a [`Strategy::subresource_write`] is an object, and
     /// `scale` where [`Strategy::scale`] says where.
     fn subresource(&self, name: &str) -> Option<Subresource> {
@@ -304,9 +304,51 @@ pub enum Subresource {
     /// GET answers the object; PUT runs this update (a namespace's
     /// `finalize`), then the write keeps the written spec.
     Finalize(FinalizeFn),
-    /// POST creates an `authentication.k8s.io/v1` `TokenRequest` (a
-    /// ServiceAccount's `token`).
-    TokenRequest,
+    /// POST runs the kind's own REST on the named object (kube's
+    /// subresource REST types wired in the kind's `storage.go`: a
+    /// ServiceAccount's `token`). The body is decoded as the kind its
+    /// discovery facts name; the answer is 201 with what the REST made.
+    Create(&'static dyn CreateRest),
+}
+
+/// See [`Subresource::Create`]: a subresource served by code of its kind's
+/// own, which creates something from the request's body.
+#[async_trait::async_trait]
+pub trait CreateRest: Send + Sync {
+    /// Create from `body` (the request's body as JSON, of the kind the
+    /// subresource's discovery facts name) for the object `ctx` names.
+    async fn create(&self, ctx: RestContext<'_>, body: Value) -> Result<Created, ApiError>;
+}
+
+/// What the API server hands a kind's own subresource REST: the object's
+/// store, every other store (through the registry), the service-account
+/// token issuer, and which object.
+pub struct RestContext<'a> {
+    /// Every store of the server.
+    pub registry: &'a crate::registry::Registry,
+    /// The store of the object the subresource is of.
+    pub store: &'a crate::store::Store,
+    /// Signs service-account tokens.
+    pub service_accounts: &'a crate::jwt::ServiceAccountJwt,
+    /// The object's namespace (`None`: cluster-scoped).
+    pub namespace: Option<&'a str>,
+    /// The object's name.
+    pub name: &'a str,
+}
+
+/// What a [`CreateRest`] made: the answer's object and the warnings sent
+/// with it.
+pub struct Created {
+    /// The answer (with its `apiVersion` and `kind`).
+    pub object: Value,
+    /// `Warning` headers.
+    pub warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for dyn CreateRest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CreateRest")
+    }
 }
 
 /// See [`Strategy::finalize`]: `(current, requested) -> next`.

@@ -8,7 +8,6 @@
 
 pub mod negotiate;
 pub mod resource;
-pub mod token;
 pub mod watch;
 
 use std::sync::Arc;

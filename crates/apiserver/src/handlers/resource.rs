@@ -13,7 +13,7 @@ use ubernetes_registry::Store;
 use ubernetes_registry::store::{
     DeleteOptions, DeleteResult, ListResult, WriteOptions, WriteResult,
 };
-use ubernetes_registry::strategy::{Subresource, WriteAuthority};
+use ubernetes_registry::strategy::{CreateRest, RestContext, Subresource, WriteAuthority};
 use ubernetes_storage::cache::FilterFn;
 
 use super::negotiate::{self, Output, Query};
@@ -425,11 +425,12 @@ async fn dispatch(state: State, target: Target, legacy_watch: bool, req: Req) ->
         (Method::DELETE, None, None) => {
             delete_collection(&state, &target, &query, &headers, &body, user.as_ref()).await
         }
-        (Method::POST, Some(name), Some(_))
-            if matches!(declared, Some(Some(Subresource::TokenRequest))) =>
-        {
-            super::token::create_token(&state, &target, name, &headers, &body).await
-        }
+        (Method::POST, Some(name), Some(sub)) => match declared {
+            Some(Some(Subresource::Create(rest))) => {
+                create_subresource(&state, &target, name, sub, rest, &headers, &body).await
+            }
+            _ => Err(ApiError::method_not_supported(&info.group, &info.resource, "create").into()),
+        },
         (m, _, _) => {
             let verb = match m {
                 Method::POST => "create",
@@ -441,6 +442,43 @@ async fn dispatch(state: State, target: Target, legacy_watch: bool, req: Req) ->
             Err(ApiError::method_not_supported(&info.group, &info.resource, verb).into())
         }
     }
+}
+
+/// POST of a subresource served by the kind's own REST
+/// ([`Subresource::Create`], e.g. a ServiceAccount's `token`): the body
+/// decoded as the kind the subresource's discovery facts name, the REST's
+/// answer sent as 201 Created with its warnings.
+async fn create_subresource(
+    state: &State,
+    target: &Target,
+    name: &str,
+    sub: &str,
+    rest: &'static dyn CreateRest,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> HandlerResult {
+    let info = target.store.info().clone();
+    let body_kind = info
+        .subresources
+        .iter()
+        .find(|s| s.name == sub)
+        .map_or_else(|| info.kind.clone(), |s| s.kind.clone());
+    let req = negotiate::decode_body(headers, body, &body_kind)?;
+    let ctx = RestContext {
+        registry: &state.registry,
+        store: &target.store,
+        service_accounts: &state.service_accounts,
+        namespace: target.namespace.as_deref(),
+        name,
+    };
+    let created = rest.create(ctx, req).await?;
+    render_value(
+        &info,
+        &created.object,
+        negotiate::output(headers)?,
+        StatusCode::CREATED,
+        &created.warnings,
+    )
 }
 
 /// What a DELETE answers, as kube-apiserver's generic store and delete

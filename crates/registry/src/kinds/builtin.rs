@@ -400,9 +400,15 @@ where
         self
     }
 
-    /// The `token` subresource creates TokenRequests (a ServiceAccount's).
-    pub fn token_request(mut self) -> Self {
-        self.subresources.push(("token", Subresource::TokenRequest));
+    /// A subresource served by the kind's own REST, which creates from the
+    /// request's body (a ServiceAccount's `token`): [`Subresource::Create`].
+    pub fn create_subresource(
+        mut self,
+        subresource: &'static str,
+        rest: &'static dyn crate::strategy::CreateRest,
+    ) -> Self {
+        self.subresources
+            .push((subresource, Subresource::Create(rest)));
         self
     }
 
@@ -623,7 +629,7 @@ where
         match self.subresource(subresource)? {
             Subresource::Object(w) => Some(w),
             Subresource::Finalize(_) => Some(SubresourceWrite::Unprepared),
-            Subresource::Scale | Subresource::TokenRequest => None,
+            Subresource::Scale | Subresource::Create(_) => None,
         }
     }
 

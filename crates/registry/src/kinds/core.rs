@@ -217,7 +217,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .printer(printers::SERVICE_ACCOUNT)
             // A TokenRequest's answer is a token.
             .secret_bodies(&["token"])
-            .token_request()
+            .create_subresource("token", &super::serviceaccount_token::TOKEN)
             .federated()
             .returns_deleted_object(),
         ),

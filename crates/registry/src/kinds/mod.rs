@@ -32,6 +32,7 @@ pub mod priorityclass;
 pub mod protobuf;
 pub mod quantity;
 pub mod resource;
+pub mod serviceaccount_token;
 pub mod validation;
 
 pub use builtin::Builtin;
