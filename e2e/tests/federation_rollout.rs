@@ -68,14 +68,8 @@ fn wait_image(member: &Server, want: &str) -> Result<Value> {
 /// replica updated and available (`timed_out`: Progressing=False,
 /// ProgressDeadlineExceeded, nothing updated).
 fn report(member: &Server, copy: &Value, timed_out: bool) -> Result<()> {
-    let spec = copy
-        .pointer("/spec/replicas")
-        .and_then(Value::as_i64)
-        .unwrap_or(1);
-    let generation = copy
-        .pointer("/metadata/generation")
-        .and_then(Value::as_i64)
-        .unwrap_or(1);
+    let [spec, generation] = ["/spec/replicas", "/metadata/generation"]
+        .map(|p| copy.pointer(p).and_then(Value::as_i64).unwrap_or(1));
     let (updated, progressing) = if timed_out {
         (
             0,
