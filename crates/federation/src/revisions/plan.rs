@@ -372,12 +372,12 @@ fn normalized(v: &Value) -> Option<Value> {
 
 fn without_hash_label(template: &Value) -> Value {
     let mut t = template.clone();
-    if let Some(meta) = t.get_mut("metadata").and_then(Value::as_object_mut) {
-        if let Some(labels) = meta.get_mut("labels").and_then(Value::as_object_mut) {
-            labels.shift_remove(POD_TEMPLATE_HASH_LABEL);
-            if labels.is_empty() {
-                meta.shift_remove("labels");
-            }
+    if let Some(meta) = t.get_mut("metadata").and_then(Value::as_object_mut)
+        && let Some(labels) = meta.get_mut("labels").and_then(Value::as_object_mut)
+    {
+        labels.shift_remove(POD_TEMPLATE_HASH_LABEL);
+        if labels.is_empty() {
+            meta.shift_remove("labels");
         }
     }
     t
