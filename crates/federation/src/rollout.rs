@@ -895,10 +895,7 @@ mod tests {
             assert!(p2.events.iter().any(|e| e.1 == ROLLOUT_HALTED));
             assert_eq!(p2.hold["b"], old["spec"]["template"], "b never gets v2");
             assert_eq!(p2.waves["a"], (1, WaveState::Failed));
-            assert_eq!(
-                p2.hold.get("a").is_some(),
-                on_failure == OnFailure::Rollback
-            );
+            assert_eq!(p2.hold.contains_key("a"), on_failure == OnFailure::Rollback);
             // Halted stays halted, without a second event.
             let p3 = step(&new, &s, Some(&p2), &views, now);
             assert!(p3.status.halted.is_some() && p3.events.is_empty());
