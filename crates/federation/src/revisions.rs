@@ -6,9 +6,10 @@
 //! - a Deployment's history is the **ReplicaSets** it controls
 //!   (ownerReference `controller: true` with its uid, the labels of its
 //!   template plus `pod-template-hash`, annotation
-//!   `deployment.kubernetes.io/revision`, `spec.replicas: 0`), and the
-//!   Deployment carries its current revision in the same annotation, as
-//!   kube's deployment controller writes it;
+//!   `deployment.kubernetes.io/revision`, `spec.replicas: 0`); unlike
+//!   kube's controller it does not write that annotation on the Deployment
+//!   (the user's object is the user's, SPEC §3.8: a Deployment's annotation
+//!   change bumps its generation) — kubectl reads the ReplicaSets;
 //! - a StatefulSet's or DaemonSet's is the **ControllerRevisions** it
 //!   controls (`data` = the strategic merge patch that puts the template
 //!   back, `{"spec":{"template":{…,"$patch":"replace"}}}`, and `revision`).
@@ -41,7 +42,8 @@ use tokio_util::sync::CancellationToken;
 pub use controller::run;
 
 /// The annotation holding a Deployment revision's number (on the
-/// ReplicaSet, and the current one on the Deployment).
+/// ReplicaSet; kube's controller also writes it on the Deployment, ours
+/// does not, and member copies never carry it).
 pub const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
 /// The annotation kubectl's `--record` and users write the reason of a
 /// change into; kubectl's history prints it.

@@ -25,7 +25,7 @@ use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::plan::{self, Step};
@@ -149,15 +149,6 @@ impl Ctl {
                     Err(kube::Error::Api(e)) if e.code == 404 => {}
                     Err(e) => return Err(e.into()),
                 },
-                Step::AnnotateWorkload(n) => {
-                    let workloads: Api<DynamicObject> =
-                        Api::namespaced_with(self.ctx.fed.clone(), ns, &self.kind.resource);
-                    let patch =
-                        json!({"metadata": {"annotations": {REVISION_ANNOTATION: n.to_string()}}});
-                    workloads
-                        .patch(&fed_name(fed), &pp, &Patch::Merge(&patch))
-                        .await?;
-                }
             }
         }
         Ok(())
@@ -183,7 +174,6 @@ impl Ctl {
                     o.pointer("/metadata/name").and_then(Value::as_str) == Some(name.as_str())
                         && contains(o, patch)
                 }),
-                Step::AnnotateWorkload(_) => true,
             });
             if shown {
                 return;

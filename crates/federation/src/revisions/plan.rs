@@ -8,7 +8,8 @@
 //!   `<deployment>-<hash>` with revision max+1; an older one whose template
 //!   comes back (an undo) gets revision max+1. The current ReplicaSet
 //!   carries the Deployment's annotations (less those kube never copies)
-//!   and its revision; the Deployment carries the revision too. Old ones
+//!   and its revision (the Deployment does not: the user's object is the
+//!   user's, SPEC §3.8, and kubectl reads the ReplicaSets). Old ones
 //!   beyond `spec.revisionHistoryLimit` (default 10) are deleted, oldest
 //!   first.
 //! - **StatefulSet / DaemonSet** (`pkg/controller/history`,
@@ -64,8 +65,6 @@ pub enum Step {
     },
     /// Delete the revision object `name` (pruned).
     Delete(String),
-    /// Set the workload's own `deployment.kubernetes.io/revision`.
-    AnnotateWorkload(i64),
 }
 
 /// The revision the object `obj` of `keeper` records (`None`: not one).
@@ -130,7 +129,7 @@ pub fn plan(
         .map(|(o, r)| (name(o).to_string(), r.number));
 
     let mut steps = Vec::new();
-    let (current_name, number) = match current {
+    let current_name = match current {
         Some((n, number)) => {
             let number = if number < max { max + 1 } else { number };
             if let Some(patch) = refresh(keeper, workload, owned, &n, number) {
@@ -139,20 +138,15 @@ pub fn plan(
                     patch,
                 });
             }
-            (n, number)
+            n
         }
         None => {
             let obj = new_revision(keeper, workload, template, &data, max + 1, taken);
             let n = name(&obj).to_string();
             steps.push(Step::Create(obj));
-            (n, max + 1)
+            n
         }
     };
-    if keeper == Keeper::ReplicaSets
-        && annotation(workload, REVISION_ANNOTATION) != Some(&*number.to_string())
-    {
-        steps.push(Step::AnnotateWorkload(number));
-    }
     let limit = workload
         .pointer("/spec/revisionHistoryLimit")
         .and_then(Value::as_u64)
@@ -460,7 +454,6 @@ mod tests {
                     }
                 }
                 Step::Delete(n) => owned.retain(|o| name(o) != n),
-                Step::AnnotateWorkload(_) => {}
             }
         }
     }
@@ -496,7 +489,7 @@ mod tests {
             json!({"kubernetes.io/change-cause": "first", "federation.kubernetes.io/overrides": "{}"}),
         );
         let steps = plan(Keeper::ReplicaSets, &d1, &owned, &names(&owned));
-        assert_eq!(steps.len(), 2, "{steps:?}");
+        assert_eq!(steps.len(), 1, "{steps:?}");
         let Step::Create(rs) = &steps[0] else {
             panic!("{steps:?}")
         };
@@ -529,7 +522,6 @@ mod tests {
             rs["metadata"]["annotations"]["federation.kubernetes.io/overrides"],
             "{}"
         );
-        assert_eq!(steps[1], Step::AnnotateWorkload(1));
         apply(&mut owned, &steps);
         // In step: nothing to write.
         let mut d1_annotated = d1.clone();
@@ -541,7 +533,6 @@ mod tests {
 
         let d2 = deployment("nginx:2", json!({"kubernetes.io/change-cause": "second"}));
         let steps = plan(Keeper::ReplicaSets, &d2, &owned, &names(&owned));
-        assert!(steps.contains(&Step::AnnotateWorkload(2)));
         apply(&mut owned, &steps);
         assert_eq!(
             numbers(Keeper::ReplicaSets, &owned),
@@ -552,7 +543,6 @@ mod tests {
         // and takes the Deployment's annotations.
         let undone = deployment("nginx:1", json!({"kubernetes.io/change-cause": "undo"}));
         let steps = plan(Keeper::ReplicaSets, &undone, &owned, &names(&owned));
-        assert!(steps.contains(&Step::AnnotateWorkload(3)), "{steps:?}");
         apply(&mut owned, &steps);
         assert_eq!(
             numbers(Keeper::ReplicaSets, &owned),
