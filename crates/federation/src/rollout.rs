@@ -28,7 +28,9 @@
 //! within `spec.progressDeadlineSeconds` (600 by default), halts the
 //! rollout: no further wave starts until the template changes, and with
 //! `onFailure: Rollback` the failed wave gets the template the rollout
-//! started from back.
+//! started from back. While the federated object is paused
+//! (`spec.paused`, `kubectl rollout pause`) no wave completes, starts or
+//! halts and the deadline clock stops; `resume` starts it afresh.
 //!
 //! Pure functions, no I/O.
 
@@ -472,8 +474,18 @@ pub fn plan(
 
     let mut recheck: Option<Duration> = None;
     let mut soon = |d: Duration| recheck = Some(recheck.map_or(d, |r: Duration| r.min(d)));
+    // Paused (`kubectl rollout pause`): the waves hold where they are. No
+    // wave is judged, so none completes, none starts and none halts; the
+    // deadline clock stops (kube's deployment controller never reports
+    // ProgressDeadlineExceeded for a paused Deployment) and starts afresh
+    // on resume, as does the wave's `minReadySeconds`.
+    let paused = crate::revisions::is_paused(fed);
+    if paused && st.halted.is_none() && st.wave <= total {
+        st.wave_started = None;
+        st.healthy_since = None;
+    }
     // Judge the wave under way.
-    if st.halted.is_none() && st.wave <= total {
+    if !paused && st.halted.is_none() && st.wave <= total {
         let idx = usize::try_from(st.wave - 1).unwrap_or(0);
         let members: Vec<&ClusterView<'_>> = waves
             .get(idx)
@@ -502,7 +514,9 @@ pub fn plan(
                 None => waiting.push(format!("{}: no copy yet", c.name)),
             }
         }
+        // No start recorded: the wave resumes now from a pause.
         let started = parse_time(st.wave_started.as_deref()).unwrap_or(now);
+        st.wave_started = Some(time(started));
         if failed.is_none() && !waiting.is_empty() {
             let spent = secs_between(started, now);
             if spent > deadline {
@@ -915,6 +929,48 @@ mod tests {
                 .halted
                 .is_some_and(|h| h.contains("progressDeadlineSeconds"))
         );
+    }
+
+    #[test]
+    fn pause_holds_the_waves_and_stops_the_deadline_clock() {
+        let now: Timestamp = "2024-05-01T10:00:00Z".parse().unwrap();
+        let at = |s: i64| now + jiff::SignedDuration::from_secs(s);
+        let (old, new) = (deploy("v1", 1), deploy("v2", 2));
+        let (h1, h2) = (template_hash(&old), template_hash(&new));
+        let s = strategy(OnFailure::Pause);
+        let p0 = step(&old, &s, None, &[], now);
+        let (r1, r2) = (record(&h1, 1), record(&h2, 2));
+        let views = settled(&r1);
+        let p1 = step(&new, &s, Some(&p0), &views, now);
+        // Paused (the template is unchanged, so the generation is the one
+        // the copies observed): a complete, yet b keeps v1, long past the
+        // deadline, with no halt.
+        let mut paused = new.clone();
+        paused["spec"]["paused"] = json!(true);
+        let views = [
+            view("a", &r2, copy(2, 2, 1, false)),
+            view("b", &r1, copy(1, 1, 1, false)),
+        ];
+        let p2 = step(&paused, &s, Some(&p1), &views, at(10));
+        let p3 = step(&paused, &s, Some(&p2), &views, at(5000));
+        for p in [&p2, &p3] {
+            assert_eq!(p.status.wave, 1);
+            assert_eq!(p.hold["b"], old["spec"]["template"], "b waits while paused");
+            assert!(p.status.halted.is_none() && p.events.is_empty());
+        }
+        // Resumed: the deadline counts from now, and a complete moves on.
+        let waiting = [
+            view("a", &r2, copy(2, 2, 0, false)),
+            view("b", &r1, copy(1, 1, 1, false)),
+        ];
+        let p4 = step(&new, &s, Some(&p3), &waiting, at(5001));
+        assert!(p4.status.halted.is_none(), "the pause stopped the clock");
+        assert_eq!(p4.status.wave, 1);
+        let p5 = step(&new, &s, Some(&p4), &waiting, at(5001 + 601));
+        assert!(p5.status.halted.is_some(), "the clock runs again");
+        let p5 = step(&new, &s, Some(&p4), &views, at(5002));
+        assert_eq!(p5.status.wave, 2);
+        assert!(p5.hold.is_empty(), "b gets v2 on resume");
     }
 
     #[test]
