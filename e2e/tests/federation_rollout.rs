@@ -12,7 +12,11 @@
 //! - `onFailure: Rollback`: `a` reports `ProgressDeadlineExceeded`, `b`
 //!   never gets the new image, `a` gets the old one back, `kubectl rollout
 //!   status` fails with "exceeded its progress deadline", and a
-//!   `RolloutHalted` Event names the cluster.
+//!   `RolloutHalted` Event names the cluster;
+//! - `kubectl rollout pause` holds the waves (`a` complete, `b` keeps the
+//!   old image while paused), `resume` moves on; `kubectl rollout history`
+//!   lists both revisions; `kubectl rollout undo` brings the old image
+//!   back wave by wave (`a` first, `b` once `a` reports complete).
 
 use std::time::Duration;
 
@@ -144,6 +148,44 @@ fn rolled_out(strategy: &str) -> Result<Federation> {
     Ok(fed)
 }
 
+/// The record says `cluster`'s wave is `Waiting`.
+fn ensure_waiting(host: &Server, cluster: &str) -> Result<()> {
+    let record =
+        propagation_record(host, "deployments.apps", Some("default"), "web")?.context("record")?;
+    let state = record
+        .pointer("/status/clusters")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|x| x["name"] == cluster))
+        .and_then(|x| x.get("waveState"))
+        .and_then(Value::as_str);
+    ensure!(state == Some("Waiting"), "{cluster}'s wave state: {record}");
+    Ok(())
+}
+
+/// `member`'s copy keeps `want` for `secs` seconds.
+fn keeps_image(member: &Server, want: &str, secs: u64) -> Result<()> {
+    let until = std::time::Instant::now() + Duration::from_secs(secs);
+    while std::time::Instant::now() < until {
+        let got = image(member)?.map(|i| i.0);
+        ensure!(got.as_deref() == Some(want), "moved early to {got:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    Ok(())
+}
+
+/// The copy once `pred` holds for it.
+fn wait_copy(member: &Server, pred: impl Fn(&Value) -> bool) -> Result<Value> {
+    eventually(WAIT, || {
+        Ok(member
+            .kubectl_get(&["deployment", "web"])?
+            .filter(|d| pred(d)))
+    })
+}
+
+fn paused(copy: &Value) -> bool {
+    copy.pointer("/spec/paused") == Some(&Value::Bool(true))
+}
+
 fn reasons(host: &Server) -> Result<Vec<(String, String)>> {
     events_of(host, Some("default"), "web")
 }
@@ -159,21 +201,7 @@ fn the_second_wave_waits_for_the_first_to_complete() -> Result<()> {
         image(b)?.map(|i| i.0).as_deref() == Some(OLD),
         "b moved early"
     );
-    let record = propagation_record(&fed.host, "deployments.apps", Some("default"), "web")?
-        .context("record")?;
-    let wave_of = |r: &Value, c: &str| -> Option<String> {
-        r.pointer("/status/clusters")?
-            .as_array()?
-            .iter()
-            .find(|x| x["name"] == c)?
-            .get("waveState")?
-            .as_str()
-            .map(str::to_string)
-    };
-    ensure!(
-        wave_of(&record, "b").as_deref() == Some("Waiting"),
-        "b's wave state: {record}"
-    );
+    ensure_waiting(&fed.host, "b")?;
     let table = fed
         .host
         .kubectl_ok(&["get", "propagationrecords", "web.deployments.apps"])?;
@@ -256,4 +284,62 @@ fn a_halted_wave_stops_the_rollout_and_rollback_restores_the_old_image() -> Resu
         "b got the new image"
     );
     Ok(())
+}
+
+#[test]
+fn pause_holds_the_waves_and_undo_goes_back_wave_by_wave() -> Result<()> {
+    let fed = rolled_out(r#"{"waves": [["a"], ["b"]]}"#)?;
+    let (a, b) = (fed.member(0)?, fed.member(1)?);
+    wait_image(a, NEW)?;
+    // Paused, a completes (its copy is paused too): b waits all the same.
+    fed.host
+        .kubectl_ok(&["rollout", "pause", "deployment/web"])?;
+    let copy_a = wait_copy(a, paused).context("a's copy never paused")?;
+    report(a, &copy_a, false)?;
+    keeps_image(b, OLD, 4).context("b while paused")?;
+    ensure_waiting(&fed.host, "b")?;
+    // Resumed: a reports its unpaused copy complete, b gets the image.
+    fed.host
+        .kubectl_ok(&["rollout", "resume", "deployment/web"])?;
+    let copy_a = wait_copy(a, |c| !paused(c)).context("a's copy never resumed")?;
+    second_wave_and_done(&fed, &copy_a, NEW)?;
+    let history = eventually(WAIT, || {
+        let out = fed
+            .host
+            .kubectl_ok(&["rollout", "history", "deployment/web"])?;
+        let revisions = out
+            .lines()
+            .filter(|l| {
+                l.split_whitespace()
+                    .next()
+                    .is_some_and(|n| n.parse::<u32>().is_ok())
+            })
+            .count();
+        Ok((revisions >= 2).then_some(out))
+    })
+    .context("history never listed two revisions")?;
+    ensure!(history.contains("REVISION"), "{history}");
+
+    // Undo: the old image goes to a first; b keeps the new one until a
+    // reports complete.
+    fed.host
+        .kubectl_ok(&["rollout", "undo", "deployment/web"])?;
+    let copy_a = wait_image(a, OLD).context("a never got the old image back")?;
+    keeps_image(b, NEW, 2).context("b during the undo's first wave")?;
+    second_wave_and_done(&fed, &copy_a, OLD)
+}
+
+/// `a` reports `copy_a` complete: `b` gets `want`, reports complete, and
+/// `kubectl rollout status` on the federation says done.
+fn second_wave_and_done(fed: &Federation, copy_a: &Value, want: &str) -> Result<()> {
+    let (a, b) = (fed.member(0)?, fed.member(1)?);
+    report(a, copy_a, false)?;
+    let copy_b = wait_image(b, want)
+        .with_context(|| format!("b never got {want}\n{}", fed.host.log_tail()))?;
+    report(b, &copy_b, false)?;
+    eventually(WAIT, || {
+        let (ok, out) = rollout_status(&fed.host, &["--watch=false"])?;
+        Ok((ok && out.contains("successfully rolled out")).then_some(()))
+    })
+    .with_context(|| format!("rollout status never said done on {want}"))
 }
