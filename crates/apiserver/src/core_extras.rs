@@ -1,11 +1,9 @@
 //! Two core `v1` resources that are not stored objects:
 //!
-//! - **`bindings`** and the **`pods/binding`** subresource (kube's
-//!   `BindingREST`, create only): a `Binding` assigns a Pod to a node, the
-//!   scheduler's last step. The Pod gets `spec.nodeName` and the Binding's
-//!   annotations, then its `PodScheduled` condition turns `True`. A Pod that
-//!   already has a node, or is being deleted, is a 409 Conflict, as in kube;
-//!   the answer is kube's `Status{status: Success, code: 201}`.
+//! - **`bindings`** (create only): the Pod kind's own `BindingREST`
+//!   (`ubernetes_registry::kinds::pod_binding`, which also serves the
+//!   `pods/binding` subresource through the generic handler), given the
+//!   Pod the Binding names.
 //! - **`componentstatuses`** (get, list; deprecated in kube since 1.19, with
 //!   its warning): kube-apiserver probes `scheduler` and `controller-manager`
 //!   on their loopback health ports and each etcd server. Here, decided: the
@@ -26,8 +24,8 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use ubernetes_apimachinery::error::field;
-use ubernetes_apimachinery::{ApiError, ResourceInfo};
+use ubernetes_apimachinery::ApiError;
+use ubernetes_registry::kinds::pod_binding;
 
 use crate::handlers::negotiate::{self, Output, Query};
 use crate::handlers::{HandlerResult, bytes_response};
@@ -43,10 +41,6 @@ pub fn router() -> Router<Arc<AppState>> {
             "/api/v1/namespaces/{namespace}/bindings",
             post(create_binding),
         )
-        .route(
-            "/api/v1/namespaces/{namespace}/pods/{name}/binding",
-            post(create_pod_binding),
-        )
         .route("/api/v1/componentstatuses", get(list_component_statuses))
         .route(
             "/api/v1/componentstatuses/{name}",
@@ -54,6 +48,8 @@ pub fn router() -> Router<Arc<AppState>> {
         )
 }
 
+/// `POST /api/v1/namespaces/{namespace}/bindings`: the body decoded as a
+/// `Binding`, then the Pod kind's binding REST; the answer as it makes it.
 async fn create_binding(
     State(state): State<Arc<AppState>>,
     Path(namespace): Path<String>,
@@ -61,213 +57,17 @@ async fn create_binding(
     headers: HeaderMap,
     body: Bytes,
 ) -> HandlerResult {
-    bind(&state, &namespace, None, query.as_deref(), &headers, &body).await
-}
-
-async fn create_pod_binding(
-    State(state): State<Arc<AppState>>,
-    Path((namespace, name)): Path<(String, String)>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Bytes,
-) -> HandlerResult {
-    bind(
-        &state,
-        &namespace,
-        Some(&name),
-        query.as_deref(),
-        &headers,
-        &body,
-    )
-    .await
-}
-
-/// kube's `BindingREST.Create` + `assignPod`: validate the Binding, then
-/// set the node, the annotations and the `PodScheduled` condition.
-async fn bind(
-    state: &AppState,
-    namespace: &str,
-    url_name: Option<&str>,
-    query: Option<&str>,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> HandlerResult {
-    let binding = negotiate::decode_body(headers, body, "Binding")?;
-    if let Some(k) = binding.get("kind").and_then(Value::as_str)
-        && !k.is_empty()
-        && k != "Binding"
-    {
-        return Err(ApiError::bad_request(format!(
-            "{k} in version \"v1\" cannot be handled as a Binding: no kind \"{k}\" is registered for version \"v1\""
-        ))
-        .into());
-    }
-    let name = binding
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    if let Some(url_name) = url_name
-        && url_name != name
-    {
-        return Err(
-            ApiError::bad_request("name in URL does not match name in Binding object").into(),
-        );
-    }
-    if let Some(ns) = binding
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        && !ns.is_empty()
-        && ns != namespace
-    {
-        return Err(ApiError::bad_request(
-            "the namespace of the provided object does not match the namespace sent on the request",
-        )
-        .into());
-    }
-    // ValidatePodBinding.
-    let target_kind = binding
-        .pointer("/target/kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let node = binding
-        .pointer("/target/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let mut causes = Vec::new();
-    if !target_kind.is_empty() && target_kind != "Node" {
-        causes.push(field::not_supported(
-            "target.kind",
-            &json!(target_kind),
-            &["Node", "<empty>"],
-        ));
-    }
-    if node.is_empty() {
-        causes.push(field::required("target.name", ""));
-    }
-    if !causes.is_empty() {
-        // kube returns the field errors' aggregate as a plain error: a 500
-        // without a reason, `[a, b]` (one error: itself).
-        let texts: Vec<String> = causes
-            .iter()
-            .map(|c| format!("{}: {}", c.field, c.message))
-            .collect();
-        let message = match texts.as_slice() {
-            [one] => one.clone(),
-            many => format!("[{}]", many.join(", ")),
-        };
-        return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "", message).into());
-    }
-    let q = Query::parse(query);
-    let mut opts = crate::handlers::resource::write_options(&q, headers)?;
-    opts.field_manager
-        .get_or_insert_with(|| "kube-scheduler".into());
-    let pods = state
-        .registry
-        .get("", "v1", "pods")
-        .ok_or_else(|| ApiError::internal("pods are not served"))?;
-    let uid = binding
-        .pointer("/metadata/uid")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let annotations = binding
-        .pointer("/metadata/annotations")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let pod_name = name.clone();
-    let target = node.clone();
-    pods.patch(Some(namespace), &name, None, &opts, move |cur| {
-        if cur
-            .pointer("/metadata/deletionTimestamp")
-            .is_some_and(|v| !v.is_null())
-        {
-            return Err(ApiError::conflict(
-                "",
-                "pods/binding",
-                &pod_name,
-                &format!("pod {pod_name} is being deleted, cannot be assigned to a host"),
-            ));
-        }
-        let current_node = cur
-            .pointer("/spec/nodeName")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if !current_node.is_empty() {
-            return Err(ApiError::conflict(
-                "",
-                "pods/binding",
-                &pod_name,
-                &format!("pod {pod_name} is already assigned to node \"{current_node}\""),
-            ));
-        }
-        if !uid.is_empty()
-            && cur.pointer("/metadata/uid").and_then(Value::as_str) != Some(uid.as_str())
-        {
-            return Err(ApiError::conflict(
-                "",
-                "pods/binding",
-                &pod_name,
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    cur.pointer("/metadata/uid")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                ),
-            ));
-        }
-        let mut next = cur.clone();
-        next["spec"]["nodeName"] = json!(target);
-        if !annotations.is_empty() {
-            let meta = &mut next["metadata"];
-            if !meta["annotations"].is_object() {
-                meta["annotations"] = json!({});
-            }
-            for (k, v) in &annotations {
-                meta["annotations"][k] = v.clone();
-            }
-        }
-        Ok(next)
-    })
-    .await?;
-    if !opts.dry_run {
-        let now = jiff::Timestamp::now()
-            .strftime("%Y-%m-%dT%H:%M:%SZ")
-            .to_string();
-        pods.patch(Some(namespace), &name, Some("status"), &opts, move |cur| {
-            let mut next = cur.clone();
-            if !next["status"].is_object() {
-                next["status"] = json!({});
-            }
-            let mut conditions: Vec<Value> = next["status"]["conditions"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            conditions.retain(|c| c["type"] != "PodScheduled");
-            conditions.push(json!({
-                "type": "PodScheduled", "status": "True",
-                "lastProbeTime": null, "lastTransitionTime": now,
-            }));
-            next["status"]["conditions"] = json!(conditions);
-            Ok(next)
-        })
-        .await?;
-    }
-    tracing::info!(namespace, pod = %name, node = %node, "bound pod to node");
-    let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
-    let output = match negotiate::output(headers)? {
-        Output::Table | Output::PartialMetadata => Output::Json,
-        o => o,
-    };
-    let output = negotiate::for_kind(output, "v1", "Status")?;
-    Ok(bytes_response(
+    let info = pod_binding::bindings_info();
+    let binding = negotiate::decode_body(&headers, &body, &info.kind)?;
+    let opts = crate::handlers::resource::write_options(&Query::parse(query.as_deref()), &headers)?;
+    let created = pod_binding::create_binding(&state.registry, &namespace, &binding, &opts).await?;
+    crate::handlers::resource::render_value(
+        &info,
+        &created.object,
+        negotiate::output(&headers)?,
         StatusCode::CREATED,
-        negotiate::content_type(output),
-        negotiate::encode(&status, output)?,
-        &[],
-    ))
+        &created.warnings,
+    )
 }
 
 /// The component names, in kube's order.
@@ -352,13 +152,9 @@ async fn probe_loopback_healthz(port: u16) -> (bool, String, String) {
     }
 }
 
-fn cs_info() -> ResourceInfo {
-    crate::discovery::core_extra_resources().remove(1)
-}
-
 fn render(headers: &HeaderMap, v: &Value, list: bool) -> HandlerResult {
     let warnings = [CS_DEPRECATED.to_string()];
-    let info = cs_info();
+    let info = crate::unstored::component_statuses();
     let kind = if list {
         "ComponentStatusList"
     } else {

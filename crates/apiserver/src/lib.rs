@@ -46,6 +46,7 @@ pub mod serve;
 pub mod service_accounts;
 pub mod state;
 pub mod table;
+pub mod unstored;
 pub mod yaml;
 
 pub use routes::api_router;

@@ -54,7 +54,7 @@ fn serve(doc: &Served, headers: &HeaderMap, immutable: bool) -> HandlerResult {
 /// core's `bindings` and `componentstatuses` (kube documents both).
 fn documented(state: &AppState) -> Vec<ubernetes_apimachinery::ResourceInfo> {
     let mut all = state.registry.resources();
-    all.extend(crate::discovery::core_extra_resources());
+    all.extend(crate::unstored::core_extra_resources());
     all
 }
 

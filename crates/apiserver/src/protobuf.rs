@@ -564,9 +564,9 @@ fn declared_kinds(kinds: &[Arc<dyn Strategy>]) -> Vec<(String, String, String)> 
             out.push((api_version, sub.kind.clone(), message));
         }
     }
-    for info in crate::discovery::review_resources()
+    for info in crate::unstored::review_resources()
         .into_iter()
-        .chain(crate::discovery::core_extra_resources())
+        .chain(crate::unstored::core_extra_resources())
     {
         let message = message_name(&info.group, &info.version, &info.kind);
         with_list(&mut out, info.api_version(), &info.kind, message);

@@ -28,10 +28,8 @@ use crate::handlers::negotiate;
 use crate::response::{HandlerResult, bytes_response};
 use crate::state::AppState;
 
-pub use crate::discovery::review_resources;
-
-const AUTHZ: &str = "authorization.k8s.io";
-const AUTHN: &str = "authentication.k8s.io";
+pub use crate::unstored::review_resources;
+use crate::unstored::{AUTHN, AUTHZ};
 
 /// The reviews whose bodies carry secrets (a TokenReview's token): never
 /// audited above `Metadata`, as kube's default policy.

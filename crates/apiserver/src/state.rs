@@ -46,8 +46,8 @@ impl AppState {
     /// Every served resource, with the create-only reviews, for discovery.
     pub fn resources(&self) -> Vec<ResourceInfo> {
         let mut all = self.registry.resources();
-        all.extend(crate::discovery::review_resources());
-        all.extend(crate::discovery::core_extra_resources());
+        all.extend(crate::unstored::review_resources());
+        all.extend(crate::unstored::core_extra_resources());
         all
     }
 
@@ -384,8 +384,8 @@ pub async fn build_state_on(
     let builtin: Vec<ResourceInfo> = registry
         .resources()
         .into_iter()
-        .chain(crate::discovery::review_resources())
-        .chain(crate::discovery::core_extra_resources())
+        .chain(crate::unstored::review_resources())
+        .chain(crate::unstored::core_extra_resources())
         .collect();
     // CRDs with `conversion.strategy: Webhook` convert through their webhook.
     registry.set_conversion_webhooks(ubernetes_webhook::conversion::Webhooks::new(&registry));

@@ -4,9 +4,13 @@
 //! the store, the handlers, the protobuf codec, discovery, the audit filter
 //! and the OpenAPI routes look it up. This test
 //! reads those files and fails on a string literal naming the resource of a
-//! built-in kind (`"secrets"`, `"pods/binding"`), the list taken from the
-//! registry's own declarations. What remains is allowed below, each with
-//! its reason.
+//! built-in kind (`"secrets"`, `"pods/binding"`) or one of the resources
+//! served without storage (the reviews, `bindings`, `componentstatuses`:
+//! declared where they are served), the lists taken from the declarations
+//! themselves, and on code naming a subresource a kind declares
+//! (`Some("scale")`, `"approval" =>`, `== "binding"`; what a subresource
+//! does is the kind's). What remains is allowed below, each with its
+//! reason.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -43,6 +47,15 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "`namespaces` is a segment of kube's URL scheme (/api/v1/namespaces/{ns}/…)",
     ),
 ];
+
+/// `(file, subresource, reason)`: a subresource name a generic file may keep.
+const ALLOWED_SUBRESOURCES: &[(&str, &str, &str)] = &[(
+    "apiserver/src/audit.rs",
+    "proxy",
+    "kube's generic server names `proxy` for every kind: its \
+     BasicLongRunningRequestCheck({watch, proxy}, {attach, exec, proxy, log, \
+     portforward}), and proxied bodies are never audited",
+)];
 
 fn crates_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -111,11 +124,20 @@ fn kinds_named<'a>(literal: &str, kinds: &'a BTreeSet<String>) -> Vec<&'a str> {
 }
 
 fn violations(resources: &BTreeSet<String>, kinds: &BTreeSet<String>) -> Vec<String> {
+    let subresources = builtin_subresources();
     let mut found = Vec::new();
     for file in GENERIC {
         let path = crates_dir().join(file);
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        for sub in subresources_named(&code(&text), &subresources) {
+            if !ALLOWED_SUBRESOURCES
+                .iter()
+                .any(|(f, s, _)| f == file && *s == sub)
+            {
+                found.push(format!("{file}: names the subresource {sub}"));
+            }
+        }
         for literal in string_literals(&code(&text)) {
             for resource in named(&literal, resources) {
                 if !ALLOWED.iter().any(|(f, r, _)| f == file && *r == resource) {
@@ -132,10 +154,54 @@ fn violations(resources: &BTreeSet<String>, kinds: &BTreeSet<String>) -> Vec<Str
     found
 }
 
+/// The subresources of built-in kinds named in `code`: a literal equal to
+/// one, or, for one that is also a field name (`status`), a literal
+/// compared or matched (`Some("status")`, `"status" =>`, `== "status"`,
+/// `"approval" | "status"`).
+fn subresources_named<'a>(code: &str, subresources: &'a BTreeSet<String>) -> Vec<&'a str> {
+    let literals = string_literals(code);
+    subresources
+        .iter()
+        .filter(|sub| {
+            let quoted = format!("\"{sub}\"");
+            let compared = [
+                format!("Some({quoted}"),
+                format!("{quoted} =>"),
+                format!("{quoted} |"),
+                format!("| {quoted}"),
+                format!("== {quoted}"),
+                format!("!= {quoted}"),
+            ]
+            .iter()
+            .any(|p| code.contains(p.as_str()));
+            compared || (!FIELD_NAMES.contains(&sub.as_str()) && literals.contains(sub))
+        })
+        .map(String::as_str)
+        .collect()
+}
+
+/// Subresource names that are also field names of every object (a literal
+/// alone does not name the subresource).
+const FIELD_NAMES: &[&str] = &["status"];
+
+fn builtin_subresources() -> BTreeSet<String> {
+    ubernetes_registry::kinds::builtin()
+        .iter()
+        .flat_map(|k| k.info().subresources.clone())
+        .map(|s| s.name)
+        .collect()
+}
+
+/// The resources of built-in kinds and those served without storage.
 fn builtin_resources() -> BTreeSet<String> {
     ubernetes_registry::kinds::builtin()
         .iter()
         .map(|k| k.info().resource.clone())
+        .chain(
+            ubernetes_apiserver::unstored::resources()
+                .into_iter()
+                .map(|i| i.resource),
+        )
         .collect()
 }
 
@@ -150,6 +216,7 @@ fn builtin_kinds() -> BTreeSet<String> {
 fn generic_files_name_no_built_in_resource() {
     let resources = builtin_resources();
     assert!(resources.contains("secrets") && resources.contains("events"));
+    assert!(resources.contains("bindings") && resources.contains("tokenreviews"));
     let found = violations(&resources, &builtin_kinds());
     assert!(
         found.is_empty(),
@@ -172,6 +239,14 @@ fn every_allowed_name_is_still_there() {
             "{file} no longer names {resource}: drop it from ALLOWED"
         );
     }
+    let subresources = builtin_subresources();
+    for (file, sub, _) in ALLOWED_SUBRESOURCES {
+        let text = std::fs::read_to_string(crates_dir().join(file)).unwrap_or_default();
+        assert!(
+            subresources_named(&code(&text), &subresources).contains(sub),
+            "{file} no longer names the subresource {sub}: drop it from ALLOWED_SUBRESOURCES"
+        );
+    }
 }
 
 #[test]
@@ -188,4 +263,29 @@ fn the_scan_finds_a_named_resource() {
         ["ConfigMap", "ConfigMap"]
     );
     assert!(kinds_named("meta.v1.DeleteOptions", &kinds).is_empty());
+}
+
+#[test]
+fn the_scan_finds_a_named_subresource() {
+    let subs = builtin_subresources();
+    assert!(
+        [
+            "status", "scale", "approval", "binding", "token", "finalize"
+        ]
+        .iter()
+        .all(|s| subs.contains(*s))
+    );
+    let named = |text: &str| subresources_named(&code(text), &subs);
+    assert_eq!(
+        named("store.patch(ns, name, Some(\"scale\"), o)"),
+        ["scale"]
+    );
+    assert_eq!(
+        named("matches!(sub, Some(\"approval\" | \"status\"))"),
+        ["approval", "status"]
+    );
+    assert_eq!(named("if sub == \"status\" {}"), ["status"]);
+    assert_eq!(named("match s { \"binding\" => 1 }"), ["binding"]);
+    // A field called `status` is no subresource; a comment is no code.
+    assert!(named("json!({\"status\": s}); v.get(\"status\")\n// Some(\"scale\")").is_empty());
 }

@@ -227,7 +227,7 @@ pub trait Strategy: Send + Sync {
     /// What the kind's subresource `name` is, for the handlers to dispatch on
     /// (kube wires one REST per subresource in each kind's `storage.go`).
     /// `None`: not one of the kind's, or served by code of its own elsewhere
-    /// (a pod's `binding`, a `proxy`). The default: a declared
+    /// (a `proxy`). The default: a declared
     /// subresource with a [`Strategy::subresource_write`] is an object, and
     /// `scale` where [`Strategy::scale`] says where.
     fn subresource(&self, name: &str) -> Option<Subresource> {
@@ -306,7 +306,7 @@ pub enum Subresource {
     Finalize(FinalizeFn),
     /// POST runs the kind's own REST on the named object (kube's
     /// subresource REST types wired in the kind's `storage.go`: a
-    /// ServiceAccount's `token`). The body is decoded as the kind its
+    /// ServiceAccount's `token`, a Pod's `binding`). The body is decoded as the kind its
     /// discovery facts name; the answer is 201 with what the REST made.
     Create(&'static dyn CreateRest),
 }
@@ -334,6 +334,8 @@ pub struct RestContext<'a> {
     pub namespace: Option<&'a str>,
     /// The object's name.
     pub name: &'a str,
+    /// The request's write options (`dryRun`, `fieldManager`, the user).
+    pub options: &'a crate::store::WriteOptions,
 }
 
 /// What a [`CreateRest`] made: the answer's object and the warnings sent
@@ -369,12 +371,67 @@ pub enum WriteAuthority {
     /// `bind` it).
     BindingEscalation,
     /// kube's CertificateApproval and CertificateSigning admission for
-    /// CertificateSigningRequests: approving or denying (the `approval`
-    /// subresource) needs the `approve` verb, and issuing a certificate (a
-    /// `status` write that changes `status.certificate`) the `sign` verb, on
-    /// `certificates.k8s.io` `signers` named the request's `signerName` or
-    /// its `<domain>/*`.
-    SignerPermission,
+    /// CertificateSigningRequests: the subresource writes the kind names
+    /// need a verb on `certificates.k8s.io` `signers` named the object's
+    /// signer or its `<domain>/*` (a CSR's `approval` needs `approve`, a
+    /// `status` write that changes `status.certificate` needs `sign`).
+    SignerPermission(&'static SignerChecks),
+}
+
+/// See [`WriteAuthority::SignerPermission`]: where an object names its
+/// signer, and which subresource writes need which verb on it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SignerChecks {
+    /// The JSON pointer of the signer's name (`/spec/signerName`).
+    pub signer: &'static str,
+    /// The checked writes.
+    pub writes: &'static [SignerWrite],
+}
+
+/// One write [`SignerChecks`] checks.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SignerWrite {
+    /// The subresource written.
+    pub subresource: &'static str,
+    /// The verb the writer needs on the signer.
+    pub verb: &'static str,
+    /// Checked only when the write changes the value at this JSON pointer;
+    /// `None`: every write.
+    pub when_changed: Option<&'static str>,
+}
+
+impl SignerChecks {
+    /// Whether a write of `subresource` (`None`: the object itself) is
+    /// checked at all.
+    pub fn checks(&self, subresource: Option<&str>) -> bool {
+        self.write(subresource).is_some()
+    }
+
+    /// The verb a write of `subresource` from `old` to `new` needs, if any.
+    pub fn verb(
+        &self,
+        subresource: Option<&str>,
+        new: &Value,
+        old: Option<&Value>,
+    ) -> Option<&'static str> {
+        let w = self.write(subresource)?;
+        match w.when_changed {
+            Some(p) if new.pointer(p) == old.and_then(|o| o.pointer(p)) => None,
+            _ => Some(w.verb),
+        }
+    }
+
+    /// The object's signer.
+    pub fn signer<'a>(&self, obj: &'a Value) -> &'a str {
+        obj.pointer(self.signer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    fn write(&self, subresource: Option<&str>) -> Option<&'static SignerWrite> {
+        let sub = subresource?;
+        self.writes.iter().find(|w| w.subresource == sub)
+    }
 }
 
 /// Generates a kind's OpenAPI schema into a generator; returns its

@@ -179,7 +179,7 @@ fn is_namespace_subresource(state: &crate::state::AppState, seg: &str) -> bool {
 /// A check every write of this resource must pass on its final object
 /// (`new`, and the stored `old` for updates): RBAC's escalation prevention
 /// for roles and bindings (kube-apiserver's RBAC REST storage), the signer
-/// permissions of CertificateSigningRequests.
+/// permissions the kind's subresource writes need (CertificateSigningRequests).
 ///
 /// Each member copy a federated object's overrides produce is checked too,
 /// and server-side apply, by the admission plugin of
@@ -197,7 +197,7 @@ fn write_guard(
     let authority = strategy.write_authority();
     let checked = match authority {
         WriteAuthority::None => false,
-        WriteAuthority::SignerPermission => matches!(subresource, Some("approval" | "status")),
+        WriteAuthority::SignerPermission(checks) => checks.checks(subresource),
         WriteAuthority::RoleEscalation | WriteAuthority::BindingEscalation => true,
     };
     if !checked {
@@ -214,22 +214,12 @@ fn write_guard(
             WriteAuthority::RoleEscalation | WriteAuthority::BindingEscalation => {
                 crate::state::rbac_write_check(&authz, authority, &user, &resource, &ns, new, old)
             }
-            WriteAuthority::SignerPermission => {
+            WriteAuthority::SignerPermission(checks) => {
                 let authorizer = authz.authorizer();
-                let verb = match subresource.as_deref() {
-                    Some("approval") => "approve",
-                    Some("status")
-                        if new.pointer("/status/certificate")
-                            != old.and_then(|o| o.pointer("/status/certificate")) =>
-                    {
-                        "sign"
-                    }
-                    _ => return Ok(()),
+                let Some(verb) = checks.verb(subresource.as_deref(), new, old) else {
+                    return Ok(());
                 };
-                let signer = new
-                    .pointer("/spec/signerName")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
+                let signer = checks.signer(new);
                 if ubernetes_rbac::authorized_for_signer(&authorizer, &user, verb, signer) {
                     return Ok(());
                 }
@@ -349,7 +339,8 @@ async fn dispatch(state: State, target: Target, legacy_watch: bool, req: Req) ->
             }
             let res = match declared.flatten() {
                 Some(Subresource::Scale) => {
-                    update_scale(&target.store, ns, name, obj, &opts).await?
+                    let sub = sub.unwrap_or_default();
+                    update_scale(&target.store, ns, name, sub, obj, &opts).await?
                 }
                 Some(Subresource::Finalize(next)) => {
                     let sub = sub.unwrap_or_default();
@@ -427,7 +418,15 @@ async fn dispatch(state: State, target: Target, legacy_watch: bool, req: Req) ->
         }
         (Method::POST, Some(name), Some(sub)) => match declared {
             Some(Some(Subresource::Create(rest))) => {
-                create_subresource(&state, &target, name, sub, rest, &headers, &body).await
+                let mut opts = write_options(&query, &headers)?;
+                opts.user = user.clone();
+                let call = SubresourceCall {
+                    name,
+                    sub,
+                    rest,
+                    opts: &opts,
+                };
+                create_subresource(&state, &target, call, &headers, &body).await
             }
             _ => Err(ApiError::method_not_supported(&info.group, &info.resource, "create").into()),
         },
@@ -444,6 +443,14 @@ async fn dispatch(state: State, target: Target, legacy_watch: bool, req: Req) ->
     }
 }
 
+/// Which object's subresource a [`create_subresource`] runs, and how.
+struct SubresourceCall<'a> {
+    name: &'a str,
+    sub: &'a str,
+    rest: &'static dyn CreateRest,
+    opts: &'a WriteOptions,
+}
+
 /// POST of a subresource served by the kind's own REST
 /// ([`Subresource::Create`], e.g. a ServiceAccount's `token`): the body
 /// decoded as the kind the subresource's discovery facts name, the REST's
@@ -451,12 +458,16 @@ async fn dispatch(state: State, target: Target, legacy_watch: bool, req: Req) ->
 async fn create_subresource(
     state: &State,
     target: &Target,
-    name: &str,
-    sub: &str,
-    rest: &'static dyn CreateRest,
+    call: SubresourceCall<'_>,
     headers: &HeaderMap,
     body: &Bytes,
 ) -> HandlerResult {
+    let SubresourceCall {
+        name,
+        sub,
+        rest,
+        opts,
+    } = call;
     let info = target.store.info().clone();
     let body_kind = info
         .subresources
@@ -470,6 +481,7 @@ async fn create_subresource(
         service_accounts: &state.service_accounts,
         namespace: target.namespace.as_deref(),
         name,
+        options: opts,
     };
     let created = rest.create(ctx, req).await?;
     render_value(
@@ -978,6 +990,7 @@ async fn update_scale(
     store: &Store,
     ns: Option<&str>,
     name: &str,
+    sub: &str,
     scale: Value,
     opts: &WriteOptions,
 ) -> Result<WriteResult, ApiError> {
@@ -989,7 +1002,7 @@ async fn update_scale(
         .map(str::to_string);
     let info = store.info().clone();
     store
-        .patch(ns, name, Some("scale"), opts, |current| {
+        .patch(ns, name, Some(sub), opts, |current| {
             if let Some(rv) = &want_rv
                 && current
                     .pointer("/metadata/resourceVersion")
@@ -1134,7 +1147,7 @@ async fn patch(
         let store = target.store.clone();
         let s2 = store.clone();
         let res = store
-            .patch(ns, name, Some("scale"), &opts, move |current| {
+            .patch(ns, name, sub, &opts, move |current| {
                 let scale = to_scale(&s2, current)?;
                 let patched = apply(&scale)?;
                 let replicas = replicas_from_scale(&patched)?;

@@ -86,7 +86,7 @@ pub fn rbac_write_check(
         WriteAuthority::BindingEscalation => {
             ubernetes_rbac::check_binding_write(&authorizer, user, resource, namespace, new, old)
         }
-        WriteAuthority::None | WriteAuthority::SignerPermission => Ok(()),
+        WriteAuthority::None | WriteAuthority::SignerPermission(_) => Ok(()),
     }
 }
 

@@ -80,7 +80,7 @@ where
                     .map(String::from)
                     .to_vec(),
             },
-            // Pods' `binding` (kube's BindingREST; served by the apiserver).
+            // Pods' `binding` (kube's BindingREST: `kinds/pod_binding.rs`).
             "binding" => SubresourceInfo {
                 name: "binding".into(),
                 kind: "Binding".into(),

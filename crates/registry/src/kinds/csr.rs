@@ -24,6 +24,27 @@ use ubernetes_apimachinery::Cause;
 use ubernetes_apimachinery::error::field;
 
 use super::names;
+use crate::strategy::{SignerChecks, SignerWrite};
+
+/// kube's CertificateApproval and CertificateSigning admission: approving or
+/// denying (the `approval` subresource) needs `approve` on the request's
+/// signer, issuing a certificate (a `status` write that changes
+/// `status.certificate`) needs `sign`.
+pub static SIGNER_CHECKS: SignerChecks = SignerChecks {
+    signer: "/spec/signerName",
+    writes: &[
+        SignerWrite {
+            subresource: "approval",
+            verb: "approve",
+            when_changed: None,
+        },
+        SignerWrite {
+            subresource: "status",
+            verb: "sign",
+            when_changed: Some("/status/certificate"),
+        },
+    ],
+};
 
 /// The signer of CSRs made through the old v1beta1 API; not allowed in v1.
 const LEGACY_UNKNOWN_SIGNER: &str = "kubernetes.io/legacy-unknown";

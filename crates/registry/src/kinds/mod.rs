@@ -28,6 +28,7 @@ pub mod mcs;
 pub mod names;
 pub mod omitempty;
 pub mod platform;
+pub mod pod_binding;
 pub mod priorityclass;
 pub mod protobuf;
 pub mod quantity;

@@ -200,7 +200,9 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             // Go's status is a struct: `{}` from create on.
             .on_create(|obj| obj["status"] = json!({}))
             .admission(|_| Ok(Arc::new(CsrRequestor)))
-            .write_authority(crate::strategy::WriteAuthority::SignerPermission)
+            .write_authority(crate::strategy::WriteAuthority::SignerPermission(
+                &super::csr::SIGNER_CHECKS,
+            ))
             .validate(super::csr::validate_create)
             .validate_update(super::csr::validate_update)
             .update_validation_only()
