@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::error::ApiError;
-use crate::labels::go_quote;
+use crate::quote::go_quote;
 
 /// A field-selector operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::meta::{is_qualified_name, is_valid_label_value};
+use crate::quote::go_quote;
 
 /// A selection operator (`k8s.io/apimachinery/pkg/selection`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,11 +73,6 @@ pub struct Requirement {
 /// value with a string bad value.
 fn invalid_text(path: &str, value: &str, detail: &str) -> String {
     format!("{path}: Invalid value: {}: {detail}", go_quote(value))
-}
-
-/// Go's `%q` of a string (close enough: JSON escaping of the same characters).
-pub(crate) fn go_quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
 }
 
 /// `validateLabelKey`: the error text for an invalid key, at `path`.

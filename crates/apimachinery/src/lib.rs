@@ -19,6 +19,7 @@ pub mod labels;
 pub mod meta;
 pub mod patch;
 pub mod quantity;
+pub mod quote;
 pub mod resource;
 pub mod user;
 

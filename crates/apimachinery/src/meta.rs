@@ -13,7 +13,7 @@ use rand::Rng;
 use serde_json::{Map, Value, json};
 
 use crate::error::{Cause, field};
-use crate::labels::go_quote;
+use crate::quote::go_quote;
 
 // ---------------------------------------------------------------------------
 // Format checks (`k8s.io/apimachinery/pkg/util/validation`, `api/validate/content`).

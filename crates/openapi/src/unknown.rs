@@ -17,6 +17,7 @@ use std::fmt;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use ubernetes_apimachinery::error::ApiError;
+use ubernetes_apimachinery::quote::go_quote;
 
 use crate::definitions::{Snapshot, definitions};
 
@@ -39,13 +40,6 @@ impl fmt::Display for StrictFieldError {
             Self::Duplicate(path) => write!(f, "duplicate field {}", go_quote(path)),
         }
     }
-}
-
-/// Go's `%q` for the printable strings field paths are.
-fn go_quote(s: &str) -> String {
-    // JSON string escaping matches strconv.Quote for printable ASCII, quotes
-    // and backslashes, which is all a field path holds in practice.
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
 }
 
 /// The 400 kube-apiserver answers with `fieldValidation=Strict`:

@@ -249,43 +249,7 @@ pub fn compact_rules(rules: &[PolicyRule]) -> Vec<PolicyRule> {
     compacted
 }
 
-/// Go's `%q` of a string (`strconv.Quote`).
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() => {
-                if (c as u32) <= 0xffff {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Go's `%q` of a `[]string`: `["a" "b"]`.
-pub fn go_quote_list(items: &[String]) -> String {
-    let quoted: Vec<String> = items.iter().map(|s| go_quote(s)).collect();
-    format!("[{}]", quoted.join(" "))
-}
+pub use ubernetes_apimachinery::quote::{go_quote, go_quote_list};
 
 /// `CompactString`: `{APIGroups:["apps"], Resources:["deployments"], Verbs:["get"]}`.
 pub fn compact_string(r: &PolicyRule) -> String {
@@ -426,11 +390,5 @@ mod tests {
         let compacted = compact_rules(&rules);
         assert_eq!(compacted.len(), 2);
         assert_eq!(compacted[0].verbs, vec!["get", "list"]);
-    }
-
-    #[test]
-    fn go_quote_escapes_like_strconv() {
-        assert_eq!(go_quote("a\"b\\c\n\u{1}"), r#""a\"b\\c\n\x01""#);
-        assert_eq!(go_quote("héllo"), "\"héllo\"");
     }
 }

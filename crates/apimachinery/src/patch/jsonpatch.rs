@@ -218,13 +218,13 @@ fn atoi(s: &str) -> Result<i64, String> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!(
             "strconv.Atoi: parsing {}: invalid syntax",
-            crate::labels::go_quote(s)
+            crate::quote::go_quote(s)
         ));
     }
     s.parse::<i64>().map_err(|_| {
         format!(
             "strconv.Atoi: parsing {}: value out of range",
-            crate::labels::go_quote(s)
+            crate::quote::go_quote(s)
         )
     })
 }
