@@ -116,47 +116,15 @@ pub struct APIServiceList {
     pub items: Vec<APIService>,
 }
 
-impl k8s_openapi::Resource for APIService {
-    const API_VERSION: &'static str = API_VERSION;
-    const GROUP: &'static str = GROUP;
-    const KIND: &'static str = "APIService";
-    const VERSION: &'static str = VERSION;
-    const URL_PATH_SEGMENT: &'static str = "apiservices";
-    type Scope = k8s_openapi::ClusterResourceScope;
-}
-
-impl k8s_openapi::ListableResource for APIService {
-    const LIST_KIND: &'static str = "APIServiceList";
-}
-
-impl k8s_openapi::Metadata for APIService {
-    type Ty = ObjectMeta;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
-impl k8s_openapi::Resource for APIServiceList {
-    const API_VERSION: &'static str = API_VERSION;
-    const GROUP: &'static str = GROUP;
-    const KIND: &'static str = "APIServiceList";
-    const VERSION: &'static str = VERSION;
-    const URL_PATH_SEGMENT: &'static str = "";
-    type Scope = k8s_openapi::SubResourceScope;
-}
-
-impl k8s_openapi::Metadata for APIServiceList {
-    type Ty = ListMeta;
-    fn metadata(&self) -> &ListMeta {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut ListMeta {
-        &mut self.metadata
-    }
-}
+resource_traits!(
+    APIService,
+    APIServiceList,
+    "apiservices",
+    API_VERSION,
+    GROUP,
+    VERSION,
+    ClusterResourceScope
+);
 
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

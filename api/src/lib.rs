@@ -17,6 +17,42 @@
 //! `kinds::federation`, the controllers elsewhere.
 #![forbid(unsafe_code)]
 
+/// `k8s_openapi`'s `Resource`, `ListableResource` and `Metadata` of a kind
+/// `$ty` (its `KIND` is its name) and its list `$list` (its `metadata` a
+/// `ListMeta`, no URL segment, `SubResourceScope`), as k8s-openapi
+/// generates them for kube's kinds: `resource_traits!(Kind, KindList,
+/// "kinds", api_version, group, version, ClusterResourceScope)`.
+macro_rules! resource_traits {
+    ($ty:ident, $list:ident, $plural:expr, $api_version:expr, $group:expr, $version:expr, $scope:ident) => {
+        resource_traits!(@one $ty, $plural, $api_version, $group, $version, $scope, ObjectMeta);
+        resource_traits!(@one $list, "", $api_version, $group, $version, SubResourceScope, ListMeta);
+
+        impl k8s_openapi::ListableResource for $ty {
+            const LIST_KIND: &'static str = stringify!($list);
+        }
+    };
+    (@one $ty:ident, $plural:expr, $api_version:expr, $group:expr, $version:expr, $scope:ident, $meta:ident) => {
+        impl k8s_openapi::Resource for $ty {
+            const API_VERSION: &'static str = $api_version;
+            const GROUP: &'static str = $group;
+            const KIND: &'static str = stringify!($ty);
+            const VERSION: &'static str = $version;
+            const URL_PATH_SEGMENT: &'static str = $plural;
+            type Scope = k8s_openapi::$scope;
+        }
+
+        impl k8s_openapi::Metadata for $ty {
+            type Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::$meta;
+            fn metadata(&self) -> &Self::Ty {
+                &self.metadata
+            }
+            fn metadata_mut(&mut self) -> &mut Self::Ty {
+                &mut self.metadata
+            }
+        }
+    };
+}
+
 pub mod apiregistration;
 pub mod mcs;
 
@@ -36,6 +72,10 @@ pub use propagation::{
 pub const GROUP: &str = "federation";
 /// API version of the federation types.
 pub const VERSION: &str = "v1beta1";
+/// The federation's own namespace: member credentials (the Secrets `join`
+/// writes, the member account's), the PropagationRecords of cluster-scoped
+/// objects.
+pub const FEDERATION_NAMESPACE: &str = "federation-system";
 
 /// A member cluster of the federation (`federation/v1beta1`, cluster-scoped).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -135,47 +175,15 @@ pub struct ClusterList {
     pub items: Vec<Cluster>,
 }
 
-impl k8s_openapi::Resource for Cluster {
-    const API_VERSION: &'static str = "federation/v1beta1";
-    const GROUP: &'static str = GROUP;
-    const KIND: &'static str = "Cluster";
-    const VERSION: &'static str = VERSION;
-    const URL_PATH_SEGMENT: &'static str = "clusters";
-    type Scope = k8s_openapi::ClusterResourceScope;
-}
-
-impl k8s_openapi::ListableResource for Cluster {
-    const LIST_KIND: &'static str = "ClusterList";
-}
-
-impl k8s_openapi::Metadata for Cluster {
-    type Ty = ObjectMeta;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
-impl k8s_openapi::Resource for ClusterList {
-    const API_VERSION: &'static str = "federation/v1beta1";
-    const GROUP: &'static str = GROUP;
-    const KIND: &'static str = "ClusterList";
-    const VERSION: &'static str = VERSION;
-    const URL_PATH_SEGMENT: &'static str = "";
-    type Scope = k8s_openapi::SubResourceScope;
-}
-
-impl k8s_openapi::Metadata for ClusterList {
-    type Ty = ListMeta;
-    fn metadata(&self) -> &ListMeta {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut ListMeta {
-        &mut self.metadata
-    }
-}
+resource_traits!(
+    Cluster,
+    ClusterList,
+    "clusters",
+    "federation/v1beta1",
+    GROUP,
+    VERSION,
+    ClusterResourceScope
+);
 
 /// The wire form: type meta first, as every Kubernetes object.
 #[derive(Serialize, Deserialize)]
@@ -318,6 +326,30 @@ impl JsonSchema for ClusterList {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn resource_traits_name_each_kind_and_its_list() {
+        use k8s_openapi::{ListableResource, Resource};
+        assert_eq!(
+            (Cluster::KIND, Cluster::URL_PATH_SEGMENT, Cluster::LIST_KIND),
+            ("Cluster", "clusters", "ClusterList")
+        );
+        assert_eq!(
+            (ClusterList::KIND, ClusterList::URL_PATH_SEGMENT),
+            ("ClusterList", "")
+        );
+        assert_eq!(Cluster::API_VERSION, format!("{GROUP}/{VERSION}"));
+        assert_eq!(
+            (PropagationRecord::KIND, PropagationRecord::URL_PATH_SEGMENT),
+            ("PropagationRecord", "propagationrecords")
+        );
+        assert_eq!(
+            apiregistration::APIServiceList::API_VERSION,
+            "apiregistration.k8s.io/v1"
+        );
+        assert_eq!(mcs::ServiceImport::LIST_KIND, "ServiceImportList");
+        assert_eq!(FEDERATION_NAMESPACE, "federation-system");
+    }
 
     #[test]
     fn a_cluster_round_trips_through_its_wire_form() {

@@ -222,47 +222,15 @@ struct ListWire<T> {
 /// the OpenAPI definition named as kube publishes a CRD's.
 macro_rules! mcs_kind {
     ($ty:ident, $list:ident, $spec:ty, $status:ty, $plural:literal, $desc:literal) => {
-        impl k8s_openapi::Resource for $ty {
-            const API_VERSION: &'static str = API_VERSION;
-            const GROUP: &'static str = GROUP;
-            const KIND: &'static str = stringify!($ty);
-            const VERSION: &'static str = VERSION;
-            const URL_PATH_SEGMENT: &'static str = $plural;
-            type Scope = k8s_openapi::NamespaceResourceScope;
-        }
-
-        impl k8s_openapi::ListableResource for $ty {
-            const LIST_KIND: &'static str = stringify!($list);
-        }
-
-        impl k8s_openapi::Metadata for $ty {
-            type Ty = ObjectMeta;
-            fn metadata(&self) -> &ObjectMeta {
-                &self.metadata
-            }
-            fn metadata_mut(&mut self) -> &mut ObjectMeta {
-                &mut self.metadata
-            }
-        }
-
-        impl k8s_openapi::Resource for $list {
-            const API_VERSION: &'static str = API_VERSION;
-            const GROUP: &'static str = GROUP;
-            const KIND: &'static str = stringify!($list);
-            const VERSION: &'static str = VERSION;
-            const URL_PATH_SEGMENT: &'static str = "";
-            type Scope = k8s_openapi::SubResourceScope;
-        }
-
-        impl k8s_openapi::Metadata for $list {
-            type Ty = ListMeta;
-            fn metadata(&self) -> &ListMeta {
-                &self.metadata
-            }
-            fn metadata_mut(&mut self) -> &mut ListMeta {
-                &mut self.metadata
-            }
-        }
+        resource_traits!(
+            $ty,
+            $list,
+            $plural,
+            API_VERSION,
+            GROUP,
+            VERSION,
+            NamespaceResourceScope
+        );
 
         impl Serialize for $ty {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

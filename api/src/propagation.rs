@@ -192,47 +192,15 @@ pub struct PropagationRecordList {
     pub items: Vec<PropagationRecord>,
 }
 
-impl k8s_openapi::Resource for PropagationRecord {
-    const API_VERSION: &'static str = "federation/v1beta1";
-    const GROUP: &'static str = GROUP;
-    const KIND: &'static str = "PropagationRecord";
-    const VERSION: &'static str = VERSION;
-    const URL_PATH_SEGMENT: &'static str = "propagationrecords";
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::ListableResource for PropagationRecord {
-    const LIST_KIND: &'static str = "PropagationRecordList";
-}
-
-impl k8s_openapi::Metadata for PropagationRecord {
-    type Ty = ObjectMeta;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
-impl k8s_openapi::Resource for PropagationRecordList {
-    const API_VERSION: &'static str = "federation/v1beta1";
-    const GROUP: &'static str = GROUP;
-    const KIND: &'static str = "PropagationRecordList";
-    const VERSION: &'static str = VERSION;
-    const URL_PATH_SEGMENT: &'static str = "";
-    type Scope = k8s_openapi::SubResourceScope;
-}
-
-impl k8s_openapi::Metadata for PropagationRecordList {
-    type Ty = ListMeta;
-    fn metadata(&self) -> &ListMeta {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut ListMeta {
-        &mut self.metadata
-    }
-}
+resource_traits!(
+    PropagationRecord,
+    PropagationRecordList,
+    "propagationrecords",
+    "federation/v1beta1",
+    GROUP,
+    VERSION,
+    NamespaceResourceScope
+);
 
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -40,8 +40,8 @@ use crate::stats::{Latencies, ms};
 const NAMESPACE: &str = "fedbench";
 /// The label every bench object carries; the member watches select on it.
 const LABEL_KEY: &str = "bench.ubernetes.io/fed";
-/// Where member credentials live in the host.
-const FEDERATION_NAMESPACE: &str = "federation-system";
+// Where member credentials live in the host.
+use ubernetes_api::FEDERATION_NAMESPACE;
 
 /// What `bench federation` does.
 #[derive(Debug, Clone)]

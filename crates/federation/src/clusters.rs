@@ -101,7 +101,7 @@ use crate::events::{EventType, Recorder};
 use crate::members::{Member, Members};
 
 /// Where the Secrets with member credentials live.
-pub const FEDERATION_NAMESPACE: &str = "federation-system";
+pub use ubernetes_api::FEDERATION_NAMESPACE;
 /// The Secret key holding the member's kubeconfig.
 pub const KUBECONFIG_KEY: &str = "kubeconfig";
 /// The field manager of the status writes.

@@ -47,7 +47,7 @@ pub const RECORD_FINALIZER: &str = "federation.kubernetes.io/delete-from-underly
 /// `deployments.apps`, …), see [`resource_label`].
 pub const RESOURCE_LABEL: &str = "federation.kubernetes.io/resource";
 /// Where the records of cluster-scoped objects live.
-pub const CLUSTER_SCOPED_RECORDS_NAMESPACE: &str = "federation-system";
+pub use ubernetes_api::FEDERATION_NAMESPACE as CLUSTER_SCOPED_RECORDS_NAMESPACE;
 
 /// Where propagation to one cluster stands.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -81,7 +81,7 @@ pub const FEDERATION_CONTROLLER_ROLE: &str = "ubernetes:federation-controller";
 pub const AGGREGATE_TO_FEDERATION_CONTROLLER: &str =
     "ubernetes.io/aggregate-to-federation-controller";
 /// The namespace holding member credentials.
-pub const FEDERATION_NAMESPACE: &str = "federation-system";
+pub use ubernetes_api::FEDERATION_NAMESPACE;
 /// The Cluster API group.
 pub const FEDERATION_GROUP: &str = "federation";
 

@@ -51,7 +51,7 @@ use serde_json::{Value, json};
 use ubernetes_api::Cluster;
 
 /// The namespace of the member's account and of the federation's Secrets.
-pub const NAMESPACE: &str = "federation-system";
+pub use ubernetes_api::FEDERATION_NAMESPACE as NAMESPACE;
 /// The ClusterRole bound to every joined member's account.
 pub const MEMBER_ROLE: &str = "ubernetes:federation-member";
 /// The field manager of join's server-side applies.
