@@ -5,7 +5,7 @@
 //! saying why, when the script is absent.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use anyhow::{Context, Result, bail};
 
@@ -61,6 +61,60 @@ impl KubeCluster {
             );
         }
         Ok(cluster)
+    }
+
+    /// kubectl against this cluster (its kubeconfig and context, a
+    /// discovery cache of its own).
+    pub fn kubectl(&self, args: &[&str]) -> Result<Output> {
+        Command::new(crate::kubectl_bin())
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(["--context", &self.name])
+            .args(args)
+            .env("KUBECACHEDIR", self.state.path().join("kubectl-cache"))
+            .env_remove("KUBECONFIG")
+            .output()
+            .context("running kubectl (set $KUBECTL)")
+    }
+
+    /// `kubectl get ARGS -o json` against this cluster; `None` when it
+    /// fails (e.g. not found).
+    pub fn get(&self, args: &[&str]) -> Result<Option<serde_json::Value>> {
+        let mut full = vec!["get"];
+        full.extend_from_slice(args);
+        full.extend_from_slice(&["-o", "json"]);
+        let out = self.kubectl(&full)?;
+        Ok(out
+            .status
+            .success()
+            .then(|| serde_json::from_slice(&out.stdout).ok())
+            .flatten())
+    }
+
+    /// `ubernetes join NAME` of this cluster into the federation `host`
+    /// (the Cluster is named `name`).
+    pub fn join(&self, host: &crate::Server, name: &str) -> Result<()> {
+        let out = Command::new(crate::ubernetes_bin())
+            .args([
+                "join",
+                name,
+                "--cluster-context",
+                &self.name,
+                "--kubeconfig",
+            ])
+            .arg(&self.kubeconfig)
+            .arg("--federation-kubeconfig")
+            .arg(host.kubeconfig())
+            .env_remove("KUBECONFIG")
+            .output()
+            .context("running ubernetes join (cargo build -p ubernetes)")?;
+        if !out.status.success() {
+            bail!(
+                "ubernetes join {name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(())
     }
 
     /// A `kube::Client` with the cluster's admin credentials.

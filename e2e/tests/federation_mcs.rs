@@ -24,14 +24,14 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 use ubernetes_e2e::federation::Federation;
 use ubernetes_e2e::real_kube::{KubeCluster, kube_sh};
-use ubernetes_e2e::{Server, eventually, kubectl_bin, ubernetes_bin};
+use ubernetes_e2e::{Server, eventually};
 
 const WAIT: Duration = Duration::from_secs(40);
 
@@ -289,29 +289,13 @@ fn exported_services_import_the_other_clusters_ready_endpoints() -> Result<()> {
 }
 
 /// kubectl against the real cluster `kube` (its own kubeconfig and context).
-fn real_kubectl(kube: &KubeCluster, cache: &Path, args: &[&str]) -> Result<Output> {
-    Command::new(kubectl_bin())
-        .arg("--kubeconfig")
-        .arg(&kube.kubeconfig)
-        .args(["--context", &kube.name])
-        .args(args)
-        .env("KUBECACHEDIR", cache)
-        .env_remove("KUBECONFIG")
-        .output()
-        .context("running kubectl (set $KUBECTL)")
+fn real_kubectl(kube: &KubeCluster, _cache: &Path, args: &[&str]) -> Result<Output> {
+    kube.kubectl(args)
 }
 
 /// `kubectl get ARGS -o json` against the real cluster; `None` on failure.
-fn real_get(kube: &KubeCluster, cache: &Path, args: &[&str]) -> Result<Option<Value>> {
-    let mut full = vec!["get"];
-    full.extend_from_slice(args);
-    full.extend_from_slice(&["-o", "json"]);
-    let out = real_kubectl(kube, cache, &full)?;
-    Ok(out
-        .status
-        .success()
-        .then(|| serde_json::from_slice(&out.stdout).ok())
-        .flatten())
+fn real_get(kube: &KubeCluster, _cache: &Path, args: &[&str]) -> Result<Option<Value>> {
+    kube.get(args)
 }
 
 #[test]
@@ -329,19 +313,7 @@ fn a_real_kube_apiserver_member_gets_the_crd_and_imports() -> Result<()> {
     fed.join(0, "east", &[])?;
     let dir = tempfile::tempdir()?;
     let cache = dir.path().join("cache");
-    let out = Command::new(ubernetes_bin())
-        .args(["join", "real", "--cluster-context", &name, "--kubeconfig"])
-        .arg(&kube.kubeconfig)
-        .arg("--federation-kubeconfig")
-        .arg(fed.host.kubeconfig())
-        .env_remove("KUBECONFIG")
-        .output()
-        .context("running ubernetes join")?;
-    ensure!(
-        out.status.success(),
-        "ubernetes join: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    kube.join(&fed.host, "real")?;
     for c in ["east", "real"] {
         fed.wait_ready(c)?;
     }

@@ -16,13 +16,21 @@
 //! - `kubectl rollout pause` holds the waves (`a` complete, `b` keeps the
 //!   old image while paused), `resume` moves on; `kubectl rollout history`
 //!   lists both revisions; `kubectl rollout undo` brings the old image
-//!   back wave by wave (`a` first, `b` once `a` reports complete).
+//!   back wave by wave (`a` first, `b` once `a` reports complete);
+//! - a real kube-apiserver + kube-controller-manager member (`kube.sh`,
+//!   skipped with a message when absent) in wave 1: its deployment
+//!   controller reports `ProgressDeadlineExceeded` itself (no kubelet, so
+//!   no pod ever runs), the rollout halts (`RolloutHalted` naming it,
+//!   `kubectl rollout status` fails with kube's words), our member in
+//!   wave 2 never gets the new image, and `Rollback` sends the old image
+//!   back to the real member.
 
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 use ubernetes_e2e::federation::{Federation, events_of, propagation_record, write_status};
+use ubernetes_e2e::real_kube::{KubeCluster, kube_sh};
 use ubernetes_e2e::{Server, eventually};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -30,6 +38,12 @@ const OLD: &str = "nginx:1.27";
 const NEW: &str = "nginx:1.28";
 
 fn deployment(strategy: &str) -> String {
+    deployment_with(strategy, "", "")
+}
+
+/// The Deployment with more annotations and spec fields (YAML lines,
+/// indented).
+fn deployment_with(strategy: &str, annotations: &str, spec: &str) -> String {
     format!(
         r#"
 apiVersion: apps/v1
@@ -39,7 +53,9 @@ metadata:
   namespace: default
   annotations:
     federation.kubernetes.io/rollout-strategy: '{strategy}'
+{annotations}
 spec:
+{spec}
   replicas: 4
   selector: {{matchLabels: {{app: web}}}}
   template:
@@ -342,4 +358,87 @@ fn second_wave_and_done(fed: &Federation, copy_a: &Value, want: &str) -> Result<
         Ok((ok && out.contains("successfully rolled out")).then_some(()))
     })
     .with_context(|| format!("rollout status never said done on {want}"))
+}
+
+#[test]
+fn a_real_member_past_its_progress_deadline_halts_the_rollout() -> Result<()> {
+    let Some(script) = kube_sh() else {
+        eprintln!(
+            "SKIPPED: shared/kube/kube.sh not found beside the checkout (nor $UBERNETES_KUBE_SH): \
+             no real kube-apiserver to roll out to"
+        );
+        return Ok(());
+    };
+    let kube = KubeCluster::up(&script, &format!("roll{}", std::process::id()), true)?;
+    let fed = Federation::start(1, &[])?;
+    kube.join(&fed.host, "real")?;
+    fed.join(0, "b", &[])?;
+    fed.wait_ready("real")?;
+    fed.wait_ready("b")?;
+    // The federation's own clock (120 s) is long; the real member's
+    // deployment controller gets 10 s (an override), so the halt is its
+    // report, not the federation's timer.
+    fed.host.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &deployment_with(
+            r#"{"waves": [["real"], ["b"]], "onFailure": "Rollback"}"#,
+            r#"    federation.kubernetes.io/overrides: '{"real": [{"op": "replace", "path": "/spec/progressDeadlineSeconds", "value": 10}]}'"#,
+            "  progressDeadlineSeconds: 120",
+        ),
+    )?;
+    let b = fed.member(0)?;
+    let real_image = || -> Result<Option<String>> {
+        Ok(kube.get(&["deployment", "web"])?.and_then(|d| {
+            d.pointer("/spec/template/spec/containers/0/image")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        }))
+    };
+    wait_image(b, OLD)?;
+    eventually(Duration::from_secs(60), || {
+        Ok((real_image()?.as_deref() == Some(OLD)).then_some(()))
+    })
+    .with_context(|| {
+        format!(
+            "the real member never got the copy\n{}",
+            fed.host.log_tail()
+        )
+    })?;
+    fed.host
+        .kubectl_ok(&["set", "image", "deployment/web", &format!("web={NEW}")])?;
+    eventually(WAIT, || {
+        Ok((real_image()?.as_deref() == Some(NEW)).then_some(()))
+    })
+    .context("the real member (wave 1) never got the new image")?;
+    // Its controller times out after 10 s; the rollout halts and the old
+    // image goes back; b never gets the new one meanwhile.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while real_image()?.as_deref() != Some(OLD) {
+        ensure!(
+            image(b)?.map(|i| i.0).as_deref() == Some(OLD),
+            "b got the new image"
+        );
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the real member never got the old image back\n{}",
+            fed.host.log_tail()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let events = reasons(&fed.host)?;
+    ensure!(
+        events.iter().any(|(r, m)| r == "RolloutHalted"
+            && m.contains("cluster real: exceeded its progress deadline")),
+        "no RolloutHalted from the real member's own report: {events:?}"
+    );
+    // b's controller (played) reports its copy, so the federated status
+    // is observed everywhere and kubectl reads its Progressing condition.
+    let copy_b = image(b)?.context("b's copy")?.1;
+    report(b, &copy_b, false)?;
+    let (ok, out) = rollout_status(&fed.host, &["--timeout=20s"])?;
+    ensure!(
+        !ok && out.contains("exceeded its progress deadline"),
+        "{out}"
+    );
+    keeps_image(b, OLD, 2)
 }
