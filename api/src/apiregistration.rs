@@ -154,23 +154,6 @@ struct APIServiceListWire {
     items: Vec<APIService>,
 }
 
-fn check_type_meta<E: serde::de::Error>(
-    api_version: Option<&str>,
-    kind: Option<&str>,
-    want_kind: &str,
-) -> Result<(), E> {
-    if let Some(v) = api_version.filter(|v| *v != API_VERSION) {
-        return Err(E::invalid_value(
-            serde::de::Unexpected::Str(v),
-            &API_VERSION,
-        ));
-    }
-    if let Some(k) = kind.filter(|k| *k != want_kind) {
-        return Err(E::invalid_value(serde::de::Unexpected::Str(k), &want_kind));
-    }
-    Ok(())
-}
-
 impl Serialize for APIService {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         APIServiceWire {
@@ -187,7 +170,12 @@ impl Serialize for APIService {
 impl<'de> Deserialize<'de> for APIService {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = APIServiceWire::deserialize(d)?;
-        check_type_meta(w.api_version.as_deref(), w.kind.as_deref(), "APIService")?;
+        crate::check_type_meta_of(
+            API_VERSION,
+            w.api_version.as_deref(),
+            w.kind.as_deref(),
+            "APIService",
+        )?;
         Ok(APIService {
             metadata: w.metadata,
             spec: w.spec,
@@ -211,7 +199,8 @@ impl Serialize for APIServiceList {
 impl<'de> Deserialize<'de> for APIServiceList {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = APIServiceListWire::deserialize(d)?;
-        check_type_meta(
+        crate::check_type_meta_of(
+            API_VERSION,
             w.api_version.as_deref(),
             w.kind.as_deref(),
             "APIServiceList",

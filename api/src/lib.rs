@@ -214,21 +214,33 @@ struct ClusterListWire {
     items: Vec<Cluster>,
 }
 
-fn check_type_meta<E: serde::de::Error>(
+/// Refuses a wire form whose `apiVersion` or `kind`, where given, is not
+/// the one wanted.
+fn check_type_meta_of<E: serde::de::Error>(
+    want_api_version: &str,
     api_version: Option<&str>,
     kind: Option<&str>,
     want_kind: &str,
 ) -> Result<(), E> {
-    if let Some(v) = api_version.filter(|v| *v != "federation/v1beta1") {
+    if let Some(v) = api_version.filter(|v| *v != want_api_version) {
         return Err(E::invalid_value(
             serde::de::Unexpected::Str(v),
-            &"federation/v1beta1",
+            &want_api_version,
         ));
     }
     if let Some(k) = kind.filter(|k| *k != want_kind) {
         return Err(E::invalid_value(serde::de::Unexpected::Str(k), &want_kind));
     }
     Ok(())
+}
+
+/// [`check_type_meta_of`] for `federation/v1beta1`.
+fn check_type_meta<E: serde::de::Error>(
+    api_version: Option<&str>,
+    kind: Option<&str>,
+    want_kind: &str,
+) -> Result<(), E> {
+    check_type_meta_of("federation/v1beta1", api_version, kind, want_kind)
 }
 
 impl Serialize for Cluster {

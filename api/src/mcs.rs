@@ -172,23 +172,6 @@ pub struct ServiceImportList {
     pub items: Vec<ServiceImport>,
 }
 
-fn check<E: serde::de::Error>(
-    api_version: Option<&str>,
-    kind: Option<&str>,
-    want: &str,
-) -> Result<(), E> {
-    if let Some(v) = api_version.filter(|v| *v != API_VERSION) {
-        return Err(E::invalid_value(
-            serde::de::Unexpected::Str(v),
-            &API_VERSION,
-        ));
-    }
-    if let Some(k) = kind.filter(|k| *k != want) {
-        return Err(E::invalid_value(serde::de::Unexpected::Str(k), &want));
-    }
-    Ok(())
-}
-
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Wire<Spec, Status> {
@@ -248,7 +231,12 @@ macro_rules! mcs_kind {
         impl<'de> Deserialize<'de> for $ty {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let w = Wire::<$spec, $status>::deserialize(d)?;
-                check(w.api_version.as_deref(), w.kind.as_deref(), stringify!($ty))?;
+                crate::check_type_meta_of(
+                    API_VERSION,
+                    w.api_version.as_deref(),
+                    w.kind.as_deref(),
+                    stringify!($ty),
+                )?;
                 Ok(Self {
                     metadata: w.metadata,
                     spec: w.spec,
@@ -272,7 +260,12 @@ macro_rules! mcs_kind {
         impl<'de> Deserialize<'de> for $list {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let w = ListWire::<$ty>::deserialize(d)?;
-                check(w.api_version.as_deref(), w.kind.as_deref(), stringify!($list))?;
+                crate::check_type_meta_of(
+                    API_VERSION,
+                    w.api_version.as_deref(),
+                    w.kind.as_deref(),
+                    stringify!($list),
+                )?;
                 Ok(Self {
                     metadata: w.metadata,
                     items: w.items,
