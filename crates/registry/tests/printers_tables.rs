@@ -637,7 +637,7 @@ fn clusters_report_ready_zones_region_and_unknown_when_unprobed() {
 }
 
 #[test]
-fn propagation_records_show_per_cluster_state_drift_replicas_and_addresses() {
+fn propagation_records_show_per_cluster_state_drift_wave_replicas_and_addresses() {
     let i = info(
         "federation",
         "v1beta1",
@@ -650,7 +650,8 @@ fn propagation_records_show_per_cluster_state_drift_replicas_and_addresses() {
             "annotations": {"federation.kubernetes.io/service-ingresses": ingresses}},
         "spec": {"resource": {"apiVersion": "v1", "kind": "Service", "resource": "services",
             "namespace": "shop", "name": "web", "uid": "u"}},
-        "status": {"clusters": [
+        "status": {"rollout": {"wave": 1, "waves": 2},
+            "clusters": [
             {"name": "east", "state": "InSync", "observedGeneration": 1, "replicas": 5},
             {"name": "west", "state": "Pending", "observedGeneration": 1, "replicas": 5,
                 "drift": [{"path": "/spec/type", "ours": "\"ClusterIP\"", "theirs": "\"NodePort\""}]}]}});
@@ -662,6 +663,7 @@ fn propagation_records_show_per_cluster_state_drift_replicas_and_addresses() {
             "Object",
             "In Sync",
             "Drift",
+            "Wave",
             "Age",
             "Clusters",
             "Replicas",
@@ -675,6 +677,7 @@ fn propagation_records_show_per_cluster_state_drift_replicas_and_addresses() {
             "Service/web",
             "1/2",
             "west=1",
+            "1/2",
             "60m",
             "east=InSync,west=Pending",
             "east=5,west=5",
@@ -691,12 +694,18 @@ fn propagation_records_show_per_cluster_state_drift_replicas_and_addresses() {
             "ConfigMap/cfg",
             "0/0",
             "-",
+            "-",
             "60m",
             "<none>",
             "<none>",
             "<none>"
         ])
     );
+    let halted = json!({"metadata": {"name": "web.deployments", "creationTimestamp": "2025-01-10T11:00:00Z"},
+        "spec": {"resource": {"kind": "Deployment", "name": "web"}},
+        "status": {"rollout": {"wave": 3, "waves": 2, "halted": {"cluster": "a"}}}});
+    let t = one(&i, halted);
+    assert_eq!(t["rows"][0]["cells"][4], "2/2 Halted");
 }
 
 #[test]
