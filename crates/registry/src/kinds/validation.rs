@@ -393,6 +393,56 @@ pub fn validate_pod_spec(path: &str, spec: &PodSpec) -> Vec<Cause> {
             out.push(invalid_str(&format!("{path}.hostname"), h, &m));
         }
     }
+    if let Some(sysctls) = spec
+        .security_context
+        .as_ref()
+        .and_then(|c| c.sysctls.as_ref())
+    {
+        out.extend(validate_sysctls(
+            &format!("{path}.securityContext.sysctls"),
+            sysctls,
+        ));
+    }
+    out
+}
+
+/// kube's `SysctlContainSlashFmt`, as its message prints it.
+const SYSCTL_REGEX: &str =
+    r"^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$";
+
+/// kube's `IsValidSysctlName`: at most 253 characters, segments of
+/// `[a-z0-9]([-_a-z0-9]*[a-z0-9])?` separated by `.` or `/`.
+fn is_valid_sysctl_name(name: &str) -> bool {
+    let segment = |s: &str| {
+        let b = s.as_bytes();
+        let end = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+        b.first().is_some_and(end)
+            && b.last().is_some_and(end)
+            && b.iter().all(|c| end(c) || *c == b'-' || *c == b'_')
+    };
+    name.len() <= 253 && name.split(['.', '/']).all(segment)
+}
+
+/// kube's `validateSysctls` (`spec.securityContext.sysctls`): each name
+/// required, well-formed and given once. The host-namespace checks are not
+/// made (they need the pod's `hostNetwork`/`hostIPC` and a kubelet's list).
+fn validate_sysctls(path: &str, sysctls: &[k8s_openapi::api::core::v1::Sysctl]) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for (i, s) in sysctls.iter().enumerate() {
+        let p = format!("{path}[{i}].name");
+        if s.name.is_empty() {
+            out.push(field::required(&p, ""));
+        } else if !is_valid_sysctl_name(&s.name) {
+            out.push(invalid_str(
+                &p,
+                &s.name,
+                &format!("must have at most 253 characters and match regex {SYSCTL_REGEX}"),
+            ));
+        } else if !seen.insert(s.name.as_str()) {
+            out.push(field::duplicate(&p, &json!(s.name)));
+        }
+    }
     out
 }
 
@@ -635,6 +685,38 @@ mod tests {
         let mut bad = ok.clone();
         bad.insert("c".into(), "z".into());
         assert!(!selector_matches(&s, Some(&bad)));
+    }
+
+    #[test]
+    fn sysctl_names_are_checked_as_kube_checks_them() {
+        // The names of the conformance spec "should reject invalid sysctls".
+        let sysctls: Vec<k8s_openapi::api::core::v1::Sysctl> = serde_json::from_value(json!([
+            {"name": "foo-", "value": "bar"}, {"name": "kernel.shmmax", "value": "1"},
+            {"name": "safe-and-unsafe", "value": "1"}, {"name": "bar..", "value": "42"},
+            {"name": "net/ipv4/ip_forward", "value": "1"}, {"name": "kernel.shmmax", "value": "2"}
+        ]))
+        .unwrap();
+        let c = validate_sysctls("spec.securityContext.sysctls", &sysctls);
+        let fields: Vec<_> = c
+            .iter()
+            .map(|c| (c.field.as_str(), c.reason.as_str()))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("spec.securityContext.sysctls[0].name", "FieldValueInvalid"),
+                ("spec.securityContext.sysctls[3].name", "FieldValueInvalid"),
+                (
+                    "spec.securityContext.sysctls[5].name",
+                    "FieldValueDuplicate"
+                ),
+            ]
+        );
+        assert!(
+            c[0].message.contains(r#"Invalid value: "foo-""#),
+            "{}",
+            c[0].message
+        );
     }
 
     #[test]
