@@ -31,6 +31,7 @@ pub mod priority;
 pub mod quota;
 pub mod rbac_sync;
 pub mod registry;
+pub mod runtime_class;
 pub mod stamp;
 pub mod store;
 pub mod strategy;

@@ -142,6 +142,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .attrs(pod_attrs)
             .on_create(prepare_pod)
             .admission(crate::priority::pod_plugin)
+            .admission(crate::runtime_class::pod_plugin)
             .create_subresource("binding", &super::pod_binding::BINDING)
             .returns_deleted_object()
             // podStatusStrategy's ResetObjectMetaForStatus(new, new) resets
