@@ -408,7 +408,9 @@ impl Drop for Server {
     }
 }
 
-fn check(args: &[&str], out: Output) -> Result<String> {
+/// `out`'s stdout if kubectl (run with `args`) succeeded, else an error
+/// with both its outputs.
+pub fn check(args: &[&str], out: Output) -> Result<String> {
     if !out.status.success() {
         bail!(
             "kubectl {} failed ({}):\nstdout: {}\nstderr: {}",

@@ -77,6 +77,20 @@ impl KubeCluster {
             .context("running kubectl (set $KUBECTL)")
     }
 
+    /// The cluster's API server URL (its kubeconfig's server).
+    pub fn server(&self) -> Result<String> {
+        let args = [
+            "config",
+            "view",
+            "--minify",
+            "-o",
+            "jsonpath={.clusters[0].cluster.server}",
+        ];
+        Ok(crate::check(&args, self.kubectl(&args)?)?
+            .trim()
+            .to_string())
+    }
+
     /// `kubectl get ARGS -o json` against this cluster; `None` when it
     /// fails (e.g. not found).
     pub fn get(&self, args: &[&str]) -> Result<Option<serde_json::Value>> {

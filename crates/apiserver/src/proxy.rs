@@ -46,11 +46,26 @@
 //!   member's errors are its own answers, passed on unchanged. The caller's
 //!   `Authorization` and `Host`, and hop-by-hop headers (`Connection`,
 //!   those it names, `Keep-Alive`, `Transfer-Encoding`, `Upgrade`, …) are
-//!   not forwarded in either direction.
-//! - **What does not**: upgrades (exec, attach, port-forward) are refused
-//!   with 400; a Cluster whose member has no client (no usable credentials,
-//!   not probed yet, federation controllers off) and a member that cannot be
-//!   reached are 503 `ServiceUnavailable` naming the cluster and the error.
+//!   not forwarded in either direction (but for an upgrade's own pair,
+//!   below).
+//! - **Upgrades** (`exec`, `attach`, `port-forward`, `cp`: WebSocket with
+//!   kubectl's `v5.channel.k8s.io`/`v4.channel.k8s.io`… subprotocols, or
+//!   `SPDY/3.1`): after the same authorization and with the same
+//!   impersonation, the request goes to the member with `Connection:
+//!   Upgrade` and its `Upgrade` protocol, its handshake headers
+//!   (`Sec-WebSocket-Key`, `Sec-WebSocket-Protocol`,
+//!   `X-Stream-Protocol-Version`, …) unchanged. A member answering 101 gets
+//!   its 101 and handshake headers passed back, then both upgraded
+//!   connections are spliced byte for byte, both ways
+//!   (`copy_bidirectional`) until either side closes; the proxy does not
+//!   read the frames. Any other answer (kube-apiserver's error when it has
+//!   no kubelet, a 403) is the member's, passed on unchanged. An `Upgrade`
+//!   without `Connection: upgrade` (or the reverse) and HTTP/2 `CONNECT` are
+//!   400.
+//! - **What does not**: a Cluster whose member has no client (no usable
+//!   credentials, not probed yet, federation controllers off) and a member
+//!   that cannot be reached are 503 `ServiceUnavailable` naming the cluster
+//!   and the error.
 //!
 //! A proxied request is long-running (kube's rule for the `proxy`
 //! subresource): the 60 s request timeout does not apply.
@@ -140,20 +155,6 @@ fn end_to_end(headers: &HeaderMap, also: &[HeaderName]) -> HeaderMap {
     out
 }
 
-/// Whether the request asks for a protocol upgrade (SPDY, WebSocket, or
-/// HTTP/2's extended CONNECT).
-fn is_upgrade(request: &Request) -> bool {
-    request.method() == Method::CONNECT
-        || request.headers().contains_key(header::UPGRADE)
-        || request
-            .headers()
-            .get_all(header::CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
-}
-
 /// `system:authenticated` (`user.AllAuthenticated`).
 const ALL_AUTHENTICATED: &str = "system:authenticated";
 
@@ -228,7 +229,7 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-async fn forward(state: &AppState, request: Request) -> Result<Response, ApiError> {
+async fn forward(state: &AppState, mut request: Request) -> Result<Response, ApiError> {
     let path = request.uri().path().to_string();
     let (name, member_path) = split_path(&path).ok_or_else(ApiError::no_route)?;
     let name = name.to_string();
@@ -238,12 +239,8 @@ async fn forward(state: &AppState, request: Request) -> Result<Response, ApiErro
         .get(GROUP, VERSION, RESOURCE)
         .ok_or_else(ApiError::no_route)?;
     clusters.get(None, &name).await?;
-    if is_upgrade(&request) {
-        return Err(ApiError::bad_request(format!(
-            "the proxy of cluster {name:?} does not support upgrade requests \
-             (exec, attach, port-forward): connect to the member cluster directly"
-        )));
-    }
+    let upgrade = upgrade_protocol(&request)
+        .map_err(|e| ApiError::bad_request(format!("the proxy of cluster {name:?} {e}")))?;
     let client = state.cluster_proxy.client(&name).ok_or_else(|| {
         ApiError::service_unavailable(format!(
             "error trying to reach cluster {name:?}: the federation has no client for it \
@@ -271,6 +268,8 @@ async fn forward(state: &AppState, request: Request) -> Result<Response, ApiErro
             "the proxy of cluster {name:?} cannot act as the caller in the member: {e}"
         ))
     })?;
+    // The caller's side of an upgrade, taken before the request is consumed.
+    let client_upgrade = upgrade.as_ref().map(|_| hyper::upgrade::on(&mut request));
     let (parts, body) = request.into_parts();
     let limit = usize::try_from(state.options.max_request_body_bytes).unwrap_or(usize::MAX);
     let body = axum::body::to_bytes(body, limit)
@@ -288,24 +287,115 @@ async fn forward(state: &AppState, request: Request) -> Result<Response, ApiErro
             header::EXPECT,
         ],
     );
+    if let Some(protocol) = &upgrade {
+        // The hop-by-hop pair that asks the member for the same upgrade;
+        // everything else of the handshake (Sec-WebSocket-*, X-Stream-
+        // Protocol-Version, …) is end to end and already copied.
+        set_upgrade_headers(out.headers_mut(), protocol.clone());
+    }
     // Never an impersonation the caller asked for: the member acts as the
     // caller the federation authenticated, and only as them.
     strip_impersonation_headers(out.headers_mut());
     for (header, value) in &impersonate {
         out.headers_mut().append(header.clone(), value.clone());
     }
-    tracing::debug!(cluster = %name, user = %user.name, method = %out.method(), path = %target, "proxying to member");
-    let response = client.send(out).await.map_err(|e| {
+    tracing::debug!(cluster = %name, user = %user.name, method = %out.method(), path = %target,
+        upgrade = upgrade.is_some(), "proxying to member");
+    let mut response = client.send(out).await.map_err(|e| {
         ApiError::service_unavailable(format!(
             "error trying to reach cluster {name:?}: {}",
             error_chain(&e)
         ))
     })?;
+    if let Some(client_upgrade) = client_upgrade
+        && response.status() == http::StatusCode::SWITCHING_PROTOCOLS
+    {
+        return Ok(splice(&name, &user.name, client_upgrade, &mut response));
+    }
+    // Anything else (a member refusing the upgrade included) is the
+    // member's answer, passed on as it is and streamed.
     let (parts, body) = response.into_parts();
     let mut response = Response::new(Body::new(body));
     *response.status_mut() = parts.status;
     *response.headers_mut() = end_to_end(&parts.headers, &[]);
     Ok(response)
+}
+
+/// The protocol an upgrade request asks for (`websocket`, `SPDY/3.1`), or
+/// `None` for a plain request; an error (ending a sentence about the
+/// proxy) for what cannot be passed through: HTTP/2's extended CONNECT, an
+/// `Upgrade` without `Connection: upgrade` or the other way round.
+fn upgrade_protocol(request: &Request) -> Result<Option<http::HeaderValue>, String> {
+    if request.method() == Method::CONNECT {
+        return Err("does not pass CONNECT requests (use HTTP/1.1 upgrades)".to_string());
+    }
+    let protocol = request.headers().get(header::UPGRADE);
+    let connection_upgrade = request
+        .headers()
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case("upgrade"));
+    match (protocol, connection_upgrade) {
+        (None, false) => Ok(None),
+        (Some(p), true) if !p.is_empty() => Ok(Some(p.clone())),
+        _ => Err(
+            "cannot pass an upgrade request without both \"Connection: Upgrade\" and \
+             \"Upgrade: <protocol>\""
+                .to_string(),
+        ),
+    }
+}
+
+/// `Connection: Upgrade` and `Upgrade: protocol` in `headers`.
+fn set_upgrade_headers(headers: &mut HeaderMap, protocol: http::HeaderValue) {
+    headers.insert(
+        header::CONNECTION,
+        http::HeaderValue::from_static("Upgrade"),
+    );
+    headers.insert(header::UPGRADE, protocol);
+}
+
+/// The member switched protocols: answer the caller with the member's 101
+/// (its handshake headers: `Sec-WebSocket-Accept`,
+/// `Sec-WebSocket-Protocol`, `X-Stream-Protocol-Version`, …) and, once
+/// both connections are upgraded, copy bytes both ways until either side
+/// closes.
+fn splice(
+    cluster: &str,
+    user: &str,
+    client_upgrade: hyper::upgrade::OnUpgrade,
+    member: &mut http::Response<kube::client::Body>,
+) -> Response {
+    let member_upgrade = hyper::upgrade::on(&mut *member);
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
+    *response.headers_mut() = end_to_end(member.headers(), &[]);
+    if let Some(protocol) = member.headers().get(header::UPGRADE) {
+        set_upgrade_headers(response.headers_mut(), protocol.clone());
+    }
+    let (cluster, user) = (cluster.to_string(), user.to_string());
+    tokio::spawn(async move {
+        let (caller, member) = match tokio::try_join!(client_upgrade, member_upgrade) {
+            Ok(both) => both,
+            Err(e) => {
+                tracing::debug!(%cluster, %user, error = %e, "an upgraded proxy connection did not start");
+                return;
+            }
+        };
+        let mut caller = hyper_util::rt::TokioIo::new(caller);
+        let mut member = hyper_util::rt::TokioIo::new(member);
+        match tokio::io::copy_bidirectional(&mut caller, &mut member).await {
+            Ok((up, down)) => {
+                tracing::debug!(%cluster, %user, up, down, "upgraded proxy connection closed");
+            }
+            Err(e) => {
+                tracing::debug!(%cluster, %user, error = %e, "upgraded proxy connection ended");
+            }
+        }
+    });
+    response
 }
 
 #[cfg(test)]
@@ -403,15 +493,29 @@ mod tests {
             }
             r.body(Body::empty()).unwrap()
         };
-        assert!(is_upgrade(&req(
-            &[("connection", "Upgrade"), ("upgrade", "SPDY/3.1")],
-            Method::POST
-        )));
-        assert!(is_upgrade(&req(&[("upgrade", "websocket")], Method::GET)));
-        assert!(is_upgrade(&req(&[], Method::CONNECT)));
-        assert!(!is_upgrade(&req(
-            &[("connection", "keep-alive")],
-            Method::GET
-        )));
+        assert_eq!(
+            upgrade_protocol(&req(
+                &[("connection", "Upgrade"), ("upgrade", "SPDY/3.1")],
+                Method::POST
+            )),
+            Ok(Some(http::HeaderValue::from_static("SPDY/3.1")))
+        );
+        assert_eq!(
+            upgrade_protocol(&req(
+                &[
+                    ("connection", "keep-alive, upgrade"),
+                    ("upgrade", "websocket")
+                ],
+                Method::GET
+            )),
+            Ok(Some(http::HeaderValue::from_static("websocket")))
+        );
+        assert!(upgrade_protocol(&req(&[("upgrade", "websocket")], Method::GET)).is_err());
+        assert!(upgrade_protocol(&req(&[("connection", "upgrade")], Method::GET)).is_err());
+        assert!(upgrade_protocol(&req(&[], Method::CONNECT)).is_err());
+        assert_eq!(
+            upgrade_protocol(&req(&[("connection", "keep-alive")], Method::GET)),
+            Ok(None)
+        );
     }
 }

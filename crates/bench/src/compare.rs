@@ -17,6 +17,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
@@ -147,24 +148,45 @@ pub struct VersusOptions {
     pub kube_first: bool,
 }
 
+/// The upstream binaries of `../shared/kube`, unpacked.
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    /// etcd (kube.sh's 3.5.30 unless `--etcd-bin`).
+    pub etcd_bin: PathBuf,
+    /// kube-apiserver 1.36.
+    pub kube_bin: PathBuf,
+}
+
+impl Upstream {
+    /// Find `kube.sh` and unpack its binaries; `None`, after printing a
+    /// `SKIPPED:` line naming `what`, when there is no `../shared/kube`.
+    pub async fn locate(versus: &VersusOptions, what: &str) -> Result<Option<Self>> {
+        let Some(kube_sh) = versus.kube_sh.clone().or_else(etcd::find_kube_sh) else {
+            println!(
+                "SKIPPED: {what} needs ../shared/kube/kube.sh (the upstream \
+                 kube-apiserver and etcd; pass --kube-sh or set UBERNETES_KUBE_SH): not found"
+            );
+            return Ok(None);
+        };
+        let bin_dir = etcd::unpack_kube_binaries(&kube_sh).await?;
+        Ok(Some(Self {
+            etcd_bin: versus
+                .etcd_bin
+                .clone()
+                .unwrap_or_else(|| bin_dir.join("etcd")),
+            kube_bin: bin_dir.join("kube-apiserver"),
+        }))
+    }
+}
+
 /// Run the comparison. Exit code 2 and a `SKIPPED:` line when there is no
 /// `../shared/kube`.
 pub async fn run(opts: &ApiOptions, versus: &VersusOptions) -> Result<ExitCode> {
-    let Some(kube_sh) = versus.kube_sh.clone().or_else(etcd::find_kube_sh) else {
-        println!(
-            "SKIPPED: bench api --versus-kube needs ../shared/kube/kube.sh (the upstream \
-             kube-apiserver and etcd; pass --kube-sh or set UBERNETES_KUBE_SH): not found"
-        );
+    let Some(upstream) = Upstream::locate(versus, "bench api --versus-kube").await? else {
         return Ok(ExitCode::from(2));
     };
-    let bin_dir = etcd::unpack_kube_binaries(&kube_sh).await?;
-    let etcd_bin = versus
-        .etcd_bin
-        .clone()
-        .unwrap_or_else(|| bin_dir.join("etcd"));
-    let kube_bin = bin_dir.join("kube-apiserver");
-    let mut etcd = ManagedEtcd::start(etcd_bin).await?;
-    let result = both(opts, versus, &mut etcd, &kube_bin).await;
+    let mut etcd = ManagedEtcd::start(upstream.etcd_bin).await?;
+    let result = both(opts, versus, &mut etcd, &upstream.kube_bin).await;
     etcd.stop().await;
     let (ours, kube) = result?;
     println!();
@@ -187,8 +209,9 @@ pub async fn run(opts: &ApiOptions, versus: &VersusOptions) -> Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// Both runs on `etcd`; every server is stopped (by PID) before returning.
-async fn both(
+/// Both runs on `etcd` (in the order `versus.kube_first` says); every
+/// server is stopped (by PID) before returning. Returns (ours, kube).
+pub async fn both(
     opts: &ApiOptions,
     versus: &VersusOptions,
     etcd: &mut ManagedEtcd,
@@ -242,7 +265,10 @@ async fn run_ours(opts: &ApiOptions, versus: &VersusOptions, url: &str) -> Resul
         process.as_ref().map_or(0, |p| p.pid())
     );
     let result = match ours.client().await {
-        Ok(client) => api::run(&client, process.as_ref(), opts).await,
+        Ok(client) => {
+            settle("ubernetes serve", process.as_ref()).await;
+            api::run(&client, process.as_ref(), opts).await
+        }
         Err(e) => Err(e),
     };
     ours.stop().await;
@@ -267,7 +293,10 @@ async fn run_kube(opts: &ApiOptions, kube_bin: &Path, url: &str) -> Result<ApiRe
         process.as_ref().map_or(0, |p| p.pid())
     );
     let result = match kube.client().await {
-        Ok(client) => api::run(&client, process.as_ref(), opts).await,
+        Ok(client) => {
+            settle("kube-apiserver", process.as_ref()).await;
+            api::run(&client, process.as_ref(), opts).await
+        }
         Err(e) => Err(e),
     };
     kube.stop().await;
@@ -278,12 +307,48 @@ async fn run_kube(opts: &ApiOptions, kube_bin: &Path, url: &str) -> Result<ApiRe
     Ok(report)
 }
 
+/// A server counts as settled below this share of one core.
+const SETTLE_CPU: f64 = 0.05;
+/// Over windows of this length.
+const SETTLE_WINDOW: Duration = Duration::from_millis(500);
+/// And is measured anyway after this long.
+const SETTLE_MAX: Duration = Duration::from_secs(15);
+
+/// Wait until the just-started server is idle (under 5 % of a core over
+/// half a second; at most 15 s). Ready is not idle: kube-apiserver goes on
+/// installing its bootstrap objects and building its OpenAPI documents for
+/// seconds after `/readyz` says ok, and ours starts its controllers; a run
+/// begun then measures that work too, differently in every run.
+async fn settle(what: &str, process: Option<&crate::procfs::Process>) {
+    let Some(process) = process else { return };
+    let started = Instant::now();
+    let Ok(mut last) = process.sample() else {
+        return;
+    };
+    while started.elapsed() < SETTLE_MAX {
+        tokio::time::sleep(SETTLE_WINDOW).await;
+        let Ok(now) = process.sample() else { return };
+        let busy = (now.cpu_seconds - last.cpu_seconds) / SETTLE_WINDOW.as_secs_f64();
+        last = now;
+        if busy < SETTLE_CPU {
+            eprintln!(
+                "compare: {what} idle after {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+            return;
+        }
+    }
+    eprintln!(
+        "compare: {what} still busy after {:.0} s; measuring anyway",
+        SETTLE_MAX.as_secs_f64()
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::api::ScenarioResult;
     use crate::stats::Summary;
-    use std::time::Duration;
 
     fn scenario(
         name: &'static str,

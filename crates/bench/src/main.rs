@@ -12,6 +12,10 @@
 //! - `bench crash`: SIGKILL during a write storm, restart, check that every
 //!   acknowledged write is there, in a loop (see [`crash`]); with `--etcd`
 //!   on the etcd engine, etcd itself killed too in some rounds;
+//! - `bench gate`: the speed gate of the test command: five short
+//!   `--versus-kube` pairs, per verb the median ratio ours / kube, failing
+//!   when one drops more than 30 % below the figure recorded in
+//!   `docs/benchmarks.md` (see [`gate`]);
 //! - `bench federation`: propagation to M member servers it starts itself:
 //!   one-object latency, bulk, idle CPU and host restart (see [`federation`]);
 //!
@@ -25,6 +29,7 @@ mod compare;
 mod crash;
 mod etcd;
 mod federation;
+mod gate;
 mod kube_apiserver;
 mod procfs;
 mod server;
@@ -61,6 +66,71 @@ enum Cmd {
     /// joins them, and measures propagation latency, bulk propagation, idle
     /// CPU in sync, and a host restart (time to Ready, member writes sent).
     Federation(FederationArgs),
+    /// The speed gate: five short pairs of `api --versus-kube` (ours on
+    /// etcd, kube-apiserver on the same etcd); fails (exit 1) when a verb's
+    /// median throughput ratio ours / kube drops more than 30 % below the
+    /// figure recorded in docs/benchmarks.md. Exit 2 and `SKIPPED:` without
+    /// ../shared/kube.
+    Gate(GateArgs),
+}
+
+#[derive(Debug, Args)]
+struct GateArgs {
+    /// Pairs (ours + kube-apiserver, the order alternating) to run; each
+    /// verb is judged by the median of its ratios over them.
+    #[arg(long, default_value_t = 5)]
+    pairs: usize,
+
+    /// The file with the recorded figures.
+    #[arg(long, value_name = "FILE", default_value = "docs/benchmarks.md")]
+    figures: PathBuf,
+
+    /// The info string of the fenced block of FILE that records them
+    /// (lines `verb ratio`).
+    #[arg(long, value_name = "NAME", default_value = "gate")]
+    block: String,
+
+    /// Fail when a verb's median is more than this many percent below its
+    /// recorded figure.
+    #[arg(long, value_name = "PERCENT", default_value_t = 30.0)]
+    max_drop_percent: f64,
+
+    /// Measure and write the medians into the block (after a real
+    /// speed-up, or with another build) instead of judging them.
+    #[arg(long)]
+    write: bool,
+
+    /// Concurrent clients for create, get, update and patch.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+
+    /// ConfigMaps (1 KiB each) stored in each run.
+    #[arg(long, default_value_t = 1000)]
+    objects: usize,
+
+    /// Watchers in the watch scenario.
+    #[arg(long, default_value_t = 20)]
+    watchers: usize,
+
+    /// Writes each watcher must receive.
+    #[arg(long, default_value_t = 200)]
+    watch_events: usize,
+
+    /// Repetitions of each list scenario.
+    #[arg(long, default_value_t = 30)]
+    list_repeats: usize,
+
+    /// The shared/kube/kube.sh that unpacks the upstream binaries (default
+    /// as `api --versus-kube`).
+    #[arg(long, value_name = "PATH")]
+    kube_sh: Option<PathBuf>,
+
+    /// The etcd binary. Default: kube.sh's etcd 3.5.30.
+    #[arg(long, value_name = "PATH")]
+    etcd_bin: Option<PathBuf>,
+
+    #[command(flatten)]
+    server: ServerArgs,
 }
 
 /// How to start an `ubernetes serve`.
@@ -326,6 +396,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Api(args) => run_api(args).await,
         Cmd::Crash(args) => run_crash(args).await,
         Cmd::Federation(args) => run_federation(args).await,
+        Cmd::Gate(args) => run_gate(args).await,
     }
 }
 
@@ -386,6 +457,34 @@ async fn run_api(args: ApiArgs) -> Result<ExitCode> {
         println!("{line}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+async fn run_gate(args: GateArgs) -> Result<ExitCode> {
+    if !(0.0..100.0).contains(&args.max_drop_percent) {
+        bail!("--max-drop-percent must be at least 0 and below 100");
+    }
+    let opts = gate::GateOptions {
+        pairs: args.pairs,
+        api: api::ApiOptions {
+            concurrency: args.concurrency,
+            objects: args.objects,
+            watchers: args.watchers,
+            watch_events: args.watch_events,
+            list_repeats: args.list_repeats,
+            keep: false,
+        },
+        versus: compare::VersusOptions {
+            kube_sh: args.kube_sh,
+            etcd_bin: args.etcd_bin,
+            server: args.server.spec(),
+            kube_first: false,
+        },
+        figures: args.figures,
+        block: args.block,
+        max_drop_percent: args.max_drop_percent,
+        write: args.write,
+    };
+    gate::run(&opts).await
 }
 
 async fn run_federation(args: FederationArgs) -> Result<ExitCode> {
@@ -525,6 +624,24 @@ mod tests {
             Cmd::Api(a) => Ok(a),
             other => bail!("not api: {other:?}"),
         }
+    }
+
+    #[test]
+    fn gate_defaults_are_five_short_pairs_against_docs_benchmarks() -> Result<()> {
+        let Cmd::Gate(g) = parse(&["gate"])?.command else {
+            bail!("not gate");
+        };
+        assert_eq!((g.pairs, g.objects, g.watchers), (5, 1000, 20));
+        assert_eq!(g.figures, PathBuf::from("docs/benchmarks.md"));
+        assert_eq!(
+            (g.block.as_str(), g.max_drop_percent, g.write),
+            ("gate", 30.0, false)
+        );
+        let Cmd::Gate(g) = parse(&["gate", "--write", "--pairs", "3"])?.command else {
+            bail!("not gate");
+        };
+        assert!(g.write && g.pairs == 3);
+        Ok(())
     }
 
     #[test]

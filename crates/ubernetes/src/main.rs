@@ -5,7 +5,9 @@
 //!   flag names; `ubernetes serve --help` lists them all). SIGTERM or SIGINT
 //!   shuts it down gracefully.
 //! - `ubernetes kubeconfig --data-dir DIR`: where the admin kubeconfig of a
-//!   server is (or, with `--show`, what it holds).
+//!   server is (or, with `--show`, what it holds); with `--members
+//!   [--kubeconfig FILE]`, a context `federation@NAME` per joined cluster
+//!   and `federation@all` added to it (`member_contexts.rs`).
 //!
 //! Logs go to stderr (filter: `--log-level`, else `RUST_LOG`, else `info`);
 //! stdout carries only what scripts read (`ubernetes: serving on URL`).
@@ -20,6 +22,7 @@ use clap::{Parser, Subcommand};
 use ubernetes_apiserver::options::ServerOptions;
 
 mod join;
+mod member_contexts;
 use ubernetes_federation::FederationOptions;
 
 /// mimalloc instead of glibc's malloc: the server allocates and frees many
@@ -62,14 +65,45 @@ enum Command {
     /// the member's service account (and, with --remove-propagated, what the
     /// federation propagated there).
     Unjoin(join::UnjoinArgs),
-    /// Print the path of the admin kubeconfig a server wrote in its data dir.
+    /// Print the path of the admin kubeconfig a server wrote in its data dir,
+    /// or (--members) add a context per member cluster to a kubeconfig.
+    ///
+    /// With --members, the kubeconfig (--kubeconfig, default
+    /// DATA_DIR/kubeconfig) gets, beside what it has, a context
+    /// `federation@NAME` per Cluster joined to the federation of its context
+    /// --context: its server is that cluster's proxy on the federation
+    /// (https://FEDERATION/apis/federation/v1beta1/clusters/NAME/proxy), its
+    /// user the federation context's own. `kubectl --context federation@east`
+    /// then runs any command (get, apply, delete, logs -f, exec -it, attach,
+    /// port-forward, cp) in member east as you: the federation checks that
+    /// you may use `clusters/proxy` on east, and east's own RBAC decides
+    /// what you may do there. `federation@all` points at the path reserved
+    /// for the view across every member (clusters/-/proxy). Entries of the
+    /// same names are replaced; nothing else in the file changes. Run it
+    /// again after joining a cluster.
     Kubeconfig {
         /// The data dir the server was started with (--data-dir of `serve`).
         #[arg(long = "data-dir", value_name = "DIR", default_value = "./data")]
         data_dir: PathBuf,
         /// Print the kubeconfig's content instead of its path.
-        #[arg(long = "show")]
+        #[arg(long = "show", conflicts_with = "members")]
         show: bool,
+        /// Add the contexts federation@NAME (one per joined cluster) and
+        /// federation@all to the kubeconfig.
+        #[arg(long = "members")]
+        members: bool,
+        /// With --members: the kubeconfig to add them to, which has the
+        /// federation's context (default: DATA_DIR/kubeconfig).
+        #[arg(long = "kubeconfig", value_name = "FILE", requires = "members")]
+        kubeconfig: Option<PathBuf>,
+        /// With --members: the federation's context in that kubeconfig.
+        #[arg(
+            long = "context",
+            value_name = "CTX",
+            default_value = "federation",
+            requires = "members"
+        )]
+        context: String,
     },
 }
 
@@ -389,7 +423,17 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let result = match cli.command {
-        Command::Kubeconfig { data_dir, show } => kubeconfig(data_dir, show),
+        Command::Kubeconfig {
+            data_dir,
+            members: true,
+            kubeconfig,
+            context,
+            ..
+        } => {
+            let path = kubeconfig.unwrap_or_else(|| data_dir.join("kubeconfig"));
+            run_async(async move { member_contexts::add_member_contexts(&path, &context).await })
+        }
+        Command::Kubeconfig { data_dir, show, .. } => kubeconfig(data_dir, show),
         Command::Join(args) => run_async(join::join(args)),
         Command::Unjoin(args) => run_async(join::unjoin(args)),
         Command::Serve {

@@ -1,0 +1,755 @@
+//! Seeing into the members through the federation (SPEC §3.13, issue 25
+//! items 1 and 2), real processes and the real kubectl:
+//!
+//! - `ubernetes kubeconfig --members` adds `federation@NAME` per joined
+//!   cluster and `federation@all`; `kubectl --context federation@m1 get cm`
+//!   shows m1's copies, `apply` and `delete` through it act in m1 only;
+//! - upgrades pass through the cluster proxy both ways: against an echo
+//!   member (a small HTTP server in this test that speaks WebSocket with
+//!   kube's `v5.channel.k8s.io` and serves a slowly streamed log), frames
+//!   written through `clusters/echo/proxy/.../exec` come back; the member
+//!   saw the handshake headers unchanged and the caller impersonated; a
+//!   caller without `clusters/proxy` gets 403 and the member sees nothing;
+//!   the real `kubectl exec -i ... -- cat` through `federation@echo` gets
+//!   its stdin back; `kubectl logs -f` arrives line by line, not at the end;
+//! - with `../shared/kube`, a real kube-apiserver member answers
+//!   `kubectl exec` with its own error (it has no kubelet), and that answer
+//!   arrives unchanged through `federation@real`.
+
+use std::convert::Infallible;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full, StreamBody, combinators::BoxBody};
+use hyper::body::Frame;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
+use ubernetes_e2e::Server;
+use ubernetes_e2e::federation::Federation;
+
+// ------------------------------------------------------------- kubeconfig
+
+/// Copy `host`'s admin kubeconfig into `dir` and run `ubernetes kubeconfig
+/// --members --kubeconfig` on the copy; its path.
+fn member_kubeconfig(host: &Server, dir: &Path) -> Result<PathBuf> {
+    let path = dir.join("kubeconfig");
+    std::fs::copy(host.kubeconfig(), &path)?;
+    let out = Command::new(ubernetes_e2e::ubernetes_bin())
+        .args(["kubeconfig", "--members", "--kubeconfig"])
+        .arg(&path)
+        .env_remove("KUBECONFIG")
+        .output()
+        .context("running ubernetes kubeconfig (cargo build -p ubernetes)")?;
+    if !out.status.success() {
+        bail!(
+            "ubernetes kubeconfig --members: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(path)
+}
+
+/// kubectl with `kubeconfig` and `context`.
+fn kubectl_cmd(kubeconfig: &Path, context: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(ubernetes_e2e::kubectl_bin());
+    cmd.arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--context", context])
+        .args(args)
+        .env(
+            "KUBECACHEDIR",
+            kubeconfig.with_file_name(format!("cache-{context}")),
+        )
+        .env_remove("KUBECONFIG");
+    cmd
+}
+
+fn kubectl(kubeconfig: &Path, context: &str, args: &[&str]) -> Result<Output> {
+    kubectl_cmd(kubeconfig, context, args)
+        .output()
+        .context("running kubectl (set $KUBECTL)")
+}
+
+fn kubectl_ok(kubeconfig: &Path, context: &str, args: &[&str]) -> Result<String> {
+    ubernetes_e2e::check(args, kubectl(kubeconfig, context, args)?)
+}
+
+fn names(list: &str) -> Result<Vec<String>> {
+    let list: Value = serde_json::from_str(list).with_context(|| format!("not JSON: {list}"))?;
+    Ok(list["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+// ------------------------------------------------------------- websocket
+
+/// A WebSocket frame (RFC 6455 §5.2): FIN set, `opcode`, masked with `mask`
+/// (a client's) or not (a server's).
+fn encode_frame(opcode: u8, payload: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
+    let mut out = vec![0x80 | opcode];
+    let bit = if mask.is_some() { 0x80 } else { 0 };
+    match payload.len() {
+        n @ 0..=125 => out.push(bit | n as u8),
+        n @ 126..=0xffff => {
+            out.push(bit | 126);
+            out.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            out.push(bit | 127);
+            out.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    match mask {
+        Some(m) => {
+            out.extend_from_slice(&m);
+            out.extend(payload.iter().enumerate().map(|(i, b)| b ^ m[i % 4]));
+        }
+        None => out.extend_from_slice(payload),
+    }
+    out
+}
+
+/// The next frame `(opcode, payload)`, unmasked; `None` at end of stream.
+async fn read_frame(r: &mut (impl AsyncRead + Unpin)) -> std::io::Result<Option<(u8, Vec<u8>)>> {
+    let mut head = [0u8; 2];
+    match r.read_exact(&mut head).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let opcode = head[0] & 0x0f;
+    let masked = head[1] & 0x80 != 0;
+    let len = match head[1] & 0x7f {
+        126 => u64::from(r.read_u16().await?),
+        127 => r.read_u64().await?,
+        n => u64::from(n),
+    };
+    let mut mask = [0u8; 4];
+    if masked {
+        r.read_exact(&mut mask).await?;
+    }
+    let mut payload = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX)];
+    r.read_exact(&mut payload).await?;
+    if masked {
+        for (i, b) in payload.iter_mut().enumerate() {
+            *b ^= mask[i % 4];
+        }
+    }
+    Ok(Some((opcode, payload)))
+}
+
+/// `Sec-WebSocket-Accept` for `key` (RFC 6455 §4.2.2).
+fn websocket_accept(key: &str) -> String {
+    let digest = ring::digest::digest(
+        &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
+        format!("{key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11").as_bytes(),
+    );
+    base64::engine::general_purpose::STANDARD.encode(digest.as_ref())
+}
+
+// ------------------------------------------------------------ echo member
+
+/// A member that is a small HTTP server: healthy, a Pod `x/p`, kube's
+/// WebSocket exec (`v5.channel.k8s.io`) that echoes stdin on stdout, and a
+/// log that streams three lines 800 ms apart.
+struct EchoMember {
+    port: u16,
+    /// The headers of every exec request it received.
+    execs: Arc<Mutex<Vec<http::HeaderMap>>>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+type EchoBody = BoxBody<Bytes, Infallible>;
+
+/// The bearer token the federation's kubeconfig for the echo member holds.
+const ECHO_TOKEN: &str = "echo-member-token";
+
+impl EchoMember {
+    fn start() -> Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()?;
+        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
+        let port = listener.local_addr()?.port();
+        let execs = Arc::new(Mutex::new(Vec::new()));
+        let seen = execs.clone();
+        runtime.spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| {
+                        let seen = seen.clone();
+                        async move { Ok::<_, Infallible>(Self::handle(req, &seen)) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tcp), service)
+                        .with_upgrades()
+                        .await;
+                });
+            }
+        });
+        Ok(Self {
+            port,
+            execs,
+            _runtime: runtime,
+        })
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn kubeconfig(&self) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: echo\n  cluster: {{server: \"{}\"}}\n\
+             users:\n- name: echo\n  user: {{token: {ECHO_TOKEN}}}\ncontexts:\n- name: echo\n  \
+             context: {{cluster: echo, user: echo}}\ncurrent-context: echo\n",
+            self.url()
+        )
+    }
+
+    fn handle(
+        mut req: http::Request<hyper::body::Incoming>,
+        execs: &Mutex<Vec<http::HeaderMap>>,
+    ) -> http::Response<EchoBody> {
+        let json_response = |status: u16, body: Value| {
+            http::Response::builder()
+                .status(status)
+                .header("content-type", "application/json")
+                .body(Full::new(Bytes::from(body.to_string())).boxed())
+                .unwrap_or_default()
+        };
+        match req.uri().path() {
+            "/readyz" | "/healthz" | "/livez" => {
+                http::Response::new(Full::new(Bytes::from_static(b"ok")).boxed())
+            }
+            "/version" => json_response(
+                200,
+                json!({"major": "1", "minor": "36", "gitVersion": "v1.36.0-echo",
+                       "platform": "linux/amd64"}),
+            ),
+            "/api" => json_response(
+                200,
+                json!({"kind": "APIVersions", "versions": ["v1"],
+                       "serverAddressByClientCIDRs": [
+                           {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}),
+            ),
+            "/apis" => json_response(
+                200,
+                json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []}),
+            ),
+            "/api/v1" => json_response(
+                200,
+                json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+                    {"name": "pods", "singularName": "pod", "namespaced": true, "kind": "Pod",
+                     "verbs": ["get", "list"], "shortNames": ["po"]},
+                    {"name": "pods/exec", "singularName": "", "namespaced": true,
+                     "kind": "PodExecOptions", "verbs": ["create", "get"]},
+                    {"name": "pods/log", "singularName": "", "namespaced": true,
+                     "kind": "Pod", "verbs": ["get"]}]}),
+            ),
+            "/api/v1/namespaces/x/pods/p" => json_response(
+                200,
+                json!({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "p", "namespace": "x", "uid": "echo-pod"},
+                       "spec": {"containers": [{"name": "c", "image": "echo"}]},
+                       "status": {"phase": "Running"}}),
+            ),
+            "/api/v1/namespaces/x/pods/p/log" => {
+                let lines = futures::stream::unfold(0u32, |i| async move {
+                    if i == 3 {
+                        return None;
+                    }
+                    if i > 0 {
+                        tokio::time::sleep(Duration::from_millis(800)).await;
+                    }
+                    let line = Frame::data(Bytes::from(format!("line {i}\n")));
+                    Some((Ok::<_, Infallible>(line), i + 1))
+                });
+                http::Response::builder()
+                    .header("content-type", "text/plain")
+                    .body(StreamBody::new(lines).boxed())
+                    .unwrap_or_default()
+            }
+            "/api/v1/namespaces/x/pods/p/exec" => {
+                if let Ok(mut seen) = execs.lock() {
+                    seen.push(req.headers().clone());
+                }
+                let header = |n: &str| {
+                    req.headers()
+                        .get(n)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_string()
+                };
+                let offered = header("sec-websocket-protocol");
+                if !header("upgrade").eq_ignore_ascii_case("websocket")
+                    || !offered.split(',').any(|p| p.trim() == "v5.channel.k8s.io")
+                {
+                    return json_response(
+                        400,
+                        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                               "message": "echo: only WebSocket v5.channel.k8s.io", "code": 400}),
+                    );
+                }
+                let accept = websocket_accept(&header("sec-websocket-key"));
+                let upgrade = hyper::upgrade::on(&mut req);
+                tokio::spawn(async move {
+                    if let Ok(io) = upgrade.await {
+                        let _ = echo_exec(TokioIo::new(io)).await;
+                    }
+                });
+                http::Response::builder()
+                    .status(101)
+                    .header("connection", "Upgrade")
+                    .header("upgrade", "websocket")
+                    .header("sec-websocket-accept", accept)
+                    .header("sec-websocket-protocol", "v5.channel.k8s.io")
+                    .body(Full::new(Bytes::new()).boxed())
+                    .unwrap_or_default()
+            }
+            _ => json_response(
+                404,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                       "message": "the server could not find the requested resource",
+                       "reason": "NotFound", "code": 404}),
+            ),
+        }
+    }
+}
+
+/// kube's remote command over WebSocket, v5: stdin (channel 0) comes back
+/// on stdout (1); stdin's close (255, [0]) ends it with a Success status on
+/// the error channel (3) and a close frame.
+async fn echo_exec(mut io: impl AsyncRead + AsyncWrite + Unpin) -> std::io::Result<()> {
+    while let Some((opcode, payload)) = read_frame(&mut io).await? {
+        match opcode {
+            0x8 => {
+                io.write_all(&encode_frame(0x8, &payload, None)).await?;
+                break;
+            }
+            0x9 => io.write_all(&encode_frame(0xA, &payload, None)).await?,
+            0x1 | 0x2 => match payload.split_first() {
+                Some((0, data)) => {
+                    let mut out = vec![1];
+                    out.extend_from_slice(data);
+                    io.write_all(&encode_frame(0x2, &out, None)).await?;
+                }
+                Some((255, [0])) => {
+                    let mut status = vec![3];
+                    status.extend_from_slice(br#"{"metadata":{},"status":"Success"}"#);
+                    io.write_all(&encode_frame(0x2, &status, None)).await?;
+                    io.write_all(&encode_frame(0x8, &1000u16.to_be_bytes(), None))
+                        .await?;
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+        io.flush().await?;
+    }
+    Ok(())
+}
+
+/// A kube client with `server`'s admin credentials, without retries.
+async fn admin_client(server: &Server) -> Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(server.kubeconfig())?;
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    config.default_retry = false;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// The handshake of kubectl's exec over WebSocket, for `path`.
+fn exec_request(path: &str, extra: &[(&str, &str)]) -> Result<http::Request<kube::client::Body>> {
+    let mut req = http::Request::get(path)
+        .header("connection", "Upgrade")
+        .header("upgrade", "websocket")
+        .header("sec-websocket-version", "13")
+        .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+        .header(
+            "sec-websocket-protocol",
+            "v5.channel.k8s.io, v4.channel.k8s.io",
+        );
+    for (k, v) in extra {
+        req = req.header(*k, *v);
+    }
+    Ok(req.body(kube::client::Body::empty())?)
+}
+
+// ------------------------------------------------------------------ tests
+
+#[test]
+fn member_contexts_and_upgrades_through_the_federation() -> Result<()> {
+    let fed = Federation::start(2, &[])?;
+    fed.join(0, "m1", &[])?;
+    fed.join(1, "m2", &[])?;
+    let echo = EchoMember::start()?;
+    fed.create_secret("echo", &echo.kubeconfig())?;
+    fed.create_cluster("echo", &echo.url(), "echo", &[])?;
+    fed.wait_ready("m1")?;
+    fed.wait_ready("m2")?;
+    fed.wait_ready("echo")?;
+    let host = &fed.host;
+    let (m1, m2) = (fed.member(0)?, fed.member(1)?);
+    let dir = tempfile::tempdir()?;
+    let kc = member_kubeconfig(host, dir.path())?;
+
+    // The contexts: one per member, and `all`, beside `federation`.
+    let contexts = kubectl_ok(&kc, "federation", &["config", "get-contexts", "-o", "name"])?;
+    let mut contexts: Vec<&str> = contexts.lines().collect();
+    contexts.sort_unstable();
+    assert_eq!(
+        contexts,
+        [
+            "federation",
+            "federation@all",
+            "federation@echo",
+            "federation@m1",
+            "federation@m2"
+        ]
+    );
+    let server = kubectl_ok(
+        &kc,
+        "federation@m1",
+        &[
+            "config",
+            "view",
+            "--minify",
+            "-o",
+            "jsonpath={.clusters[0].cluster.server}",
+        ],
+    )?;
+    assert_eq!(
+        server,
+        format!("{}/apis/federation/v1beta1/clusters/m1/proxy", host.url())
+    );
+
+    // (a) A federated ConfigMap's copy in m1, seen through federation@m1.
+    host.kubectl_ok(&["create", "namespace", "views"])?;
+    host.kubectl_ok(&[
+        "create",
+        "configmap",
+        "shared",
+        "-n",
+        "views",
+        "--from-literal=k=v",
+    ])?;
+    let copy = ubernetes_e2e::eventually(Duration::from_secs(30), || {
+        let out = kubectl(
+            &kc,
+            "federation@m1",
+            &["get", "cm", "shared", "-n", "views", "-o", "json"],
+        )?;
+        Ok(out
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned()))
+    })
+    .context("the federated ConfigMap's copy should show through federation@m1")?;
+    let copy: Value = serde_json::from_str(&copy)?;
+    let in_m1 = m1
+        .kubectl_get(&["configmap", "shared", "-n", "views"])?
+        .context("the copy in m1")?;
+    assert_eq!(copy["metadata"]["uid"], in_m1["metadata"]["uid"]);
+    assert_ne!(
+        copy["metadata"]["uid"],
+        host.kubectl_get(&["configmap", "shared", "-n", "views"])?
+            .context("the federated ConfigMap")?["metadata"]["uid"]
+    );
+    // apply and delete through federation@m1 act in m1 only.
+    let applied = kubectl_cmd(&kc, "federation@m1", &["apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            if let Some(mut stdin) = child.stdin.take() {
+                stdin.write_all(
+                    json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "only-m1", "namespace": "views"},
+                           "data": {"a": "b"}})
+                    .to_string()
+                    .as_bytes(),
+                )?;
+            }
+            child.wait_with_output()
+        })?;
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    assert_eq!(
+        m1.kubectl_get(&["configmap", "only-m1", "-n", "views"])?
+            .context("applied in m1")?["data"]["a"],
+        "b"
+    );
+    assert!(
+        m2.kubectl_get(&["configmap", "only-m1", "-n", "views"])?
+            .is_none()
+    );
+    assert!(
+        host.kubectl_get(&["configmap", "only-m1", "-n", "views"])?
+            .is_none()
+    );
+    let in_m1 = names(&kubectl_ok(
+        &kc,
+        "federation@m1",
+        &["get", "cm", "-n", "views", "-o", "json"],
+    )?)?;
+    assert!(
+        in_m1.contains(&"shared".into()) && in_m1.contains(&"only-m1".into()),
+        "{in_m1:?}"
+    );
+    let in_m2 = names(&kubectl_ok(
+        &kc,
+        "federation@m2",
+        &["get", "cm", "-n", "views", "-o", "json"],
+    )?)?;
+    assert!(!in_m2.contains(&"only-m1".into()), "{in_m2:?}");
+    kubectl_ok(
+        &kc,
+        "federation@m1",
+        &["delete", "cm", "only-m1", "-n", "views"],
+    )?;
+    assert!(
+        m1.kubectl_get(&["configmap", "only-m1", "-n", "views"])?
+            .is_none()
+    );
+
+    // (b) The byte path both ways, through the proxy, to the echo member.
+    let exec = "/apis/federation/v1beta1/clusters/echo/proxy/api/v1/namespaces/x/pods/p/exec\
+                ?command=cat&stdin=true&stdout=true";
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let client = admin_client(host).await?;
+        let mut response = client.send(exec_request(exec, &[])?).await?;
+        assert_eq!(response.status(), 101);
+        let header = |n: &str| {
+            response
+                .headers()
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string()
+        };
+        assert_eq!(header("sec-websocket-protocol"), "v5.channel.k8s.io");
+        assert_eq!(
+            header("sec-websocket-accept"),
+            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+        );
+        assert!(header("upgrade").eq_ignore_ascii_case("websocket"));
+        let mut io = TokioIo::new(hyper::upgrade::on(&mut response).await?);
+        let mask = Some([1, 2, 3, 4]);
+        io.write_all(&encode_frame(0x2, b"\0hello", mask)).await?;
+        let (op, payload) = read_frame(&mut io).await?.context("no echo")?;
+        assert_eq!((op, payload.as_slice()), (0x2, &b"\x01hello"[..]));
+        // A frame larger than any one read, with every byte value.
+        let mut big = vec![0u8];
+        big.extend((0..200_000u32).map(|i| (i % 251) as u8));
+        io.write_all(&encode_frame(0x2, &big, mask)).await?;
+        let (_, payload) = read_frame(&mut io).await?.context("no big echo")?;
+        assert_eq!(payload.len(), big.len());
+        assert_eq!(payload[0], 1);
+        assert!(payload[1..] == big[1..], "the big frame came back changed");
+        // Stdin closed: the status on channel 3, then the member's close.
+        io.write_all(&encode_frame(0x2, &[255, 0], mask)).await?;
+        let (_, status) = read_frame(&mut io).await?.context("no status")?;
+        assert_eq!(status[0], 3);
+        assert!(
+            String::from_utf8_lossy(&status).contains("Success"),
+            "{status:?}"
+        );
+        let (op, _) = read_frame(&mut io).await?.context("no close")?;
+        assert_eq!(op, 0x8);
+        anyhow::Ok(())
+    })?;
+    let seen = echo.execs.lock().map(|s| s.clone()).unwrap_or_default();
+    let first = seen.first().context("the echo member saw no exec")?;
+    let all = |n: &str| -> Vec<String> {
+        first
+            .get_all(n)
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_string))
+            .collect()
+    };
+    // The handshake passed unchanged; the caller is impersonated with the
+    // federation's credentials for the member.
+    assert_eq!(
+        all("sec-websocket-protocol"),
+        ["v5.channel.k8s.io, v4.channel.k8s.io"]
+    );
+    assert_eq!(all("sec-websocket-key"), ["dGhlIHNhbXBsZSBub25jZQ=="]);
+    assert_eq!(all("sec-websocket-version"), ["13"]);
+    assert_eq!(all("impersonate-user"), ["ubernetes-admin"]);
+    assert!(
+        all("impersonate-group").contains(&"system:masters".to_string()),
+        "{first:?}"
+    );
+    assert_eq!(all("authorization"), [format!("Bearer {ECHO_TOKEN}")]);
+
+    // A caller without clusters/proxy: the federation's 403, no upgrade,
+    // nothing reaches the member.
+    let before = seen.len();
+    let (code, body) = rt.block_on(async {
+        let client = admin_client(host).await?;
+        let response = client
+            .send(exec_request(exec, &[("Impersonate-User", "bob")])?)
+            .await?;
+        let code = response.status().as_u16();
+        let body = response.into_body().collect_bytes().await?;
+        anyhow::Ok((code, String::from_utf8_lossy(&body).into_owned()))
+    })?;
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains(r#"User \"bob\" cannot get resource \"clusters/proxy\""#),
+        "{body}"
+    );
+    assert_eq!(echo.execs.lock().map(|s| s.len()).unwrap_or(0), before);
+
+    // The real kubectl exec through federation@echo: stdin comes back.
+    let out = kubectl_cmd(
+        &kc,
+        "federation@echo",
+        &["exec", "-i", "p", "-n", "x", "--", "cat"],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .and_then(|mut child| {
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(b"through the federation\n")?;
+        }
+        child.wait_with_output()
+    })?;
+    assert!(
+        out.status.success(),
+        "kubectl exec: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "through the federation\n"
+    );
+
+    // (d) kubectl logs -f streams: each line as the member sends it.
+    let mut child = kubectl_cmd(&kc, "federation@echo", &["logs", "-f", "p", "-n", "x"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let stdout = child.stdout.take().context("kubectl stdout")?;
+    let mut arrivals = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        arrivals.push((line?, Instant::now()));
+    }
+    let status = child.wait()?;
+    assert!(status.success(), "kubectl logs -f failed");
+    let lines: Vec<&str> = arrivals.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(lines, ["line 0", "line 1", "line 2"]);
+    // The member takes 1.6 s between the first line and the last: buffered,
+    // they would arrive together.
+    let spread = arrivals[2].1 - arrivals[0].1;
+    assert!(
+        spread >= Duration::from_millis(1200),
+        "the lines arrived within {spread:?}: the log was not streamed"
+    );
+    Ok(())
+}
+
+/// A real kube-apiserver member (`../shared/kube`): `kubectl exec` through
+/// `federation@real` gets kube's own answer (no kubelet: the pod has no
+/// node), the same as `kubectl exec` straight at the member. Skipped
+/// without kube.sh.
+#[test]
+fn a_real_members_exec_answer_arrives_unchanged() -> Result<()> {
+    use ubernetes_e2e::real_kube::{KubeCluster, kube_sh};
+    let Some(script) = kube_sh() else {
+        eprintln!(
+            "SKIPPED: shared/kube/kube.sh not found beside the checkout (nor $UBERNETES_KUBE_SH): \
+             no real kube-apiserver to exec through"
+        );
+        return Ok(());
+    };
+    let name = format!("mv{}", std::process::id());
+    let kube = KubeCluster::up(&script, &name, false)?;
+    let fed = Federation::start(0, &[])?;
+    let real_ok = |args: &[&str]| ubernetes_e2e::check(args, kube.kubectl(args)?);
+    let server = kube.server()?;
+    fed.create_secret("real", &std::fs::read_to_string(&kube.kubeconfig)?)?;
+    fed.create_cluster("real", &server, "real", &[])?;
+    fed.wait_ready("real")?;
+    let dir = tempfile::tempdir()?;
+    let kc = member_kubeconfig(&fed.host, dir.path())?;
+    // kube.sh's member gets a default ServiceAccount only from the
+    // controller manager, which does not run here.
+    real_ok(&["create", "serviceaccount", "default", "-n", "default"])?;
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"automountServiceAccountToken": false,
+                 "containers": [{"name": "c", "image": "busybox"}]}});
+    let pod_file = dir.path().join("pod.json");
+    std::fs::write(&pod_file, pod.to_string())?;
+    real_ok(&["create", "-f", &pod_file.to_string_lossy()])?;
+    // Through the federation the pod is the member's.
+    let through = kubectl_ok(
+        &kc,
+        "federation@real",
+        &[
+            "get",
+            "pod",
+            "p",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ],
+    )?;
+    let direct = real_ok(&[
+        "get",
+        "pod",
+        "p",
+        "-n",
+        "default",
+        "-o",
+        "jsonpath={.metadata.uid}",
+    ])?;
+    assert_eq!(through, direct);
+
+    let exec = ["exec", "p", "-n", "default", "--", "true"];
+    let direct = kube.kubectl(&exec)?;
+    let through = kubectl(&kc, "federation@real", &exec)?;
+    let (direct_err, through_err) = (
+        String::from_utf8_lossy(&direct.stderr).into_owned(),
+        String::from_utf8_lossy(&through.stderr).into_owned(),
+    );
+    assert!(!direct.status.success() && !through.status.success());
+    // kube's own words: the upgrade reached the member, which has no node
+    // to send it to (the federation's old 400 would differ).
+    assert!(
+        direct_err.contains("pod p does not have a host assigned"),
+        "{direct_err}"
+    );
+    eprintln!("kube-apiserver answers exec with: {direct_err}");
+    assert_eq!(
+        through_err, direct_err,
+        "the member's answer changed on the way through the federation"
+    );
+    Ok(())
+}
