@@ -77,6 +77,18 @@ fn kubectl(kubeconfig: &Path, context: &str, args: &[&str]) -> Result<Output> {
         .context("running kubectl (set $KUBECTL)")
 }
 
+/// kubectl with `stdin` as its input.
+fn kubectl_stdin(kubeconfig: &Path, context: &str, args: &[&str], stdin: &[u8]) -> Result<Output> {
+    let mut child = kubectl_cmd(kubeconfig, context, args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running kubectl (set $KUBECTL)")?;
+    child.stdin.take().context("stdin")?.write_all(stdin)?;
+    Ok(child.wait_with_output()?)
+}
+
 fn kubectl_ok(kubeconfig: &Path, context: &str, args: &[&str]) -> Result<String> {
     ubernetes_e2e::check(args, kubectl(kubeconfig, context, args)?)
 }
@@ -471,23 +483,15 @@ fn member_contexts_and_upgrades_through_the_federation() -> Result<()> {
             .context("the federated ConfigMap")?["metadata"]["uid"]
     );
     // apply and delete through federation@m1 act in m1 only.
-    let applied = kubectl_cmd(&kc, "federation@m1", &["apply", "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            if let Some(mut stdin) = child.stdin.take() {
-                stdin.write_all(
-                    json!({"apiVersion": "v1", "kind": "ConfigMap",
-                           "metadata": {"name": "only-m1", "namespace": "views"},
-                           "data": {"a": "b"}})
-                    .to_string()
-                    .as_bytes(),
-                )?;
-            }
-            child.wait_with_output()
-        })?;
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "only-m1", "namespace": "views"},
+                    "data": {"a": "b"}});
+    let applied = kubectl_stdin(
+        &kc,
+        "federation@m1",
+        &["apply", "-f", "-"],
+        cm.to_string().as_bytes(),
+    )?;
     assert!(
         applied.status.success(),
         "{}",
@@ -624,21 +628,12 @@ fn member_contexts_and_upgrades_through_the_federation() -> Result<()> {
     assert_eq!(echo.execs.lock().map(|s| s.len()).unwrap_or(0), before);
 
     // The real kubectl exec through federation@echo: stdin comes back.
-    let out = kubectl_cmd(
+    let out = kubectl_stdin(
         &kc,
         "federation@echo",
         &["exec", "-i", "p", "-n", "x", "--", "cat"],
-    )
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .and_then(|mut child| {
-        if let Some(mut stdin) = child.stdin.take() {
-            stdin.write_all(b"through the federation\n")?;
-        }
-        child.wait_with_output()
-    })?;
+        b"through the federation\n",
+    )?;
     assert!(
         out.status.success(),
         "kubectl exec: {}",
