@@ -9,7 +9,9 @@
 //!   kube's `v5.channel.k8s.io` and serves a slowly streamed log), frames
 //!   written through `clusters/echo/proxy/.../exec` come back; the member
 //!   saw the handshake headers unchanged and the caller impersonated; a
-//!   caller without `clusters/proxy` gets 403 and the member sees nothing;
+//!   `SPDY/3.1` upgrade's bytes come back too; the member's refusal (a
+//!   400) arrives as it is; a caller without `clusters/proxy` gets 403 and
+//!   the member sees nothing;
 //!   the real `kubectl exec -i ... -- cat` through `federation@echo` gets
 //!   its stdin back; `kubectl logs -f` arrives line by line, not at the end;
 //! - with `../shared/kube`, a real kube-apiserver member answers
@@ -308,6 +310,24 @@ impl EchoMember {
                         .unwrap_or("")
                         .to_string()
                 };
+                if header("upgrade").eq_ignore_ascii_case("SPDY/3.1") {
+                    // SPDY: the proxy reads none of it, so raw bytes echoed.
+                    let upgrade = hyper::upgrade::on(&mut req);
+                    tokio::spawn(async move {
+                        if let Ok(io) = upgrade.await {
+                            let (mut r, mut w) = tokio::io::split(TokioIo::new(io));
+                            let _ = tokio::io::copy(&mut r, &mut w).await;
+                            let _ = w.shutdown().await;
+                        }
+                    });
+                    return http::Response::builder()
+                        .status(101)
+                        .header("connection", "Upgrade")
+                        .header("upgrade", "SPDY/3.1")
+                        .header("x-stream-protocol-version", "v4.channel.k8s.io")
+                        .body(Full::new(Bytes::new()).boxed())
+                        .unwrap_or_default();
+                }
                 let offered = header("sec-websocket-protocol");
                 if !header("upgrade").eq_ignore_ascii_case("websocket")
                     || !offered.split(',').any(|p| p.trim() == "v5.channel.k8s.io")
@@ -607,6 +627,55 @@ fn member_contexts_and_upgrades_through_the_federation() -> Result<()> {
         "{first:?}"
     );
     assert_eq!(all("authorization"), [format!("Bearer {ECHO_TOKEN}")]);
+
+    // SPDY/3.1 (kubectl's fallback) passes too, bytes both ways.
+    let echoed = rt.block_on(async {
+        let client = admin_client(host).await?;
+        let req = http::Request::post(exec)
+            .header("connection", "Upgrade")
+            .header("upgrade", "SPDY/3.1")
+            .header("x-stream-protocol-version", "v4.channel.k8s.io")
+            .header("x-stream-protocol-version", "v3.channel.k8s.io")
+            .body(kube::client::Body::empty())?;
+        let mut response = client.send(req).await?;
+        assert_eq!(response.status(), 101);
+        assert_eq!(
+            response.headers().get("x-stream-protocol-version"),
+            Some(&http::HeaderValue::from_static("v4.channel.k8s.io"))
+        );
+        let mut io = TokioIo::new(hyper::upgrade::on(&mut response).await?);
+        io.write_all(b"\x80\x03\x00\x01 spdy frames, unread by the proxy")
+            .await?;
+        io.shutdown().await?;
+        let mut back = Vec::new();
+        io.read_to_end(&mut back).await?;
+        anyhow::Ok(back)
+    })?;
+    assert_eq!(echoed, b"\x80\x03\x00\x01 spdy frames, unread by the proxy");
+    let spdy = echo.execs.lock().map(|s| s.clone()).unwrap_or_default();
+    let spdy = spdy.last().context("the echo member saw no SPDY exec")?;
+    assert_eq!(spdy.get_all("x-stream-protocol-version").iter().count(), 2);
+    assert_eq!(spdy["impersonate-user"], "ubernetes-admin");
+
+    // A member refusing the upgrade: its answer, unchanged.
+    let (code, body) = rt.block_on(async {
+        let client = admin_client(host).await?;
+        let mut req = exec_request(exec, &[])?;
+        req.headers_mut().insert(
+            "sec-websocket-protocol",
+            http::HeaderValue::from_static("v4.channel.k8s.io"),
+        );
+        let response = client.send(req).await?;
+        let code = response.status().as_u16();
+        let body = response.into_body().collect_bytes().await?;
+        anyhow::Ok((code, String::from_utf8_lossy(&body).into_owned()))
+    })?;
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body)?["message"],
+        "echo: only WebSocket v5.channel.k8s.io"
+    );
+    let seen = echo.execs.lock().map(|s| s.clone()).unwrap_or_default();
 
     // A caller without clusters/proxy: the federation's 403, no upgrade,
     // nothing reaches the member.
