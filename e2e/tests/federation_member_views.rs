@@ -422,6 +422,14 @@ fn exec_request(path: &str, extra: &[(&str, &str)]) -> Result<http::Request<kube
     Ok(req.body(kube::client::Body::empty())?)
 }
 
+/// `(status, body)` of `req` sent with `host`'s admin credentials.
+async fn answer(host: &Server, req: http::Request<kube::client::Body>) -> Result<(u16, String)> {
+    let response = admin_client(host).await?.send(req).await?;
+    let code = response.status().as_u16();
+    let body = response.into_body().collect_bytes().await?;
+    Ok((code, String::from_utf8_lossy(&body).into_owned()))
+}
+
 // ------------------------------------------------------------------ tests
 
 #[test]
@@ -658,37 +666,23 @@ fn member_contexts_and_upgrades_through_the_federation() -> Result<()> {
     assert_eq!(spdy["impersonate-user"], "ubernetes-admin");
 
     // A member refusing the upgrade: its answer, unchanged.
-    let (code, body) = rt.block_on(async {
-        let client = admin_client(host).await?;
-        let mut req = exec_request(exec, &[])?;
-        req.headers_mut().insert(
-            "sec-websocket-protocol",
-            http::HeaderValue::from_static("v4.channel.k8s.io"),
-        );
-        let response = client.send(req).await?;
-        let code = response.status().as_u16();
-        let body = response.into_body().collect_bytes().await?;
-        anyhow::Ok((code, String::from_utf8_lossy(&body).into_owned()))
-    })?;
+    let mut v4_only = exec_request(exec, &[])?;
+    v4_only.headers_mut().insert(
+        "sec-websocket-protocol",
+        http::HeaderValue::from_static("v4.channel.k8s.io"),
+    );
+    let (code, body) = rt.block_on(answer(host, v4_only))?;
     assert_eq!(code, 400, "{body}");
     assert_eq!(
         serde_json::from_str::<Value>(&body)?["message"],
         "echo: only WebSocket v5.channel.k8s.io"
     );
-    let seen = echo.execs.lock().map(|s| s.clone()).unwrap_or_default();
 
     // A caller without clusters/proxy: the federation's 403, no upgrade,
     // nothing reaches the member.
-    let before = seen.len();
-    let (code, body) = rt.block_on(async {
-        let client = admin_client(host).await?;
-        let response = client
-            .send(exec_request(exec, &[("Impersonate-User", "bob")])?)
-            .await?;
-        let code = response.status().as_u16();
-        let body = response.into_body().collect_bytes().await?;
-        anyhow::Ok((code, String::from_utf8_lossy(&body).into_owned()))
-    })?;
+    let before = echo.execs.lock().map(|s| s.len()).unwrap_or(0);
+    let as_bob = exec_request(exec, &[("Impersonate-User", "bob")])?;
+    let (code, body) = rt.block_on(answer(host, as_bob))?;
     assert_eq!(code, 403, "{body}");
     assert!(
         body.contains(r#"User \"bob\" cannot get resource \"clusters/proxy\""#),
