@@ -15,8 +15,9 @@
 //!   the real `kubectl exec -i ... -- cat` through `federation@echo` gets
 //!   its stdin back; `kubectl logs -f` arrives line by line, not at the end;
 //! - with `../shared/kube`, a real kube-apiserver member answers
-//!   `kubectl exec` with its own error (it has no kubelet), and that answer
-//!   arrives unchanged through `federation@real`.
+//!   `kubectl exec`, `attach` and `port-forward` with its own error (it has
+//!   no kubelet), and that answer arrives unchanged through
+//!   `federation@real`.
 
 use std::convert::Infallible;
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -731,12 +732,12 @@ fn member_contexts_and_upgrades_through_the_federation() -> Result<()> {
     Ok(())
 }
 
-/// A real kube-apiserver member (`../shared/kube`): `kubectl exec` through
-/// `federation@real` gets kube's own answer (no kubelet: the pod has no
-/// node), the same as `kubectl exec` straight at the member. Skipped
-/// without kube.sh.
+/// A real kube-apiserver member (`../shared/kube`): `kubectl exec`,
+/// `attach` and `port-forward` through `federation@real` get kube's own
+/// answer (no kubelet: the pod has no node), the same as straight at the
+/// member. Skipped without kube.sh.
 #[test]
-fn a_real_members_exec_answer_arrives_unchanged() -> Result<()> {
+fn a_real_members_upgrade_answers_arrive_unchanged() -> Result<()> {
     use ubernetes_e2e::real_kube::{KubeCluster, kube_sh};
     let Some(script) = kube_sh() else {
         eprintln!(
@@ -790,24 +791,45 @@ fn a_real_members_exec_answer_arrives_unchanged() -> Result<()> {
     ])?;
     assert_eq!(through, direct);
 
-    let exec = ["exec", "p", "-n", "default", "--", "true"];
-    let direct = kube.kubectl(&exec)?;
-    let through = kubectl(&kc, "federation@real", &exec)?;
-    let (direct_err, through_err) = (
-        String::from_utf8_lossy(&direct.stderr).into_owned(),
-        String::from_utf8_lossy(&through.stderr).into_owned(),
-    );
-    assert!(!direct.status.success() && !through.status.success());
-    // kube's own words: the upgrade reached the member, which has no node
-    // to send it to (the federation's old 400 would differ).
-    assert!(
-        direct_err.contains("pod p does not have a host assigned"),
-        "{direct_err}"
-    );
-    eprintln!("kube-apiserver answers exec with: {direct_err}");
-    assert_eq!(
-        through_err, direct_err,
-        "the member's answer changed on the way through the federation"
-    );
+    // port-forward and attach ask kubectl for a running pod first: the
+    // member says so (no kubelet will).
+    real_ok(&[
+        "patch",
+        "pod",
+        "p",
+        "-n",
+        "default",
+        "--subresource=status",
+        "-p",
+        r#"{"status":{"phase":"Running"}}"#,
+    ])?;
+    for command in [
+        &["exec", "p", "-n", "default", "--", "true"][..],
+        &["attach", "p", "-n", "default"],
+        &["port-forward", "pod/p", "-n", "default", "0:80"],
+    ] {
+        let direct = kube.kubectl(command)?;
+        let through = kubectl(&kc, "federation@real", command)?;
+        let (direct_err, through_err) = (
+            String::from_utf8_lossy(&direct.stderr).into_owned(),
+            String::from_utf8_lossy(&through.stderr).into_owned(),
+        );
+        let what = command.join(" ");
+        assert!(
+            !direct.status.success() && !through.status.success(),
+            "{what}"
+        );
+        // kube's own words: the upgrade reached the member, which has no
+        // node to send it to (the federation's old 400 would differ).
+        assert!(
+            direct_err.contains("pod p does not have a host assigned"),
+            "{what}: {direct_err}"
+        );
+        eprintln!("kube-apiserver answers {what} with: {direct_err}");
+        assert_eq!(
+            through_err, direct_err,
+            "{what}: the member's answer changed on the way through the federation"
+        );
+    }
     Ok(())
 }
