@@ -80,7 +80,8 @@ enum Command {
     /// what you may do there. `federation@all` points at the path reserved
     /// for the view across every member (clusters/-/proxy). Entries of the
     /// same names are replaced; nothing else in the file changes. Run it
-    /// again after joining a cluster.
+    /// again after joining a cluster (and after a restart of the server,
+    /// which writes DATA_DIR/kubeconfig anew).
     Kubeconfig {
         /// The data dir the server was started with (--data-dir of `serve`).
         #[arg(long = "data-dir", value_name = "DIR", default_value = "./data")]
