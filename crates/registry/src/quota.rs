@@ -7,7 +7,8 @@
 //!   `pods`, `services`, `configmaps`, `secrets`, `replicationcontrollers`,
 //!   `resourcequotas`, `persistentvolumeclaims` for the core object counts;
 //!   `services.nodeports`, `services.loadbalancers`; a non-terminal pod's
-//!   `requests.cpu`/`cpu`, `requests.memory`/`memory`, `limits.cpu`,
+//!   `requests.cpu`/`cpu`, `requests.memory`/`memory`,
+//!   `requests.ephemeral-storage`/`ephemeral-storage`, `limits.cpu`,
 //!   `limits.memory` (containers summed, at least any init container); a
 //!   claim's `requests.storage`. Quotas with `scopes` (`Terminating`,
 //!   `NotTerminating`, `BestEffort`, `NotBestEffort`) apply to pods only,
@@ -115,7 +116,9 @@ pub fn usage(info: &ResourceInfo, obj: &Value) -> Usage {
             for (k, v) in crate::limitranger::pod_total(obj, which) {
                 let val = q(&v);
                 add(&mut u, &format!("{prefix}{k}"), val);
-                if which == "requests" && (k == "cpu" || k == "memory") {
+                if which == "requests"
+                    && matches!(k.as_str(), "cpu" | "memory" | "ephemeral-storage")
+                {
                     add(&mut u, &k, val);
                 }
             }
@@ -582,7 +585,8 @@ fn counted_store(registry: &Registry, resource: &str) -> Option<Arc<Store>> {
         r if r.starts_with("requests.")
             || r.starts_with("limits.")
             || r == "cpu"
-            || r == "memory" =>
+            || r == "memory"
+            || r == "ephemeral-storage" =>
         {
             "pods"
         }
@@ -864,8 +868,11 @@ mod tests {
         assert_eq!(d.keys().collect::<Vec<_>>(), ["count/deployments.apps"]);
         let pod = json!({"spec": {"containers": [
             {"name": "a", "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "1"}}},
-            {"name": "b", "resources": {"requests": {"cpu": "500m", "memory": "64Mi"}}}]}});
+            {"name": "b", "resources": {"requests": {"cpu": "500m", "memory": "64Mi", "ephemeral-storage": "30Gi"}}}]}});
         let u = usage(&info("", "pods"), &pod);
+        // kube's pod evaluator counts ephemeral storage as it counts memory.
+        assert_eq!(text(&u["ephemeral-storage"]), "30Gi");
+        assert_eq!(text(&u["requests.ephemeral-storage"]), "30Gi");
         assert_eq!(text(&u["requests.cpu"]), "750m");
         assert_eq!(text(&u["cpu"]), "750m");
         assert_eq!(text(&u["requests.memory"]), "128Mi");
