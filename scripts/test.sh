@@ -158,6 +158,25 @@ for line in sys.stdin:
 
   echo "==> fuzz targets, 3 s each on the seed corpus (scripts/fuzz.sh; longer runs by hand) [${SECONDS} s so far]"
   UBERNETES_FUZZ_DEV=1 ./scripts/fuzz.sh 3
+
+  # Issue 21: the speed gate (crates/bench/src/gate.rs; docs/benchmarks.md,
+  # "Gate"): five short pairs of the debug `ubernetes serve` on etcd against
+  # kube-apiserver 1.36 on the same etcd, one run; fails when a verb's median
+  # throughput ratio drops more than 30 % below the figure recorded in
+  # docs/benchmarks.md. Needs ../shared/kube (says SKIPPED without it).
+  # About two minutes; last, so nothing else of this script loads the cores.
+  echo "==> speed gate: bench gate against kube-apiserver on the same etcd [${SECONDS} s so far]"
+  gate_log="$tools/bench-gate.log"
+  gate_rc=0
+  target/debug/bench gate --figures docs/benchmarks.md > "$gate_log" 2>&1 || gate_rc=$?
+  grep -E '^(gate:|SKIPPED)' "$gate_log" || true
+  if [ "$gate_rc" -eq 2 ] && grep -q '^SKIPPED' "$gate_log"; then
+    : # no ../shared/kube: the SKIPPED line above says so
+  elif [ "$gate_rc" -ne 0 ]; then
+    tail -n 40 "$gate_log" >&2
+    echo "the speed gate failed (exit $gate_rc; whole output in $gate_log)" >&2
+    exit 1
+  fi
 fi
 
 echo "==> all tests passed [${SECONDS} s]"

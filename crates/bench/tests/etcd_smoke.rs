@@ -3,7 +3,8 @@
 //! that the bench starts itself: the crash harness must lose nothing over
 //! rounds that kill the server and, in one of them, etcd too, and read every
 //! acknowledged write back from etcd; the comparison must print a ratio
-//! for every scenario. Skipped, saying why, without an etcd binary or
+//! for every scenario, and `bench gate` must fail on the verb whose
+//! recorded figure it misses and pass the others. Skipped, saying why, without an etcd binary or
 //! without `../shared/kube`. The figures live in docs/benchmarks.md.
 
 use std::path::PathBuf;
@@ -49,6 +50,22 @@ fn kube_sh() -> Option<PathBuf> {
             .map(|d| d.join("shared/kube/kube.sh"))
             .find(|p| p.is_file())
     })
+}
+
+/// Without `../shared/kube` the command must have said `SKIPPED:` and
+/// exited with 2: true (the test is skipped, saying so); false with it.
+fn skipped_without_kube(out: &Output, what: &str) -> Result<bool> {
+    if kube_sh().is_some() {
+        return Ok(false);
+    }
+    let all = text(out);
+    ensure!(out.status.code() == Some(2), "{all}");
+    ensure!(
+        String::from_utf8_lossy(&out.stdout).contains("SKIPPED: "),
+        "{all}"
+    );
+    eprintln!("SKIPPED: no ../shared/kube: {what} said so");
+    Ok(true)
 }
 
 /// Whether `bench crash --etcd` will find an etcd (see crates/bench/src/etcd.rs).
@@ -127,10 +144,7 @@ fn bench_api_versus_kube_prints_a_ratio_per_scenario() -> Result<()> {
     ])?;
     let all = text(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    if kube_sh().is_none() {
-        ensure!(out.status.code() == Some(2), "{all}");
-        ensure!(stdout.contains("SKIPPED: "), "{all}");
-        eprintln!("SKIPPED: no ../shared/kube: bench api --versus-kube said so");
+    if skipped_without_kube(&out, "bench api --versus-kube")? {
         return Ok(());
     }
     ensure!(
@@ -169,5 +183,59 @@ fn bench_api_versus_kube_prints_a_ratio_per_scenario() -> Result<()> {
             .any(|l| l.starts_with("memory: peak RSS (VmHWM) ours ")),
         "{all}"
     );
+    Ok(())
+}
+
+#[test]
+fn bench_gate_fails_naming_the_verb_below_its_floor_and_passes_the_others() -> Result<()> {
+    // A figure no server reaches for get (1000x kube-apiserver) and one every
+    // server passes for create: the gate must fail (exit 1) on get alone.
+    let dir = tempfile::tempdir()?;
+    let figures = dir.path().join("figures.md");
+    std::fs::write(
+        &figures,
+        "# figures\n\n```gate\ncreate 0.01\nget 1000\n```\n",
+    )?;
+    let figures = figures.display().to_string();
+    let out = bench(&[
+        "gate",
+        "--pairs",
+        "1",
+        "--objects",
+        "40",
+        "--concurrency",
+        "4",
+        "--watchers",
+        "2",
+        "--watch-events",
+        "2",
+        "--list-repeats",
+        "1",
+        "--figures",
+        &figures,
+    ])?;
+    let all = text(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if skipped_without_kube(&out, "bench gate")? {
+        return Ok(());
+    }
+    ensure!(out.status.code() == Some(1), "the gate must fail: {all}");
+    let line = |verb: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("gate: {verb} ")))
+            .with_context(|| format!("no verdict line for {verb}: {all}"))
+    };
+    ensure!(line("create")?.ends_with(" ok"), "{all}");
+    ensure!(line("get")?.contains("FAIL"), "{all}");
+    let failed = stdout
+        .lines()
+        .find(|l| l.starts_with("gate: FAILED: "))
+        .with_context(|| format!("no FAILED line: {all}"))?;
+    ensure!(
+        failed.contains("get: median ratio") && failed.contains("recorded 1000.00"),
+        "{all}"
+    );
+    ensure!(!failed.contains("create:"), "create passed: {all}");
     Ok(())
 }
