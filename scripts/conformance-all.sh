@@ -10,7 +10,7 @@
 # Each prints PASS/FAIL per spec and "N passed, M failed of T". FOCUS_OVERRIDE='<regex>' runs only
 # the listed specs that match it (to rerun one). SHARDS (default 2) is how many e2e.test processes
 # share the list (the binary alone cannot run Ginkgo's parallel mode; each shard is a serial
-# e2e.test with its own slice of the list). It takes 25-45 minutes on 2 cores, so it is not part
+# e2e.test with its own slice of the list). It takes 40-60 minutes on 2 cores, so it is not part
 # of scripts/test.sh. Needs ../shared/kube (kube.sh and its binaries) and kubectl on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
