@@ -566,12 +566,25 @@ mod tests {
             let obj = json!({"apiVersion": "apps/v1", "kind": kind,
                 "metadata": {"name": "web-1", "namespace": "app", "ownerReferences": [
                     {"apiVersion": "apps/v1", "kind": owner, "name": "web", "uid": "u", "controller": true}]}});
-            let c = Candidate { name: "web-1", namespace: "app", object: &obj };
-            assert_eq!((of_object(&obj).keep_home)(&c).is_some(), home, "{kind} of {owner}");
+            let c = Candidate {
+                name: "web-1",
+                namespace: "app",
+                object: &obj,
+            };
+            assert_eq!(
+                (of_object(&obj).keep_home)(&c).is_some(),
+                home,
+                "{kind} of {owner}"
+            );
         }
         // A ReplicaSet of its own propagates.
-        let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"}});
-        let c = Candidate { name: "web", namespace: "app", object: &rs };
+        let rs =
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"}});
+        let c = Candidate {
+            name: "web",
+            namespace: "app",
+            object: &rs,
+        };
         assert!((of_object(&rs).keep_home)(&c).is_none());
     }
 

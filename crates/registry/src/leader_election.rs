@@ -254,10 +254,11 @@ impl LeaderElector {
             let lost = loop {
                 // Never past the deadline: a leader that cannot renew stops
                 // at it, not up to a retry period later.
-                let pause = self
-                    .config
-                    .retry_period
-                    .min(self.config.renew_deadline.saturating_sub(last_renew.elapsed()));
+                let pause = self.config.retry_period.min(
+                    self.config
+                        .renew_deadline
+                        .saturating_sub(last_renew.elapsed()),
+                );
                 tokio::select! {
                     () = stop.cancelled() => break false,
                     () = tokio::time::sleep(pause) => {}
