@@ -23,9 +23,9 @@
 //! host of one of the kubeconfig's servers (any port), else the Cluster is
 //! refused before any connection: who may edit a Cluster must not be able
 //! to send the member's credentials elsewhere. The member client has connect and
-//! write timeouts of `--member-request-timeout`; its read timeout is kube's
-//! default (295 s, longer than a watch) so watches on members stay open:
-//! callers bound each request themselves. The client is built again only
+//! write timeouts of `--member-request-timeout` and no read timeout (the
+//! kube crate sets none), so watches on members stay open: callers bound
+//! each request themselves. The client is built again only
 //! when the Secret, the picked server or the Cluster's uid change.
 //!
 //! # Health (Federation v1's `GetClusterHealthStatus`)
