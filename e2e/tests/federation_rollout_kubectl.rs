@@ -29,7 +29,9 @@ kind: Deployment
 metadata:
   name: web
   namespace: shop
-  annotations: {kubernetes.io/change-cause: "first"}
+  annotations:
+    kubernetes.io/change-cause: "first"
+    federation.kubernetes.io/rollout-strategy: '{"waves": [["*"]]}'
 spec:
   replicas: 2
   selector: {matchLabels: {app: web}}
@@ -42,7 +44,10 @@ spec:
 const STATEFUL_AND_DAEMON_SETS: &str = r#"
 apiVersion: apps/v1
 kind: StatefulSet
-metadata: {name: db, namespace: shop}
+metadata:
+  name: db
+  namespace: shop
+  annotations: {federation.kubernetes.io/rollout-strategy: '{"waves": [["*"]]}'}
 spec:
   replicas: 1
   serviceName: db
@@ -54,7 +59,10 @@ spec:
 ---
 apiVersion: apps/v1
 kind: DaemonSet
-metadata: {name: agent, namespace: shop}
+metadata:
+  name: agent
+  namespace: shop
+  annotations: {federation.kubernetes.io/rollout-strategy: '{"waves": [["*"]]}'}
 spec:
   selector: {matchLabels: {app: agent}}
   template:

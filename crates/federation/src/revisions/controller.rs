@@ -211,7 +211,19 @@ fn seen_of(obj: &DynamicObject) -> Seen {
 }
 
 async fn reconcile(obj: Arc<DynamicObject>, ctl: Arc<Ctl>) -> Result<Action, Error> {
-    if ctl.ctx.members.snapshot().is_empty() || obj.metadata.deletion_timestamp.is_some() {
+    // Revisions are kept for the workloads the federation rolls out itself
+    // (a rollout strategy): a plain federated Deployment lists no
+    // ReplicaSet of the federation's, so a client cannot tell that members
+    // are joined (SPEC §3.8; the kubectl tests run again with members).
+    let rolled_out = obj
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(crate::rollout::ROLLOUT_STRATEGY_ANNOTATION));
+    if !rolled_out
+        || ctl.ctx.members.snapshot().is_empty()
+        || obj.metadata.deletion_timestamp.is_some()
+    {
         return Ok(Action::await_change());
     }
     let (Some(uid), Some(ns)) = (obj.uid(), obj.namespace()) else {
