@@ -22,6 +22,13 @@ pub mod codec;
 #[path = "../../crates/apiserver/src/protobuf.rs"]
 pub mod protobuf;
 
+/// The registry's generated protobuf messages (one file per package), the
+/// schema `protobuf` reads when built here (`cfg(fuzzing)`).
+#[cfg(not(test))]
+#[allow(dead_code, clippy::all)]
+#[path = "../../crates/registry/src/kinds/protobuf/mod.rs"]
+pub mod pb_generated;
+
 use serde_json::Value;
 use ubernetes_apimachinery::patch::{FieldPatchMeta, PatchMeta, parse_json};
 

@@ -53,11 +53,14 @@
 //! Never panics on any input.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+#[cfg(not(fuzzing))]
+use std::sync::Arc;
+use std::sync::LazyLock;
 
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use ubernetes_apimachinery::ApiError;
+#[cfg(not(fuzzing))]
 use ubernetes_registry::Strategy;
 
 /// The protobuf media type.
@@ -528,6 +531,7 @@ fn parse_messages(schema: &mut Schema, text: &str) {
 /// message is not generated is left out (JSON only).
 ///
 /// [`Strategy::protobuf`]: ubernetes_registry::Strategy::protobuf
+#[cfg(not(fuzzing))]
 fn declared_kinds(kinds: &[Arc<dyn Strategy>]) -> Vec<(String, String, String)> {
     use ubernetes_registry::kinds::protobuf::message_name;
     fn with_list(
@@ -584,6 +588,7 @@ fn declared_kinds(kinds: &[Arc<dyn Strategy>]) -> Vec<(String, String, String)> 
 
 /// The schema: every generated message, and the declared kinds whose
 /// message is among them.
+#[cfg(not(fuzzing))]
 fn build_schema(kinds: &[Arc<dyn Strategy>]) -> Schema {
     let mut schema = Schema::default();
     for (_, text) in ubernetes_registry::kinds::protobuf::PACKAGES {
@@ -597,10 +602,42 @@ fn build_schema(kinds: &[Arc<dyn Strategy>]) -> Schema {
     schema
 }
 
+#[cfg(not(fuzzing))]
 static SCHEMA: LazyLock<Schema> = LazyLock::new(|| {
     let mut kinds = ubernetes_registry::kinds::builtin();
     kinds.push(ubernetes_apiextensions::crd_strategy());
     build_schema(&kinds)
+});
+
+/// The fuzz crate (`fuzz/`) compiles this file without the registry: its
+/// schema is every generated message (the registry's generated files,
+/// which the fuzz crate includes as `pb_generated`), each served as the
+/// kind its name says under the apiVersion its package suggests (exact for
+/// the core group and for groups named by their first label), so the
+/// walker is fuzzed over every message.
+#[cfg(fuzzing)]
+static SCHEMA: LazyLock<Schema> = LazyLock::new(|| {
+    let mut schema = Schema::default();
+    for (_, text) in crate::pb_generated::PACKAGES {
+        parse_messages(&mut schema, text);
+    }
+    let names: Vec<String> = schema.messages.keys().cloned().collect();
+    for message in names {
+        let mut parts = message.splitn(3, '.');
+        if let (Some(package), Some(version), Some(kind)) =
+            (parts.next(), parts.next(), parts.next())
+        {
+            let api_version = if package == "core" {
+                version.to_string()
+            } else {
+                format!("{package}/{version}")
+            };
+            schema
+                .kinds
+                .insert((api_version, kind.to_string()), message);
+        }
+    }
+    schema
 });
 
 // ---- decoding ------------------------------------------------------------------
