@@ -252,6 +252,10 @@ fn validate_subject(spec: &Value, causes: &mut Vec<Cause>) {
     }
 }
 
+/// Whether the review's metadata is kube's `ObjectMeta{}` (managed fields
+/// and `except` aside), compared as Go's `Semantic.DeepEqual` does: a zero
+/// value is empty, so a Go client's protobuf body, which writes every
+/// non-pointer field (`generation: 0`), passes as its JSON would.
 fn metadata_is_empty(body: &Value, except: &[&str]) -> bool {
     match body.get("metadata") {
         None | Some(Value::Null) => true,
@@ -260,6 +264,8 @@ fn metadata_is_empty(body: &Value, except: &[&str]) -> bool {
                 || k == "managedFields"
                 || v.is_null()
                 || v.as_str() == Some("")
+                || v.as_f64() == Some(0.0)
+                || v.as_bool() == Some(false)
                 || v.as_object().is_some_and(|o| o.is_empty())
                 || v.as_array().is_some_and(|a| a.is_empty())
         }),
@@ -515,6 +521,24 @@ mod tests {
         let out = subject_access_review(&authz(), &body).unwrap_or_default();
         assert_eq!(out["status"], json!({"allowed": false}));
         assert_eq!(out["spec"]["user"], "eve");
+    }
+
+    #[test]
+    fn sar_metadata_of_go_zero_values_is_empty_and_a_name_is_not() {
+        // A Go client's protobuf body decodes with `generation: 0`.
+        let spec =
+            json!({"user": "eve", "resourceAttributes": {"verb": "get", "resource": "pods"}});
+        let body = json!({"metadata": {"generation": 0}, "spec": spec});
+        assert!(subject_access_review(&authz(), &body).is_ok());
+        let body = json!({"metadata": {"namespace": "a", "generation": 0}, "spec": {"user": "eve",
+            "resourceAttributes": {"namespace": "a", "verb": "get", "resource": "pods"}}});
+        assert!(local_subject_access_review(&authz(), "a", &body).is_ok());
+        let body = json!({"metadata": {"name": "x"}, "spec": spec});
+        let err = subject_access_review(&authz(), &body).err();
+        assert_eq!(
+            err.map(|e| e.message),
+            Some("SubjectAccessReview.authorization.k8s.io \"\" is invalid: metadata: Invalid value: {}: must be empty".to_string())
+        );
     }
 
     #[test]
