@@ -462,6 +462,7 @@ where
             )));
         }
         strip_nulls(&mut obj);
+        self.schema.fill_zero_times(&mut obj);
         serde_path_to_error::deserialize::<_, T>(obj).map_err(|e| {
             let detail = go_unmarshal_detail::<T>(e.path(), &e.inner().to_string());
             self.decode_error(detail)
@@ -494,6 +495,7 @@ where
         (self.defaults)(&mut typed);
         let mut out = self.encode(&typed)?;
         self.schema.omit_empty(&mut out);
+        self.schema.null_zero_times(&mut out);
         if let Some(f) = self.post_normalize {
             f(&mut out);
         }

@@ -16,6 +16,18 @@
 
 use serde_json::{Map, Value};
 
+/// Go's zero `time.Time` as `k8s-openapi` reads and writes it (see
+/// [`SchemaTree::fill_zero_times`]).
+pub const GO_ZERO_TIME: &str = "0001-01-01T00:00:00Z";
+
+/// A Go struct in a walk: its resolved schema, the schema's properties and
+/// the object's fields.
+type Struct<'s, 'v> = (
+    &'s Value,
+    &'s Map<String, Value>,
+    &'v mut Map<String, Value>,
+);
+
 /// A kind's schema: its root and the definitions it refers to.
 pub struct SchemaTree {
     root: Value,
@@ -61,48 +73,100 @@ impl SchemaTree {
         self.walk(&self.root, obj, 0);
     }
 
-    fn walk(&self, schema: &Value, v: &mut Value, depth: usize) {
+    /// `v` as a Go struct: its resolved schema, the schema's properties and
+    /// its fields. Anything else (a map, a list) is not a struct: `f` is
+    /// called on each of its elements instead. `None` too past 64 levels.
+    fn as_struct<'s, 'v>(
+        &'s self,
+        schema: &'s Value,
+        v: &'v mut Value,
+        depth: usize,
+        f: impl FnMut(&Value, &mut Value),
+    ) -> Option<Struct<'s, 'v>> {
         if depth > 64 {
-            return;
+            return None;
         }
         let schema = self.resolve(schema);
-        match v {
-            Value::Object(map) => {
-                if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                    let required: Vec<&str> = schema
-                        .get("required")
-                        .and_then(Value::as_array)
-                        .map(|r| r.iter().filter_map(Value::as_str).collect())
-                        .unwrap_or_default();
-                    let mut drop = Vec::new();
-                    for (k, child) in map.iter_mut() {
-                        let Some(child_schema) = props.get(k) else {
-                            continue;
-                        };
-                        self.walk(child_schema, child, depth + 1);
-                        if !required.contains(&k.as_str()) && self.is_empty(child_schema, child) {
-                            drop.push(k.clone());
-                        }
-                    }
-                    for k in drop {
-                        map.remove(&k);
-                    }
-                } else if let Some(values) = schema.get("additionalProperties")
-                    && values.is_object()
-                {
-                    for child in map.values_mut() {
-                        self.walk(values, child, depth + 1);
+        match schema.get("properties").and_then(Value::as_object) {
+            Some(props) if v.is_object() => v.as_object_mut().map(|map| (schema, props, map)),
+            _ => {
+                each_element(schema, v, f);
+                None
+            }
+        }
+    }
+
+    fn walk(&self, schema: &Value, v: &mut Value, depth: usize) {
+        let Some((schema, props, map)) =
+            self.as_struct(schema, v, depth, |s, child| self.walk(s, child, depth + 1))
+        else {
+            return;
+        };
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut drop = Vec::new();
+        for (k, child) in map.iter_mut() {
+            let Some(child_schema) = props.get(k) else {
+                continue;
+            };
+            self.walk(child_schema, child, depth + 1);
+            if !required.contains(&k.as_str()) && self.is_empty(child_schema, child) {
+                drop.push(k.clone());
+            }
+        }
+        for k in drop {
+            map.remove(&k);
+        }
+    }
+
+    /// Before the typed decode: a required `Time`/`MicroTime` field that is
+    /// missing or null holds Go's zero time (`metav1.Condition`'s
+    /// `lastTransitionTime` from a Go client that left it unset, which Go
+    /// encodes as `null` in JSON and as an empty message in protobuf). kube
+    /// decodes it as `time.Time{}`; `k8s-openapi`'s non-`Option` field needs
+    /// a value, so [`GO_ZERO_TIME`] stands for it.
+    pub fn fill_zero_times(&self, obj: &mut Value) {
+        self.zero_times(&self.root, obj, 0, true);
+    }
+
+    /// After the typed encode: a time field holding [`GO_ZERO_TIME`] is
+    /// `null`, as Go's `metav1.Time` marshals its zero value.
+    pub fn null_zero_times(&self, obj: &mut Value) {
+        self.zero_times(&self.root, obj, 0, false);
+    }
+
+    fn zero_times(&self, schema: &Value, v: &mut Value, depth: usize, fill: bool) {
+        let Some((schema, props, map)) = self.as_struct(schema, v, depth, |s, child| {
+            self.zero_times(s, child, depth + 1, fill);
+        }) else {
+            return;
+        };
+        let required = |k: &str| {
+            schema
+                .get("required")
+                .and_then(Value::as_array)
+                .is_some_and(|r| r.iter().any(|x| x.as_str() == Some(k)))
+        };
+        for (k, child_schema) in props {
+            let is_time =
+                self.resolve(child_schema).get("format") == Some(&Value::from("date-time"));
+            match map.get_mut(k) {
+                Some(child) if is_time => {
+                    if fill && child.is_null() && required(k) {
+                        *child = Value::from(GO_ZERO_TIME);
+                    } else if !fill && child.as_str() == Some(GO_ZERO_TIME) {
+                        *child = Value::Null;
                     }
                 }
-            }
-            Value::Array(items) => {
-                if let Some(item_schema) = schema.get("items") {
-                    for item in items {
-                        self.walk(item_schema, item, depth + 1);
-                    }
+                Some(child) => self.zero_times(child_schema, child, depth + 1, fill),
+                None if fill && is_time && required(k) => {
+                    map.insert(k.clone(), Value::from(GO_ZERO_TIME));
                 }
+                None => {}
             }
-            _ => {}
         }
     }
 
@@ -113,6 +177,24 @@ impl SchemaTree {
             Value::Object(m) => m.is_empty() && self.resolve(schema).get("properties").is_none(),
             _ => false,
         }
+    }
+}
+
+/// Call `f` with each element of a map (a schema of `additionalProperties`
+/// only) or a list, and the element's schema.
+fn each_element(schema: &Value, v: &mut Value, mut f: impl FnMut(&Value, &mut Value)) {
+    match v {
+        Value::Object(map) => {
+            if let Some(values) = schema.get("additionalProperties").filter(|s| s.is_object()) {
+                map.values_mut().for_each(|child| f(values, child));
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                items.iter_mut().for_each(|item| f(item_schema, item));
+            }
+        }
+        _ => {}
     }
 }
 
@@ -151,6 +233,41 @@ mod tests {
         tree.omit_empty(&mut rb);
         assert!(rb["subjects"][0].get("apiGroup").is_none());
         assert_eq!(rb["roleRef"]["kind"], "Role");
+    }
+
+    #[test]
+    fn a_condition_without_its_required_time_decodes_and_encodes_null() {
+        use k8s_openapi::api::core::v1::Service;
+        let tree = SchemaTree::of::<Service>();
+        let cond =
+            json!({"type": "StatusUpdate", "status": "True", "reason": "E2E", "message": "m"});
+        let mut svc = json!({"metadata": {"name": "s"}, "status": {"conditions": [cond,
+            {"type": "B", "status": "True", "reason": "R", "message": "",
+             "lastTransitionTime": "2024-01-01T00:00:00Z"}]}});
+        tree.fill_zero_times(&mut svc);
+        let typed: Service = serde_json::from_value(svc).expect("decodes");
+        let mut out = serde_json::to_value(&typed).expect("encodes");
+        assert_eq!(
+            out["status"]["conditions"][0]["lastTransitionTime"],
+            GO_ZERO_TIME
+        );
+        tree.null_zero_times(&mut out);
+        assert_eq!(
+            out["status"]["conditions"][0]["lastTransitionTime"],
+            Value::Null
+        );
+        assert_eq!(
+            out["status"]["conditions"][1]["lastTransitionTime"],
+            "2024-01-01T00:00:00Z"
+        );
+        // Optional times are not made up.
+        let mut pod = json!({"metadata": {"name": "p"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        SchemaTree::of::<Pod>().fill_zero_times(&mut pod);
+        assert!(
+            pod["status"]["conditions"][0]
+                .get("lastTransitionTime")
+                .is_none()
+        );
     }
 
     #[test]
