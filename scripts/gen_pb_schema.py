@@ -147,6 +147,26 @@ for path in glob.glob(PB + "/**/mod.rs", recursive=True):
     for m in re.finditer(r'impl crate::Resource for (\w+) \{\s*const API_VERSION: &\'static str = "([^"]*)";.*?const KIND: &\'static str = "([^"]*)";', src, re.S):
         resources[(m.group(2), m.group(3))] = short(rel, m.group(1))
 
+# Kinds kube 1.36 serves at v1 that k8s-pb 0.9 has only in a beta version:
+# go-to-protobuf numbers a field by its Go struct tag, which a promotion copies
+# unchanged, so the v1 messages are the beta ones renamed (checked against
+# kube-apiserver 1.36's protobuf answer). Messages the v1 package has already
+# (MatchResources, ParamRef, Variable, ...) are not copied.
+PROMOTED = {
+    "admissionregistration.v1beta1": [
+        "MutatingAdmissionPolicy", "MutatingAdmissionPolicyList", "MutatingAdmissionPolicySpec",
+        "MutatingAdmissionPolicyBinding", "MutatingAdmissionPolicyBindingList",
+        "MutatingAdmissionPolicyBindingSpec", "Mutation", "ApplyConfiguration", "JsonPatch",
+    ],
+}
+PROMOTED_ROOTS = []
+for beta, names in PROMOTED.items():
+    ga = beta.rsplit(".", 1)[0] + ".v1"
+    for n in names:
+        messages[f"{ga}.{n}"] = [(f, t, ty.replace(f"@{beta}.", f"@{ga}.")) for f, t, ty in messages[f"{beta}.{n}"]]
+        if n.startswith("MutatingAdmissionPolicy") and not n.endswith(("List", "Spec")):
+            PROMOTED_ROOTS.append(f"{ga}.{n}")
+
 # ---- JSON names from k8s-openapi ------------------------------------------
 def norm(name):
     """A field name without case, `_`, `-` or `$` (`x_kubernetes_list_type`
@@ -195,6 +215,7 @@ ROOTS = sorted(k for k in resources if k[0].rsplit("/", 1)[-1] in STABLE_VERSION
 roots = [resources[k] for k in ROOTS]
 roots += MANUAL
 roots += EXTRA_ROOTS
+roots += PROMOTED_ROOTS
 # Messages the hand-written federation ones refer to.
 roots += ["core.v1.LocalObjectReference", "meta.v1.ListMeta", "meta.v1.ObjectMeta"]
 # `<Kind>List` messages (ListMeta + repeated items) of every root kind.

@@ -62,7 +62,6 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .printer(printers::MUTATING_ADMISSION_POLICY)
             .federated()
-            .without_protobuf()
             .defaults(|p| {
                 if let Some(spec) = p.spec.as_mut() {
                     default_to(&mut spec.failure_policy, "Fail");
@@ -93,8 +92,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
                 &[],
             ))
             .printer(printers::ADMISSION_POLICY_BINDING)
-            .federated()
-            .without_protobuf(),
+            .federated(),
         ),
         Arc::new(
             Builtin::<admission::MutatingWebhookConfiguration>::new(info::<
