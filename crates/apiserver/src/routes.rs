@@ -24,6 +24,8 @@ pub fn api_router(state: Arc<AppState>) -> Router {
         .merge(crate::service_accounts::router())
         .merge(crate::proxy::router())
         .route("/api", get(api_root))
+        // kube answers `/api/` as `/api` (kubectl proxy asks for it).
+        .route("/api/", get(api_root))
         .route("/api/v1", get(core_resources))
         .route("/api/v1/", get(core_resources))
         .route("/api/v1/{*rest}", any(handlers::resource::core))
