@@ -93,6 +93,15 @@ pub struct Attributes<'a> {
     pub options: Option<&'a Value>,
 }
 
+impl Attributes<'_> {
+    /// Whether the request creates an object of the resource itself (not
+    /// one of its subresources): what a plugin that sets up new objects
+    /// (kube's ServiceAccount, RuntimeClass) admits.
+    pub fn creates_object(&self) -> bool {
+        self.operation == Operation::Create && self.subresource.is_none()
+    }
+}
+
 /// One admission plugin. Both phases default to "admit, no warnings".
 #[async_trait::async_trait]
 pub trait Admission: Send + Sync {

@@ -32,6 +32,7 @@ pub mod quota;
 pub mod rbac_sync;
 pub mod registry;
 pub mod runtime_class;
+pub mod service_account;
 pub mod stamp;
 pub mod store;
 pub mod strategy;

@@ -143,6 +143,7 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             .on_create(prepare_pod)
             .admission(crate::priority::pod_plugin)
             .admission(crate::runtime_class::pod_plugin)
+            .admission(crate::service_account::pod_plugin)
             .create_subresource("binding", &super::pod_binding::BINDING)
             .returns_deleted_object()
             // podStatusStrategy's ResetObjectMetaForStatus(new, new) resets
@@ -982,12 +983,7 @@ fn prepare_pod(obj: &mut Value) {
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
-    let sa = spec
-        .get("serviceAccountName")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .unwrap_or("default")
-        .to_string();
+    let sa = crate::service_account::service_account_name(spec).to_string();
     spec.insert("serviceAccountName".into(), json!(sa));
     spec.insert("serviceAccount".into(), json!(sa));
     let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
