@@ -1029,26 +1029,81 @@ pub async fn bootstrap(registry: &Registry, opts: &BootstrapOptions) -> Result<(
             Err(e) => return Err(e),
         }
     }
-    if let Some(endpoints) = registry.get("", "v1", "endpoints") {
-        let ep = json!({
-            "apiVersion": "v1", "kind": "Endpoints",
-            "metadata": {"name": "kubernetes", "namespace": "default",
-                          "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
-            "subsets": [{"addresses": [{"ip": opts.advertise_address}],
-                         "ports": [{"name": "https", "port": opts.secure_port, "protocol": "TCP"}]}]
-        });
-        match endpoints
-            .create(
-                Some(&namespaces),
-                Some("default"),
-                ep,
-                &WriteOptions::default(),
-            )
-            .await
-        {
-            Ok(_) | Err(ApiError { code: 409, .. }) => {}
-            Err(e) => return Err(e),
+    // kube-apiserver's endpoint reconciler: the `kubernetes` Endpoints and
+    // its EndpointSlice (`endpointSliceFromEndpoints`) name this server's
+    // advertise address and secure port, put right when they changed since
+    // the last start (the port of `--secure-port 0`).
+    let address_type = if opts.advertise_address.contains(':') {
+        "IPv6"
+    } else {
+        "IPv4"
+    };
+    let port = json!({"name": "https", "port": opts.secure_port, "protocol": "TCP"});
+    let ep = json!({
+        "apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "kubernetes", "namespace": "default",
+                      "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+        "subsets": [{"addresses": [{"ip": opts.advertise_address}], "ports": [port]}]
+    });
+    let slice = json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "kubernetes", "namespace": "default",
+                      "labels": {"kubernetes.io/service-name": "kubernetes"}},
+        "addressType": address_type,
+        "endpoints": [{"addresses": [opts.advertise_address], "conditions": {"ready": true}}],
+        "ports": [port]
+    });
+    for (group, resource, obj, fields) in [
+        ("", "endpoints", ep, &["subsets"][..]),
+        (
+            "discovery.k8s.io",
+            "endpointslices",
+            slice,
+            &["addressType", "endpoints", "ports"][..],
+        ),
+    ] {
+        if let Some(store) = registry.get(group, "v1", resource) {
+            ensure_default_object(&store, &namespaces, obj, fields).await?;
         }
     }
+    Ok(())
+}
+
+/// Create `obj` in namespace `default`; when it exists, write `fields` of
+/// `obj` where they differ.
+async fn ensure_default_object(
+    store: &Store,
+    namespaces: &Store,
+    obj: Value,
+    fields: &[&str],
+) -> Result<(), ApiError> {
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let opts = WriteOptions::default();
+    match store
+        .create(Some(namespaces), Some("default"), obj.clone(), &opts)
+        .await
+    {
+        Ok(_) => return Ok(()),
+        Err(e) if e.code == 409 => {}
+        Err(e) => return Err(e),
+    }
+    let current = store.get_value(Some("default"), &name).await?;
+    if fields.iter().all(|f| current.get(*f) == obj.get(*f)) {
+        return Ok(());
+    }
+    store
+        .patch(Some("default"), &name, None, &opts, |cur| {
+            let mut next = cur.clone();
+            for f in fields {
+                next[*f] = obj.get(*f).cloned().unwrap_or(Value::Null);
+            }
+            Ok(next)
+        })
+        .await?;
+    tracing::info!(resource = %store.info().resource, name, "updated to this server's address");
     Ok(())
 }

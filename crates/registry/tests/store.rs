@@ -425,6 +425,54 @@ async fn cluster_ips_are_allocated_once_each() {
 }
 
 #[tokio::test]
+async fn the_kubernetes_endpoints_and_endpointslice_follow_the_address_and_port() {
+    let env = env().await;
+    let eps = env.store("", "v1", "endpoints");
+    let slices = env.store("discovery.k8s.io", "v1", "endpointslices");
+    let check = |port: u16, address: &'static str| {
+        let (eps, slices) = (eps.clone(), slices.clone());
+        async move {
+            let ep = eps
+                .get_value(Some("default"), "kubernetes")
+                .await
+                .expect("endpoints");
+            assert_eq!(
+                ep["subsets"],
+                json!([{"addresses": [{"ip": address}],
+                        "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}])
+            );
+            let slice = slices
+                .get_value(Some("default"), "kubernetes")
+                .await
+                .expect("slice");
+            assert_eq!(
+                slice["metadata"]["labels"]["kubernetes.io/service-name"],
+                "kubernetes"
+            );
+            assert_eq!(slice["addressType"], "IPv4");
+            assert_eq!(slice["endpoints"][0]["addresses"], json!([address]));
+            assert_eq!(slice["endpoints"][0]["conditions"]["ready"], true);
+            assert_eq!(
+                slice["ports"],
+                json!([{"name": "https", "port": port, "protocol": "TCP"}])
+            );
+        }
+    };
+    check(6443, "127.0.0.1").await;
+    // A restart on another port and address: both are put right.
+    controllers::bootstrap(
+        &env.registry,
+        &BootstrapOptions {
+            advertise_address: "10.1.2.3".into(),
+            secure_port: 7443,
+        },
+    )
+    .await
+    .expect("bootstrap again");
+    check(7443, "10.1.2.3").await;
+}
+
+#[tokio::test]
 async fn background_gc_deletes_dependents_of_a_deleted_owner() {
     let env = env().await;
     GarbageCollector::start(env.registry.clone());
