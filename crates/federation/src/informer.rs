@@ -663,6 +663,17 @@ impl Informers {
         informer
     }
 
+    /// The informers of the federation's copies that run now, one per
+    /// federated kind (not those of [`Informers::for_member_objects`]).
+    pub fn copy_informers(&self) -> Vec<Arc<FederatedInformer>> {
+        self.by_kind
+            .lock()
+            .iter()
+            .filter(|(key, _)| !key.contains('?'))
+            .map(|(_, (i, _))| i.clone())
+            .collect()
+    }
+
     /// The informer of `kind` if one runs.
     pub fn get(&self, kind: &FederatedKind) -> Option<Arc<FederatedInformer>> {
         self.by_kind

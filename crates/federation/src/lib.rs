@@ -35,7 +35,9 @@
 //!   replicas, failover, federated HPAs) and [`status`] (member statuses
 //!   summed onto the federated object's status subresource) and
 //!   [`dns_records`] (the DNS records of federated LoadBalancer Services,
-//!   served by the embedded DNS server of `--dns-bind`);
+//!   served by the embedded DNS server of `--dns-bind`) and
+//!   [`member_events`] (the members' Events about copies, mirrored onto
+//!   the federated objects for `kubectl describe`);
 //! - pure policy, no I/O: [`planner`] (Federation v1's replica planner),
 //!   [`failover`] (capacity-safe handover), [`hpa`] (HPA min/max split),
 //!   [`status_aggregate`] (member statuses → federated status),
@@ -123,6 +125,7 @@ pub mod informer;
 pub mod kinds;
 pub mod mcs;
 pub mod mcs_dns;
+pub mod member_events;
 pub mod member_kubeconfig;
 pub mod member_object;
 pub mod members;
@@ -334,6 +337,7 @@ pub async fn run_with(
     let status = tokio::spawn(status::run(ctx.clone(), stop.clone()));
     let mcs = tokio::spawn(mcs::run(ctx.clone(), stop.clone()));
     let revisions = tokio::spawn(revisions::run(ctx.clone(), stop.clone()));
+    let member_events = tokio::spawn(member_events::run(ctx.clone(), stop.clone()));
     let sync = tokio::spawn(sync::run(ctx, stop));
     let (c, st, s) = tokio::join!(clusters, status, sync);
     c??;
@@ -341,5 +345,6 @@ pub async fn run_with(
     s??;
     mcs.await??;
     revisions.await??;
+    member_events.await??;
     Ok(())
 }

@@ -113,6 +113,29 @@ pub struct FederationOptions {
     )]
     pub member_namespace_denylist: Vec<String>,
 
+    /// Mirror the members' Events about the federation's copies (and about
+    /// the ReplicaSets, Pods and Jobs kube makes of them) onto the
+    /// federated objects, so `kubectl describe` on the federation shows
+    /// them, each naming its cluster (SPEC §3.13).
+    #[arg(
+        long = "mirror-member-events",
+        value_name = "BOOL",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    pub mirror_member_events: bool,
+
+    /// How long a mirrored member Event is kept after it was last seen in
+    /// its member (kube-apiserver's `--event-ttl` default: 1h). Go
+    /// duration syntax.
+    #[arg(
+        long = "member-event-ttl",
+        value_name = "DURATION",
+        default_value = "1h",
+        value_parser = parse_duration
+    )]
+    pub member_event_ttl: Duration,
+
     /// The embedded DNS server (SPEC §3.9).
     #[command(flatten)]
     pub dns: DnsOptions,
@@ -228,6 +251,8 @@ impl Default for FederationOptions {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            mirror_member_events: true,
+            member_event_ttl: Duration::from_secs(3600),
             dns: DnsOptions::default(),
         }
     }
@@ -282,6 +307,12 @@ mod tests {
         };
         assert_eq!(cli.f.conflict_resolution, ConflictResolution::Abort);
         assert_eq!(cli.f.dns.clusterset_zone, "clusterset.local");
+        assert!(cli.f.mirror_member_events);
+        assert_eq!(cli.f.member_event_ttl, Duration::from_secs(3600));
+        assert_eq!(
+            FederationOptions::default().member_event_ttl,
+            cli.f.member_event_ttl
+        );
         assert_eq!(
             FederationOptions::default().dns.clusterset_zone,
             cli.f.dns.clusterset_zone
