@@ -76,6 +76,9 @@ pub const VERSION: &str = "v1beta1";
 /// writes, the member account's), the PropagationRecords of cluster-scoped
 /// objects.
 pub const FEDERATION_NAMESPACE: &str = "federation-system";
+/// The annotation naming the member cluster an object was read from
+/// (`federation@all`'s merged lists and watches, SPEC §3.13).
+pub const CLUSTER_ANNOTATION: &str = "federation.kubernetes.io/cluster";
 
 /// A member cluster of the federation (`federation/v1beta1`, cluster-scoped).
 #[derive(Clone, Debug, Default, PartialEq)]

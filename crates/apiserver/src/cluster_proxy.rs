@@ -55,3 +55,34 @@ pub(crate) fn split_path(path: &str) -> Option<(&str, &str)> {
     }
     Some((name, if rest.is_empty() { "/" } else { rest }))
 }
+
+/// The cluster name that means every member (`clusters/-/proxy`,
+/// `federation@all`, served by [`crate::member_view`]; no Cluster can be
+/// named so).
+pub const ALL: &str = "-";
+
+/// Whether `path` is a `clusters/-/proxy` path.
+pub fn is_all_members_path(path: &str) -> bool {
+    matches!(split_path(path), Some((ALL, _)))
+}
+
+/// The authorization filter's refusal of a `clusters/-/proxy` request,
+/// kept for when the caller may read no member at all.
+#[derive(Clone, Debug)]
+pub struct DeferredGate(pub ubernetes_apimachinery::ApiError);
+
+/// Called by the authorization filter on a refused request: `true` when
+/// it is a `clusters/-/proxy` request, whose gate is then the member
+/// view's, per cluster (`clusters/proxy` on each member); the refusal is
+/// kept in `extensions`.
+pub fn defer_gate(
+    path: &str,
+    refusal: &ubernetes_apimachinery::ApiError,
+    extensions: &mut http::Extensions,
+) -> bool {
+    if !is_all_members_path(path) {
+        return false;
+    }
+    extensions.insert(DeferredGate(refusal.clone()));
+    true
+}

@@ -34,6 +34,7 @@ pub mod hooks;
 pub mod in_process;
 pub mod issuer;
 pub mod leader_election;
+pub mod member_view;
 pub mod metrics;
 pub mod openapi_routes;
 pub mod options;

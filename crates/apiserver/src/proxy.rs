@@ -135,7 +135,7 @@ const HOP_BY_HOP: [&str; 9] = [
 
 /// `headers` without the hop-by-hop ones (and those `Connection` names)
 /// and without `also`.
-fn end_to_end(headers: &HeaderMap, also: &[HeaderName]) -> HeaderMap {
+pub(crate) fn end_to_end(headers: &HeaderMap, also: &[HeaderName]) -> HeaderMap {
     let named: Vec<String> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -177,7 +177,7 @@ fn escape_extra_key(key: &str) -> String {
 
 /// The headers that make the member act as `user` (see the module
 /// documentation); an error names what cannot be carried.
-fn impersonation_headers(user: &UserInfo) -> Result<HeaderMap, String> {
+pub(crate) fn impersonation_headers(user: &UserInfo) -> Result<HeaderMap, String> {
     let value = |v: &str, what: &str| {
         http::HeaderValue::from_str(v).map_err(|_| {
             format!(
@@ -215,7 +215,7 @@ fn impersonation_headers(user: &UserInfo) -> Result<HeaderMap, String> {
 }
 
 /// An error and its causes, one after the other (`a: b: c`).
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -22,6 +22,7 @@ pub fn api_router(state: Arc<AppState>) -> Router {
         .merge(crate::reviews::router())
         .merge(crate::core_extras::router())
         .merge(crate::service_accounts::router())
+        .merge(crate::member_view::router())
         .merge(crate::proxy::router())
         .route("/api", get(api_root))
         // kube answers `/api/` as `/api` (kubectl proxy asks for it).
