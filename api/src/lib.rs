@@ -100,6 +100,25 @@ pub struct ClusterSpec {
     /// credentials to reach the cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<LocalSecretReference>,
+    /// Who opens the connections: `Push` (the default: the federation
+    /// reaches the member at its server address with the Secret's
+    /// credentials) or `Pull` (the member's agent opens a tunnel to the
+    /// federation; no address, no Secret). Karmada's `spec.syncMode`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_mode: Option<String>,
+}
+
+/// `spec.syncMode` of a Cluster the federation reaches itself (the default).
+pub const SYNC_MODE_PUSH: &str = "Push";
+/// `spec.syncMode` of a Cluster whose agent opens a tunnel to the federation.
+pub const SYNC_MODE_PULL: &str = "Pull";
+
+impl ClusterSpec {
+    /// Whether the member is reached through its agent's tunnel
+    /// (`spec.syncMode: Pull`).
+    pub fn is_pull(&self) -> bool {
+        self.sync_mode.as_deref() == Some(SYNC_MODE_PULL)
+    }
 }
 
 /// A server address for clients in a CIDR.

@@ -47,6 +47,7 @@ pub mod serve;
 pub mod service_accounts;
 pub mod state;
 pub mod table;
+pub mod tunnel;
 pub mod unstored;
 pub mod yaml;
 

@@ -120,8 +120,8 @@ async fn proxy(State(state): State<Arc<AppState>>, request: Request) -> Response
 
 /// Headers never forwarded, in either direction: hop-by-hop (RFC 9110
 /// §7.6.1, as Go's `httputil.ReverseProxy`) and what the outgoing
-/// connection sets itself.
-const HOP_BY_HOP: [&str; 9] = [
+/// connection sets itself. The pull agent (`ubernetes agent`) drops them too.
+pub const HOP_BY_HOP: [&str; 9] = [
     "connection",
     "keep-alive",
     "proxy-connection",

@@ -24,6 +24,7 @@ pub fn api_router(state: Arc<AppState>) -> Router {
         .merge(crate::service_accounts::router())
         .merge(crate::member_view::router())
         .merge(crate::proxy::router())
+        .merge(crate::tunnel::router())
         .route("/api", get(api_root))
         // kube answers `/api/` as `/api` (kubectl proxy asks for it).
         .route("/api/", get(api_root))

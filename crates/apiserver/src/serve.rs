@@ -351,6 +351,7 @@ async fn request_deadline(request: Request, next: Next) -> Response {
     }
     let timeout = match query.get("timeout").filter(|t| !t.is_empty()) {
         None => REQUEST_TIMEOUT,
+        || crate::tunnel::is_tunnel_path(path)
         Some(t) => match ubernetes_apimachinery::duration::parse_go_duration(t) {
             Err(e) => {
                 return status_response(&ApiError::bad_request(format!(

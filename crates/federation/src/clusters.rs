@@ -28,6 +28,11 @@
 //! each request themselves. The client is built again only
 //! when the Secret, the picked server or the Cluster's uid change.
 //!
+//! A Cluster with `spec.syncMode: Pull` has neither address nor Secret:
+//! its client sends over the tunnel its agent opened ([`crate::pull`]),
+//! and its health is the same probe sent that way, `Unreachable` at once
+//! when no tunnel is open or when the agent's Lease lapsed.
+//!
 //! # Health (Federation v1's `GetClusterHealthStatus`)
 //! `GET /readyz` (`/healthz` if the member answers 404), bounded by
 //! `--cluster-probe-timeout`:
@@ -191,10 +196,20 @@ pub async fn run(
 
     let mapper_store = store;
     let retry = options.cluster_monitor_period.min(Duration::from_secs(5));
+    // A pull member's tunnel opening or closing is probed at once.
+    let tunnel_changes = futures::stream::unfold(
+        crate::pull::tunnels().subscribe(),
+        |mut changes| async move {
+            changes.changed().await.ok()?;
+            let name = changes.borrow_and_update().1.clone();
+            Some((ObjectRef::<Cluster>::new(&name), changes))
+        },
+    );
     let outcomes = controller
         .watches(secrets, watcher::Config::default(), move |secret: Secret| {
             clusters_naming(&mapper_store, &secret.name_any())
         })
+        .reconcile_on(tunnel_changes)
         .graceful_shutdown_on(stop.clone().cancelled_owned())
         .run(
             reconcile,
@@ -311,6 +326,8 @@ struct ProbeInputs {
     generation: Option<i64>,
     labels: BTreeMap<String, String>,
     conn_serial: u64,
+    /// A pull member's current tunnel (a new one is probed at once).
+    tunnel: Option<u64>,
 }
 
 impl Context {
@@ -331,6 +348,9 @@ impl Context {
     /// changed.
     async fn connection(&self, cluster: &Cluster) -> Result<Result<Conn, String>, Error> {
         let name = cluster.name_any();
+        if cluster.spec.is_pull() {
+            return Ok(Ok(self.pull_connection(cluster)));
+        }
         let Some(secret_name) = cluster
             .spec
             .secret_ref
@@ -391,6 +411,34 @@ impl Context {
             self.state.lock().entry(name).or_default().conn = Some(conn.clone());
             conn
         }))
+    }
+
+    /// A pull member's client: over its agent's tunnel, whichever is open
+    /// (the same client across reconnects, so the member set does not
+    /// change when the agent reconnects).
+    fn pull_connection(&self, cluster: &Cluster) -> Conn {
+        let name = cluster.name_any();
+        let key = ConnKey {
+            cluster_uid: cluster.uid().unwrap_or_default(),
+            secret_uid: String::new(),
+            secret_version: String::new(),
+            server: Some(crate::pull::server_of(&name)),
+        };
+        let mut state = self.state.lock();
+        let s = state.entry(name.clone()).or_default();
+        if let Some(conn) = s.conn.clone().filter(|c| c.key == key) {
+            return conn;
+        }
+        let client = crate::pull::tunnels().client(&name);
+        let conn = Conn {
+            key,
+            client: client.clone(),
+            proxy_client: client,
+            server: crate::pull::server_of(&name),
+            serial: self.serial.fetch_add(1, Ordering::Relaxed) + 1,
+        };
+        s.conn = Some(conn.clone());
+        conn
     }
 
     /// Whether `cluster` (the same object, still in the store) is current.
@@ -726,6 +774,11 @@ async fn reconcile(cluster: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, E
         generation: cluster.metadata.generation,
         labels: cluster.labels().clone(),
         conn_serial: conn.serial,
+        tunnel: if cluster.spec.is_pull() {
+            crate::pull::tunnels().current(&name)
+        } else {
+            None
+        },
     };
     let recent = ctx.state.lock().get(&name).and_then(|s| {
         s.last_probe
@@ -740,7 +793,21 @@ async fn reconcile(cluster: Arc<Cluster>, ctx: Arc<Context>) -> Result<Action, E
 
     let at = now();
     let probe_started = Instant::now();
-    let health = probe(&conn.client, ctx.options.cluster_probe_timeout).await;
+    // A pull member whose agent stopped renewing its Lease is unreachable,
+    // even while a dead tunnel lingers; one whose agent is reconnecting
+    // (no tunnel, the Lease still fresh) keeps its conditions, so an agent
+    // restart moves no replica and writes nothing.
+    let pull = cluster.spec.is_pull();
+    let lapse = ctx.options.cluster_lease_duration;
+    let health = if pull && crate::pull::lease_of_cluster_lapsed(&ctx.client, &name, lapse).await {
+        tracing::debug!(cluster = %name, "the agent's Lease lapsed");
+        Health::Unreachable
+    } else if pull && crate::pull::tunnels().current(&name).is_none() {
+        tracing::debug!(cluster = %name, "no tunnel: waiting for the agent or its Lease to lapse");
+        return Ok(Action::requeue(period.min(lapse / 4)));
+    } else {
+        probe(&conn.client, ctx.options.cluster_probe_timeout).await
+    };
     crate::metrics::metrics().probed(&name, health == Health::Ready, probe_started.elapsed());
     let (facts, version) = if health == Health::Unreachable {
         (None, None)
@@ -931,6 +998,7 @@ mod tests {
                 })
                 .collect(),
             secret_ref: None,
+            sync_mode: None,
         }
     }
 

@@ -136,6 +136,7 @@ pub mod overrides;
 pub mod placement;
 pub mod planner;
 pub mod policy;
+pub mod pull;
 pub mod revisions;
 pub mod rollout;
 pub mod scheduling;

@@ -122,6 +122,15 @@ pub fn follow(
     members
 }
 
+/// Whether the Cluster's `Ready` condition is `True`.
+fn condition_ready(cluster: &ubernetes_api::Cluster) -> bool {
+    cluster.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == crate::clusters::CONDITION_READY && c.status == "True")
+    })
+}
+
 /// What a follower's member client was built from: the Cluster's uid, the
 /// Secret's uid and resourceVersion, the picked server.
 type BuiltFrom = (String, String, String, Option<String>);
@@ -157,6 +166,40 @@ async fn follow_clusters(
         for cluster in clusters.state() {
             let name = kube::ResourceExt::name_any(cluster.as_ref());
             seen.insert(name.clone());
+            if cluster.spec.is_pull() {
+                // Reached over its agent's tunnel (`crate::pull`), whichever
+                // is open: no Secret, one client for the Cluster's life.
+                let key: BuiltFrom = (
+                    kube::ResourceExt::uid(cluster.as_ref()).unwrap_or_default(),
+                    String::new(),
+                    String::new(),
+                    Some(crate::pull::server_of(&name)),
+                );
+                let ready = condition_ready(&cluster);
+                let labels = kube::ResourceExt::labels(cluster.as_ref()).clone();
+                let current = members
+                    .get(&name)
+                    .filter(|_| built.get(&name) == Some(&key));
+                let client = match &current {
+                    Some(m) if m.ready == ready && m.labels == labels => continue,
+                    Some(m) => m.client.clone(),
+                    None => crate::pull::tunnels().client(&name),
+                };
+                failed.remove(&name);
+                built.insert(name.clone(), key.clone());
+                let generation = members.get(&name).map_or(0, |m| m.generation) + 1;
+                members.upsert(Member {
+                    server: crate::pull::server_of(&name),
+                    name,
+                    uid: key.0,
+                    proxy_client: client.clone(),
+                    client,
+                    labels,
+                    ready,
+                    generation,
+                });
+                continue;
+            }
             let secret = cluster
                 .spec
                 .secret_ref
@@ -182,11 +225,7 @@ async fn follow_clusters(
             if failed.get(&name) == Some(&key) {
                 continue;
             }
-            let ready = cluster.status.as_ref().is_some_and(|s| {
-                s.conditions
-                    .iter()
-                    .any(|c| c.type_ == crate::clusters::CONDITION_READY && c.status == "True")
-            });
+            let ready = condition_ready(&cluster);
             let labels = kube::ResourceExt::labels(cluster.as_ref()).clone();
             let current = members
                 .get(&name)

@@ -36,6 +36,16 @@ pub struct FederationOptions {
     )]
     pub cluster_probe_timeout: Duration,
 
+    /// How old a pull-mode member's Lease (renewed by its agent) may get
+    /// before the cluster counts as unreachable (SPEC §3.12: 40s).
+    #[arg(
+        long = "cluster-lease-duration",
+        value_name = "DURATION",
+        default_value = "40s",
+        value_parser = parse_duration
+    )]
+    pub cluster_lease_duration: Duration,
+
     /// How long one request to a member cluster may take (propagation
     /// writes and reads) before it counts as failed and is retried with
     /// backoff.
@@ -243,6 +253,7 @@ impl Default for FederationOptions {
             cluster_monitor_period: Duration::from_secs(40),
             cluster_probe_timeout: Duration::from_secs(5),
             member_request_timeout: Duration::from_secs(10),
+            cluster_lease_duration: Duration::from_secs(40),
             disabled_kinds: Vec::new(),
             builtin_kinds: Vec::new(),
             unschedulable_threshold: Duration::from_secs(60),

@@ -537,6 +537,26 @@ fn a_cluster_validates_its_cidrs_and_secret_ref() {
     let ok: Value = s.normalize(ok).unwrap();
     assert!(s.validate_create(&ok).is_empty());
     assert_eq!(ok["apiVersion"], "federation/v1beta1");
+
+    // spec.syncMode (issue 24): Pull needs no address and names no Secret.
+    let pull: Value = s
+        .normalize(json!({"metadata": {"name": "edge"}, "spec": {"syncMode": "Pull"}}))
+        .unwrap();
+    assert!(s.validate_create(&pull).is_empty());
+    let bad: Value = s
+        .normalize(json!({"metadata": {"name": "edge"}, "spec": {
+            "syncMode": "Sideways", "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "https://a:1"}]}}))
+        .unwrap();
+    assert_eq!(
+        messages(&s.validate_create(&bad)),
+        vec![
+            "spec.syncMode: Unsupported value: \"Sideways\": supported values: \"Pull\", \"Push\""
+        ]
+    );
+    let with_secret: Value = s
+        .normalize(json!({"metadata": {"name": "edge"}, "spec": {"syncMode": "Pull", "secretRef": {"name": "edge"}}}))
+        .unwrap();
+    assert_eq!(messages(&s.validate_create(&with_secret)).len(), 1);
 }
 
 #[test]

@@ -613,7 +613,8 @@ fn clusters_report_ready_zones_region_and_unknown_when_unprobed() {
             "Age",
             "Server Address",
             "Version",
-            "Objects In Sync"
+            "Objects In Sync",
+            "Sync Mode"
         ]
     );
     assert_eq!(
@@ -626,14 +627,16 @@ fn clusters_report_ready_zones_region_and_unknown_when_unprobed() {
             "60m",
             "https://10.1.2.3:6443",
             "<unknown>",
-            "<unknown>"
+            "<unknown>",
+            "Push"
         ])
     );
 
-    let fresh = json!({"metadata": {"name": "boston", "creationTimestamp": "2025-01-10T11:59:59Z"}, "spec": {}});
+    let fresh = json!({"metadata": {"name": "boston", "creationTimestamp": "2025-01-10T11:59:59Z"}, "spec": {"syncMode": "Pull"}});
     let t = one(&i, fresh);
     assert_eq!(t["rows"][0]["cells"][1], "Unknown");
     assert_eq!(t["rows"][0]["cells"][2], "<none>");
+    assert_eq!(t["rows"][0]["cells"][8], "Pull");
 }
 
 #[test]

@@ -85,9 +85,26 @@ pub struct JoinArgs {
     /// The member's name in the federation (the Cluster and its Secret).
     #[arg(value_name = "NAME")]
     pub name: String,
-    /// Context of the member cluster in --kubeconfig.
-    #[arg(long = "cluster-context", value_name = "CONTEXT")]
-    pub cluster_context: String,
+    /// Context of the member cluster in --kubeconfig (not with --pull).
+    #[arg(
+        long = "cluster-context",
+        value_name = "CONTEXT",
+        required_unless_present = "pull",
+        conflicts_with = "pull"
+    )]
+    pub cluster_context: Option<String>,
+    /// Pull mode: the federation cannot reach the member; its agent
+    /// (`ubernetes agent`) opens a tunnel to the federation instead. Creates
+    /// the Cluster with spec.syncMode Pull (no address, no Secret) and an
+    /// identity for the agent that may open only this cluster's tunnel and
+    /// renew only its Lease, and writes the agent's kubeconfig to
+    /// --agent-kubeconfig-out. Nothing is written in the member.
+    #[arg(long = "pull", requires = "agent_kubeconfig_out")]
+    pub pull: bool,
+    /// With --pull: where to write the agent's kubeconfig for the
+    /// federation (mode 0600).
+    #[arg(long = "agent-kubeconfig-out", value_name = "FILE", requires = "pull")]
+    pub agent_kubeconfig_out: Option<PathBuf>,
     /// Kubeconfig with the member's context (default: $KUBECONFIG, else ~/.kube/config).
     #[arg(long = "kubeconfig", value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
@@ -147,16 +164,16 @@ impl JoinNames {
 // ----------------------------------------------------------------- clients
 
 /// A loaded kubeconfig context.
-struct Target {
-    client: Client,
-    config: Config,
+pub(crate) struct Target {
+    pub(crate) client: Client,
+    pub(crate) config: Config,
     /// The context's name (for messages).
-    context: String,
+    pub(crate) context: String,
     /// Where objects are, in progress lines: the member's context name, or
     /// "the federation".
-    place: String,
+    pub(crate) place: String,
     /// The context's cluster entry (CA, insecure flag).
-    cluster: Option<kube::config::Cluster>,
+    pub(crate) cluster: Option<kube::config::Cluster>,
 }
 
 fn read_kubeconfig(path: Option<&PathBuf>, flag: &str) -> anyhow::Result<(Kubeconfig, String)> {
@@ -263,7 +280,7 @@ impl Outcome {
 }
 
 /// Server-side apply `obj` (forced, [`FIELD_MANAGER`]) and print what happened.
-async fn apply<K>(
+pub(crate) async fn apply<K>(
     api: &Api<K>,
     name: &str,
     obj: Value,
@@ -348,7 +365,7 @@ pub fn member_kubeconfig(
 }
 
 /// The CA the member context trusts (inline or from its file).
-fn context_ca(target: &Target) -> anyhow::Result<Option<Vec<u8>>> {
+pub(crate) fn context_ca(target: &Target) -> anyhow::Result<Option<Vec<u8>>> {
     let Some(cluster) = &target.cluster else {
         return Ok(None);
     };
@@ -379,13 +396,57 @@ fn context_ca(target: &Target) -> anyhow::Result<Option<Vec<u8>>> {
     Ok(None)
 }
 
-fn secret_data(secret: &Secret, key: &str) -> Option<Vec<u8>> {
+pub(crate) fn secret_data(secret: &Secret, key: &str) -> Option<Vec<u8>> {
     secret
         .data
         .as_ref()?
         .get(key)
         .map(|b| b.0.clone())
         .filter(|b| !b.is_empty())
+}
+
+/// The long-lived token of `account` (in [`NAMESPACE`] of `target`): its
+/// token Secret `names.token_secret` applied, then waited for until the
+/// token controller filled it in; the Secret and the token.
+pub(crate) async fn account_token(
+    account: &ServiceAccount,
+    names: &JoinNames,
+    target: &Target,
+) -> anyhow::Result<(Secret, String)> {
+    let secrets: Api<Secret> = Api::namespaced(target.client.clone(), NAMESPACE);
+    let mut annotations = BTreeMap::new();
+    annotations.insert(
+        "kubernetes.io/service-account.name",
+        names.service_account.clone(),
+    );
+    if let Some(uid) = account.uid() {
+        annotations.insert("kubernetes.io/service-account.uid", uid);
+    }
+    apply(
+        &secrets,
+        &names.token_secret,
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+               "metadata": {"name": names.token_secret, "namespace": NAMESPACE,
+                            "annotations": annotations,
+                            "labels": {"app.kubernetes.io/managed-by": "ubernetes"}}}),
+        &format!(
+            "service account token secret {NAMESPACE}/{}",
+            names.token_secret
+        ),
+        target,
+    )
+    .await?;
+    let secret = wait_for_token(&secrets, names, target).await?;
+    let token = secret_data(&secret, "token")
+        .and_then(|t| String::from_utf8(t).ok())
+        .ok_or_else(|| {
+            anyhow!(
+                "the token of secret {NAMESPACE}/{} in {} is not text",
+                names.token_secret,
+                target.context
+            )
+        })?;
+    Ok((secret, token))
 }
 
 /// Wait (on a watch) until the token Secret has its token.
@@ -453,8 +514,16 @@ async fn check_kubeconfig(text: &str, member: &Target) -> anyhow::Result<()> {
 /// `ubernetes join`.
 pub async fn join(args: JoinArgs) -> anyhow::Result<()> {
     let names = JoinNames::new(&args.name);
+    let (Some(cluster_context), false) = (&args.cluster_context, args.pull) else {
+        let fed = federation(&args.federation).await?;
+        let out = args
+            .agent_kubeconfig_out
+            .as_deref()
+            .ok_or_else(|| anyhow!("--pull needs --agent-kubeconfig-out FILE"))?;
+        return crate::pull_join::join_pull(&args.name, &fed, out).await;
+    };
     let (kc, source) = read_kubeconfig(args.kubeconfig.as_ref(), "--kubeconfig")?;
-    let member = connect(kc, &source, &args.cluster_context, "--cluster-context").await?;
+    let member = connect(kc, &source, cluster_context, "--cluster-context").await?;
     let fed = federation(&args.federation).await?;
     let client = member.client.clone();
 
@@ -500,39 +569,7 @@ pub async fn join(args: JoinArgs) -> anyhow::Result<()> {
         &member,
     )
     .await?;
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), NAMESPACE);
-    let mut annotations = BTreeMap::new();
-    annotations.insert(
-        "kubernetes.io/service-account.name",
-        names.service_account.clone(),
-    );
-    if let Some(uid) = account.uid() {
-        annotations.insert("kubernetes.io/service-account.uid", uid);
-    }
-    apply(
-        &secrets,
-        &names.token_secret,
-        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
-               "metadata": {"name": names.token_secret, "namespace": NAMESPACE,
-                            "annotations": annotations,
-                            "labels": {"app.kubernetes.io/managed-by": "ubernetes"}}}),
-        &format!(
-            "service account token secret {NAMESPACE}/{}",
-            names.token_secret
-        ),
-        &member,
-    )
-    .await?;
-    let secret = wait_for_token(&secrets, &names, &member).await?;
-    let token = secret_data(&secret, "token")
-        .and_then(|t| String::from_utf8(t).ok())
-        .ok_or_else(|| {
-            anyhow!(
-                "the token of secret {NAMESPACE}/{} in {} is not text",
-                names.token_secret,
-                member.context
-            )
-        })?;
+    let (secret, token) = account_token(&account, &names, &member).await?;
     println!(
         "token of service account {NAMESPACE}/{} is ready in {}",
         names.service_account, member.context
@@ -606,7 +643,12 @@ pub async fn join(args: JoinArgs) -> anyhow::Result<()> {
 // ------------------------------------------------------------------ unjoin
 
 /// Delete `name`; 404 is fine. Prints a progress line; returns whether it existed.
-async fn delete<K>(api: &Api<K>, name: &str, what: &str, target: &Target) -> anyhow::Result<bool>
+pub(crate) async fn delete<K>(
+    api: &Api<K>,
+    name: &str,
+    what: &str,
+    target: &Target,
+) -> anyhow::Result<bool>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {
@@ -797,6 +839,12 @@ pub async fn unjoin(args: UnjoinArgs) -> anyhow::Result<()> {
         )
     })?;
     let clusters: Api<Cluster> = Api::all(fed.client.clone());
+    let pull = clusters
+        .get_opt(&names.cluster)
+        .await
+        .ok()
+        .flatten()
+        .is_some_and(|c| c.spec.is_pull());
     // The Cluster goes first: propagation to the member stops.
     delete(
         &clusters,
@@ -805,6 +853,20 @@ pub async fn unjoin(args: UnjoinArgs) -> anyhow::Result<()> {
         &fed,
     )
     .await?;
+    if pull {
+        // A pull member: the federation holds no credentials for it; what
+        // join made is the agent's identity in the federation.
+        crate::pull_join::remove_agent(&names.cluster, &fed).await?;
+        if let (Some(ctx), true) = (&args.cluster_context, args.remove_propagated) {
+            let (kc, source) = read_kubeconfig(args.kubeconfig.as_ref(), "--kubeconfig")?;
+            remove_propagated(&connect(kc, &source, ctx, "--cluster-context").await?).await?;
+        }
+        println!(
+            "cluster {} unjoined; stop its agent in the member",
+            names.cluster
+        );
+        return Ok(());
+    }
 
     let (member, own_credentials) = match &args.cluster_context {
         Some(ctx) => {

@@ -9,6 +9,11 @@
 //!   [--kubeconfig FILE]`, a context `federation@NAME` per joined cluster
 //!   and `federation@all` added to it (`member_contexts.rs`).
 //!
+//! - `ubernetes join NAME [--pull --agent-kubeconfig-out FILE]` / `unjoin
+//!   NAME`: add or remove a member (`join.rs`, pull mode `pull_join.rs`).
+//! - `ubernetes agent --cluster NAME --federation-kubeconfig FILE`: a pull
+//!   member's agent (`agent.rs`).
+//!
 //! Logs go to stderr (filter: `--log-level`, else `RUST_LOG`, else `info`);
 //! stdout carries only what scripts read (`ubernetes: serving on URL`).
 #![forbid(unsafe_code)]
@@ -21,8 +26,10 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use ubernetes_apiserver::options::ServerOptions;
 
+mod agent;
 mod join;
 mod member_contexts;
+mod pull_join;
 use ubernetes_federation::FederationOptions;
 
 /// mimalloc instead of glibc's malloc: the server allocates and frees many
@@ -61,6 +68,11 @@ enum Command {
     /// federation's rights in the member, its kubeconfig as Secret
     /// federation-system/NAME and the Cluster NAME in the federation.
     Join(join::JoinArgs),
+    /// Run a pull-mode member's agent (beside or inside the member): open a
+    /// tunnel to the federation and carry the federation's requests to the
+    /// member API with the member's credentials, and renew the cluster's
+    /// Lease every 10 s. Reconnects with backoff; stops on SIGTERM/SIGINT.
+    Agent(agent::AgentArgs),
     /// Take a cluster out of the federation: delete its Cluster, Secret and
     /// the member's service account (and, with --remove-propagated, what the
     /// federation propagated there).
@@ -300,6 +312,11 @@ fn start_federation(
                 members.get(name).map(|m| m.proxy_client.clone())
             }));
     }
+    // Pull members' agents open their tunnels here (issue 24): the
+    // federation's side runs in this process's tunnel registry.
+    ubernetes_apiserver::tunnel::set_acceptor(std::sync::Arc::new(|name, io| {
+        Box::pin(ubernetes_federation::pull::tunnels().accept(name, io))
+    }));
     let (leads, leading) = ubernetes_federation::Leading::channel();
     let leads = std::sync::Arc::new(leads);
     let replica = {
@@ -436,6 +453,7 @@ fn main() -> ExitCode {
         }
         Command::Kubeconfig { data_dir, show, .. } => kubeconfig(data_dir, show),
         Command::Join(args) => run_async(join::join(args)),
+        Command::Agent(args) => run_async(agent::run(args)),
         Command::Unjoin(args) => run_async(join::unjoin(args)),
         Command::Serve {
             options,

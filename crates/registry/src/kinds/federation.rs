@@ -76,7 +76,28 @@ pub fn is_cidr(s: &str) -> bool {
 fn validate_cluster(c: &Cluster) -> Vec<Cause> {
     let mut out = Vec::new();
     let addrs = &c.spec.server_address_by_client_cidrs;
-    if addrs.is_empty() {
+    // `spec.syncMode` (issue 24): Push (the default) or Pull; a Pull
+    // member is reached only through its agent's tunnel, so it needs no
+    // address and must name no credentials.
+    let pull = match c.spec.sync_mode.as_deref() {
+        None | Some(ubernetes_api::SYNC_MODE_PUSH) => false,
+        Some(ubernetes_api::SYNC_MODE_PULL) => true,
+        Some(other) => {
+            out.push(field::not_supported(
+                "spec.syncMode",
+                &serde_json::Value::String(other.to_string()),
+                &[ubernetes_api::SYNC_MODE_PULL, ubernetes_api::SYNC_MODE_PUSH],
+            ));
+            false
+        }
+    };
+    if pull && c.spec.secret_ref.is_some() {
+        out.push(field::forbidden(
+            "spec.secretRef",
+            "must not be set when spec.syncMode is Pull: the federation reaches a pull member only through its agent",
+        ));
+    }
+    if addrs.is_empty() && !pull {
         out.push(field::required("spec.serverAddressByClientCIDRs", ""));
     }
     for (i, a) in addrs.iter().enumerate() {

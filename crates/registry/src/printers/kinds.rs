@@ -1019,6 +1019,7 @@ fn cluster_columns() -> Vec<Column> {
         wide("Server Address", "string", "The address the federation reaches the member cluster at."),
         wide("Version", "string", "Kubernetes version the member cluster reports."),
         wide("Objects In Sync", "string", "Federated objects in sync with the member cluster, of those placed there."),
+        wide("Sync Mode", "string", "Push: the federation reaches the member; Pull: the member's agent opens a tunnel to the federation (spec.syncMode)."),
     ]
 }
 
@@ -1961,5 +1962,9 @@ fn cluster(obj: &Value, now: Timestamp) -> Vec<Value> {
         json!(none_if_empty(server)),
         json!(version),
         json!(in_sync),
+        json!(match s(obj, "/spec/syncMode") {
+            "" => "Push",
+            mode => mode,
+        }),
     ]
 }
