@@ -222,6 +222,14 @@ fn a_pull_member_is_reached_only_through_its_agent() -> Result<()> {
     // Before its agent runs, the Cluster is unreachable.
     fed.wait_condition("edge", "Offline", "True", None, WAIT)?;
 
+    // Zones and region come from the member's Nodes, read over the tunnel.
+    fed.create_nodes(
+        1,
+        &[
+            ("edge-1", "edge-a", "edge-region"),
+            ("edge-2", "edge-b", "edge-region"),
+        ],
+    )?;
     let member = fed.member(1)?;
     let member_kubeconfig = member.kubeconfig().display().to_string();
     let mut agent = Agent::start(
@@ -233,6 +241,12 @@ fn a_pull_member_is_reached_only_through_its_agent() -> Result<()> {
     fed.wait_ready("push")?;
     fed.wait_ready("edge")
         .with_context(|| format!("agent log:\n{}", agent.log_tail()))?;
+    let edge = fed.cluster("edge")?.context("edge")?;
+    ensure!(
+        edge.pointer("/status/zones") == Some(&json!(["edge-a", "edge-b"]))
+            && edge.pointer("/status/region") == Some(&json!("edge-region")),
+        "zones and region of the pull member: {edge}"
+    );
     let wide = fed.host.kubectl_ok(&["get", "clusters", "-o", "wide"])?;
     ensure!(wide.contains("SYNC MODE"), "{wide}");
     let edge_row = wide
