@@ -20,6 +20,8 @@
 //! bootstrap controllers in-process). The federation controllers, which are
 //! API clients, use an in-process `kube::Client` instead.
 
+pub mod standalone;
+
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
