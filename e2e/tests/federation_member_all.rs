@@ -9,7 +9,8 @@
 //! - a write through it is 405 naming `federation@NAME`;
 //! - a user allowed `clusters/proxy` on m1 only sees only m1's items and
 //!   gets 403 through `federation@m2`;
-//! - a member that hangs (SIGSTOP) costs the bound (5 s), one that is down
+//! - a member that hangs (SIGSTOP) costs the bound (5 s), a paged list
+//!   past it too (once for the whole walk, not per page), one that is down
 //!   costs nothing: the answer comes with a `Warning` naming it.
 
 use std::io::{BufRead as _, BufReader};
@@ -171,6 +172,11 @@ fn one_view_across_every_member() -> Result<()> {
     // Pages of one item walk both members.
     let paged = kc.ok(all, &["get", "configmaps", "-n", "shop", "--chunk-size=1"])?;
     assert_eq!(rows(&paged), every, "{paged}");
+    // Pages of two: both members at once, one item each; every item once.
+    let paged = kc.ok(all, &["get", "configmaps", "-n", "shop", "--chunk-size=2"])?;
+    let mut two = rows(&paged);
+    two.sort();
+    assert_eq!(two, every, "{paged}");
     let bad = kc.run(
         all,
         &[
@@ -336,8 +342,15 @@ fn one_view_across_every_member() -> Result<()> {
     let started = Instant::now();
     let slow = kc.run(all, &["get", "configmaps", "-n", "shop"]);
     let took = started.elapsed();
+    // Paged: every page asks both members at once; m2 misses the bound on
+    // the first and is done for the walk, so the walk costs one bound, not
+    // one per page.
+    let started = Instant::now();
+    let paged = kc.run(all, &["get", "configmaps", "-n", "shop", "--chunk-size=2"]);
+    let paged_took = started.elapsed();
     Command::new("kill").args(["-CONT", &pid]).status()?;
     let slow = slow?;
+    let paged = paged?;
     let out = ubernetes_e2e::check(&["get", "configmaps"], slow.clone())?;
     assert_eq!(rows(&out), [pair("m1", "a1"), pair("m1", "a2")], "{out}");
     let err = String::from_utf8_lossy(&slow.stderr);
@@ -348,6 +361,19 @@ fn one_view_across_every_member() -> Result<()> {
     assert!(
         took >= Duration::from_secs(5) && took < Duration::from_secs(9),
         "a hanging member should cost the 5 s bound, took {took:?}"
+    );
+    let out = ubernetes_e2e::check(&["get", "configmaps", "--chunk-size=2"], paged.clone())?;
+    assert_eq!(rows(&out), [pair("m1", "a1"), pair("m1", "a2")], "{out}");
+    let err = String::from_utf8_lossy(&paged.stderr);
+    assert_eq!(
+        err.matches("Warning: cluster m2: no answer within 5s")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        paged_took >= Duration::from_secs(5) && paged_took < Duration::from_secs(9),
+        "paging past a hanging member should cost one 5 s bound, took {paged_took:?}"
     );
     // m2 down: no wait at all, the Warning names it.
     fed.member_mut(1)?.kill9();

@@ -20,11 +20,16 @@
 //!   back (a list or a watch from it) each member gets its own part.
 //!   Selectors, `timeoutSeconds` and every other parameter go to each
 //!   member as given.
-//! - **Paging** (`limit`, `continue`): a page fills from the members in
-//!   cluster order, one after the other, each asked for what the page
-//!   still lacks; `continue` is composite (base64url JSON: each member not
-//!   done yet and its own continue token); one that does not decode is
-//!   kube's 400.
+//! - **Paging** (`limit`, `continue`): every member not done yet is asked
+//!   at once for its share of the page ([`page_shares`]: `limit` split
+//!   evenly, the first members in cluster order taking the remainder, so a
+//!   page holds at most `limit` items; kube lets a page hold fewer), and
+//!   the answers are merged in cluster order. `continue` is composite
+//!   (base64url JSON: each member not done yet and its own continue token,
+//!   `null` before its first page); one that does not decode is kube's
+//!   400. A member that fails a page (the bound, 5xx, 403) is left out
+//!   with the warning and is done for this walk: the later pages do not
+//!   wait for it again, so a walk costs one bound, not one per page.
 //! - **One object by name**: there is one per member, so a get by name is
 //!   a list of that name (`fieldSelector=metadata.name=NAME`), merged as
 //!   above (kubectl prints one row per cluster; a JSON client gets a
@@ -607,6 +612,17 @@ fn decode_continue(token: &str) -> Result<Continue, ApiError> {
     serde_json::from_value(v).map_err(|_| bad_continue())
 }
 
+/// Each unfinished member's share of a page of `limit` items, in cluster
+/// order: `limit` split as evenly as it goes, the first members taking
+/// the remainder, so a page never holds more than `limit`. A share of 0
+/// (fewer items than members) is not asked for this page. No limit: every
+/// member is asked for all it has.
+fn page_shares(limit: Option<usize>, members: usize) -> Vec<Option<usize>> {
+    (0..members)
+        .map(|i| limit.map(|l| l / members + usize::from(i < l % members)))
+        .collect()
+}
+
 /// kube's 400 for a continue token that does not decode.
 fn bad_continue() -> ApiError {
     ApiError::bad_request(
@@ -691,6 +707,40 @@ impl Merged {
     }
 }
 
+/// A member's answer to a page: its list (and content type), or why it
+/// is left out.
+type PageAnswer = Result<(Value, HeaderValue), String>;
+
+/// Merge one page's answers in cluster order and return the members
+/// still unfinished (with their own continue tokens). A member that
+/// failed is left out with a warning and is done for this walk, so the
+/// next page does not wait for it again; one not asked (its share was 0)
+/// stays as it was.
+fn settle_page(
+    pending: Vec<(String, Option<String>)>,
+    mut answers: BTreeMap<String, PageAnswer>,
+    merged: &mut Merged,
+) -> Vec<(String, Option<String>)> {
+    let mut still = Vec::with_capacity(pending.len());
+    for (name, token) in pending {
+        match answers.remove(&name) {
+            None => still.push((name, token)),
+            Some(Ok((value, ct))) => {
+                let more = value["metadata"]["continue"]
+                    .as_str()
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_string);
+                merged.add(&name, value, ct);
+                if let Some(more) = more {
+                    still.push((name, Some(more)));
+                }
+            }
+            Some(Err(why)) => merged.warnings.push(warning(&name, &why)),
+        }
+    }
+    still
+}
+
 /// A merged list: every member at once, or a page of them.
 async fn list(
     members: &[Member],
@@ -740,39 +790,21 @@ async fn list(
             .pending
             .retain(|(name, _)| members.iter().any(|m| &m.name == name));
         merged.versions = std::mem::take(&mut state.rv);
-        let mut room = limit;
-        while room != Some(0) {
-            let Some((name, token)) = state.pending.first().cloned() else {
-                break;
-            };
-            let Some(member) = members.iter().find(|m| m.name == name) else {
-                state.pending.remove(0);
-                continue;
-            };
-            let request = req.for_member(&name, versions.as_ref(), room, token.as_deref());
-            match ask_list(member, request).await {
-                Ok((value, ct)) => {
-                    let more = value["metadata"]["continue"]
-                        .as_str()
-                        .filter(|c| !c.is_empty())
-                        .map(str::to_string);
-                    let before = merged.entries.len();
-                    merged.add(&name, value, ct);
-                    let got = merged.entries.len() - before;
-                    room = room.map(|r| r.saturating_sub(got));
-                    match more {
-                        Some(more) => state.pending[0].1 = Some(more),
-                        None => {
-                            state.pending.remove(0);
-                        }
-                    }
-                }
-                Err(why) => {
-                    merged.warnings.push(warning(&name, &why));
-                    state.pending.remove(0);
-                }
-            }
-        }
+        // Every unfinished member at once, each for its share of the page.
+        let shares = page_shares(limit, state.pending.len());
+        let asked = state
+            .pending
+            .iter()
+            .zip(shares)
+            .filter(|(_, share)| *share != Some(0))
+            .filter_map(|((name, token), share)| {
+                let member = members.iter().find(|m| &m.name == name)?;
+                let request = req.for_member(name, versions.as_ref(), share, token.as_deref());
+                Some(async move { (name.clone(), ask_list(member, request).await) })
+            });
+        let answers: BTreeMap<String, _> =
+            futures::future::join_all(asked).await.into_iter().collect();
+        state.pending = settle_page(std::mem::take(&mut state.pending), answers, &mut merged);
         if !state.pending.is_empty() {
             state.rv = merged.versions.clone();
             next = Some(encode(&state));
@@ -1150,6 +1182,71 @@ mod tests {
         );
         assert_eq!(composite_versions(Some(&encode(&c.rv))).unwrap(), c.rv);
         assert_eq!(composite_versions(Some("123")), None);
+    }
+
+    #[test]
+    fn a_page_is_shared_between_the_unfinished_members() {
+        assert_eq!(page_shares(Some(500), 10), vec![Some(50); 10]);
+        assert_eq!(page_shares(Some(7), 3), [Some(3), Some(2), Some(2)]);
+        // Fewer items than members: the first ones, one each.
+        assert_eq!(page_shares(Some(1), 2), [Some(1), Some(0)]);
+        assert_eq!(page_shares(Some(2), 3), [Some(1), Some(1), Some(0)]);
+        assert_eq!(page_shares(None, 2), [None, None]);
+        assert!(page_shares(Some(5), 0).is_empty());
+        for (limit, n) in [(500, 7), (3, 5), (1, 1), (1000, 3)] {
+            let total: usize = page_shares(Some(limit), n).into_iter().flatten().sum();
+            assert_eq!(total, limit, "{limit} over {n}");
+        }
+    }
+
+    #[test]
+    fn a_page_merges_in_cluster_order_and_a_failed_member_is_done_for_the_walk() {
+        let ct = HeaderValue::from_static("application/json");
+        let page = |names: &[&str], more: Option<&str>| {
+            let items: Vec<Value> = names
+                .iter()
+                .map(|n| json!({"metadata": {"name": n}}))
+                .collect();
+            json!({"kind": "ConfigMapList", "apiVersion": "v1",
+                   "metadata": {"resourceVersion": "3", "continue": more}, "items": items})
+        };
+        let pending = vec![
+            ("m1".to_string(), Some("t1".to_string())),
+            ("m2".to_string(), None),
+            ("m3".to_string(), None),
+            ("m4".to_string(), Some("t4".to_string())),
+        ];
+        // m3 was not asked (share 0); answers arrive in any order.
+        let answers = BTreeMap::from([
+            ("m4".to_string(), Ok((page(&["d"], None), ct.clone()))),
+            ("m2".to_string(), Err("no answer within 5s".to_string())),
+            ("m1".to_string(), Ok((page(&["a", "b"], Some("t1b")), ct))),
+        ]);
+        let mut merged = Merged::default();
+        let still = settle_page(pending, answers, &mut merged);
+        assert_eq!(
+            still,
+            [
+                ("m1".to_string(), Some("t1b".to_string())),
+                ("m3".to_string(), None)
+            ]
+        );
+        assert_eq!(merged.warnings, ["cluster m2: no answer within 5s"]);
+        let (body, _, _) = merged.finish(false, None);
+        let got: Vec<(&str, &str)> = body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                (
+                    i["metadata"]["annotations"][CLUSTER_ANNOTATION]
+                        .as_str()
+                        .unwrap(),
+                    i["metadata"]["name"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(got, [("m1", "a"), ("m1", "b"), ("m4", "d")]);
     }
 
     #[test]
