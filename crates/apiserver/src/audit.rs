@@ -345,7 +345,7 @@ fn is_long_running(info: &RequestInfo, path: &str) -> bool {
             "attach" | "exec" | "proxy" | "log" | "portforward"
         )
         || crate::cluster_proxy::is_proxy_path(path)
-        || crate::tunnel::is_tunnel_path(path)
+        || crate::cluster_proxy::is_tunnel_path(path)
 }
 
 /// `utilnet.SourceIPs`: `X-Forwarded-For`, then `X-Real-Ip`, then the

@@ -45,6 +45,16 @@ pub fn is_proxy_path(path: &str) -> bool {
     split_path(path).is_some()
 }
 
+/// Whether `path` is a pull member's tunnel path
+/// (`/apis/federation/v1beta1/clusters/NAME/tunnel`, [`crate::tunnel`]): a
+/// long-running request. Here, beside [`is_proxy_path`], so that the audit
+/// filter asks it without importing the tunnel's handler (and its state).
+pub fn is_tunnel_path(path: &str) -> bool {
+    path.strip_prefix(PREFIX)
+        .and_then(|rest| rest.strip_suffix("/tunnel"))
+        .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+}
+
 /// `(cluster name, path on the member)` of a proxy path, as sent (still
 /// percent-encoded); the member path of `…/proxy` is `/`.
 pub(crate) fn split_path(path: &str) -> Option<(&str, &str)> {

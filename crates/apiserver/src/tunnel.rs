@@ -54,12 +54,7 @@ pub fn set_acceptor(accept: Acceptor) {
     }
 }
 
-/// Whether `path` is a tunnel path (a long-running request).
-pub fn is_tunnel_path(path: &str) -> bool {
-    path.strip_prefix("/apis/federation/v1beta1/clusters/")
-        .and_then(|rest| rest.strip_suffix("/tunnel"))
-        .is_some_and(|name| !name.is_empty() && !name.contains('/'))
-}
+pub use crate::cluster_proxy::is_tunnel_path;
 
 /// The tunnel route.
 pub fn router() -> Router<Arc<AppState>> {
