@@ -66,6 +66,18 @@ if ! command -v curl >/dev/null 2>&1; then
     || echo "warning: could not install curl; the audit e2e test will fail"
 fi
 
+# Chromium and its WebDriver (Debian's chromium, chromium-driver) for the
+# dashboard e2e test (e2e/tests/dashboard.rs drives a headless Chromium
+# through /ui/; it says SKIPPED without them).
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+  echo "==> installing chromium and chromium-driver (Debian's) for the dashboard e2e test"
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  $sudo_cmd apt-get install -y chromium chromium-driver >/dev/null 2>&1 \
+    || { $sudo_cmd apt-get update >/dev/null 2>&1 && $sudo_cmd apt-get install -y chromium chromium-driver >/dev/null 2>&1; } \
+    || echo "warning: could not install chromium/chromium-driver; the dashboard e2e test will be SKIPPED"
+fi
+
 # Prometheus and promtool (Debian's `prometheus`) for the /metrics e2e test
 # (e2e/tests/metrics_prometheus.rs: a real Prometheus scrapes the server;
 # it says SKIPPED without them).

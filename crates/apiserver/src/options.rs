@@ -234,6 +234,19 @@ pub struct ServerOptions {
     )]
     pub shutdown_grace: Duration,
 
+    /// Serve the dashboard at https://ADDRESS/ui/ (SPEC §3.15: a web page
+    /// of the clusters, workloads and DNS names, signed in with a bearer
+    /// token, so RBAC decides what it shows; docs/dashboard.md). Its static
+    /// assets are built into the binary and are the only paths served
+    /// without credentials. false: /ui is 404 as any unknown path.
+    #[arg(
+        long = "ui",
+        value_name = "BOOL",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    pub ui: bool,
+
     /// The audit log flags (`--audit-policy-file`, `--audit-log-*`).
     #[command(flatten)]
     pub audit: crate::audit::AuditOptions,
@@ -292,6 +305,7 @@ impl Default for ServerOptions {
                 encrypt_secrets_by_default: true,
                 shutdown_delay_duration: Duration::ZERO,
                 shutdown_grace: Duration::from_secs(10),
+                ui: true,
                 audit: crate::audit::AuditOptions::default(),
                 leader_election: Default::default(),
                 cluster_signing: Default::default(),

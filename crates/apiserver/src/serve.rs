@@ -218,6 +218,13 @@ pub async fn start(
         watch_shutdown.clone(),
         auditor,
     );
+    // The dashboard's static assets, outside the filter chain: the only
+    // paths served without credentials (its API calls carry the user's).
+    let app = if options.ui {
+        app.merge(ubernetes_ui::router())
+    } else {
+        app
+    };
 
     let url = client_url(local_addr);
     let kubeconfig = options.kubeconfig_path();
