@@ -37,7 +37,7 @@ use crate::server::{ManagedServer, ServerSpec};
 use crate::stats::{Latencies, ms};
 
 /// The namespace of the bench's federated objects.
-const NAMESPACE: &str = "fedbench";
+pub(crate) const NAMESPACE: &str = "fedbench";
 /// The label every bench object carries; the member watches select on it.
 const LABEL_KEY: &str = "bench.ubernetes.io/fed";
 // Where member credentials live in the host.
@@ -235,7 +235,7 @@ async fn watch_member(client: Client, member: usize, tracker: Arc<Tracker>) {
 }
 
 /// A ConfigMap of the bench: labelled, ~1 KiB of data.
-fn configmap(name: &str) -> Vec<u8> {
+pub(crate) fn configmap(name: &str) -> Vec<u8> {
     json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -255,7 +255,7 @@ async fn create(host: &Client, name: &str) -> Result<()> {
 }
 
 /// Create `body` at `uri` unless it exists.
-async fn ensure(c: &Client, uri: &str, body: Value, what: &str) -> Result<()> {
+pub(crate) async fn ensure(c: &Client, uri: &str, body: Value, what: &str) -> Result<()> {
     let r = client::post_json(c, uri, body.to_string().into_bytes()).await?;
     if r.status != StatusCode::CREATED && r.status != StatusCode::CONFLICT {
         bail!("create {what}: HTTP {}: {}", r.status, r.text());
@@ -409,17 +409,12 @@ async fn settle(process: Option<&Process>, max: Duration) -> Duration {
     t.elapsed()
 }
 
-/// Start everything, run the scenarios, print the figures, stop everything.
-pub async fn run(opts: &FederationOptions) -> Result<()> {
-    if !opts.bin.exists() {
-        bail!(
-            "{} not found: `cargo build --release -p ubernetes -p bench` or pass --ubernetes-bin",
-            opts.bin.display()
-        );
-    }
-    if opts.members == 0 {
-        bail!("--members must be at least 1");
-    }
+/// Start the host (federation controllers on) and `opts.members` member
+/// servers (`--federation-controllers=false`, small watch caches, 4 at a
+/// time), each ready; every one is killed when its handle drops.
+pub(crate) async fn start_servers(
+    opts: &FederationOptions,
+) -> Result<(ManagedServer, Vec<ManagedServer>)> {
     let t = Instant::now();
     let host_args = vec![
         "--cluster-monitor-period".to_owned(),
@@ -432,7 +427,7 @@ pub async fn run(opts: &FederationOptions) -> Result<()> {
     ];
     let mut host = ManagedServer::start_unready(spec(opts, host_args)).await?;
     // Members start 4 at a time (each generates its certificates).
-    let mut members: Vec<ManagedServer> = stream::iter(0..opts.members)
+    let members: Vec<ManagedServer> = stream::iter(0..opts.members)
         .map(|_| {
             let args = member_args.clone();
             async move {
@@ -457,6 +452,21 @@ pub async fn run(opts: &FederationOptions) -> Result<()> {
         members.len(),
         t.elapsed().as_secs_f64()
     );
+    Ok((host, members))
+}
+
+/// Start everything, run the scenarios, print the figures, stop everything.
+pub async fn run(opts: &FederationOptions) -> Result<()> {
+    if !opts.bin.exists() {
+        bail!(
+            "{} not found: `cargo build --release -p ubernetes -p bench` or pass --ubernetes-bin",
+            opts.bin.display()
+        );
+    }
+    if opts.members == 0 {
+        bail!("--members must be at least 1");
+    }
+    let (mut host, mut members) = start_servers(opts).await?;
     let result = scenarios(opts, &mut host, &members).await;
     if result.is_err() {
         eprintln!("federation: host log tail:\n{}", host.log_tail(30));
@@ -466,6 +476,44 @@ pub async fn run(opts: &FederationOptions) -> Result<()> {
         m.kill9().await;
     }
     result
+}
+
+/// Join every member declaratively (Secret `federation-system/member-I` +
+/// Cluster `member-I`, SPEC §3.2) and wait until every Cluster is Ready.
+pub(crate) async fn join(hc: &Client, members: &[ManagedServer], timeout: Duration) -> Result<()> {
+    ensure(
+        hc,
+        "/api/v1/namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": FEDERATION_NAMESPACE}}),
+        "namespace federation-system",
+    )
+    .await?;
+    for (i, p) in members.iter().enumerate() {
+        let name = format!("member-{i}");
+        let kubeconfig = std::fs::read_to_string(p.kubeconfig())
+            .with_context(|| format!("reading {}", p.kubeconfig().display()))?;
+        ensure(
+            hc,
+            &format!("/api/v1/namespaces/{FEDERATION_NAMESPACE}/secrets"),
+            json!({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": name, "namespace": FEDERATION_NAMESPACE},
+                   "stringData": {"kubeconfig": kubeconfig}}),
+            "member secret",
+        )
+        .await?;
+        ensure(
+            hc,
+            "/apis/federation/v1beta1/clusters",
+            json!({"apiVersion": "federation/v1beta1", "kind": "Cluster",
+                   "metadata": {"name": name},
+                   "spec": {"serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": p.url()}],
+                            "secretRef": {"name": name}}}),
+            "cluster",
+        )
+        .await?;
+    }
+    wait_clusters_ready(hc, members.len(), timeout).await?;
+    Ok(())
 }
 
 async fn scenarios(
@@ -483,38 +531,7 @@ async fn scenarios(
     // Join.
     let t = Instant::now();
     let win = Window::open(host.process());
-    ensure(
-        &hc,
-        "/api/v1/namespaces",
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": FEDERATION_NAMESPACE}}),
-        "namespace federation-system",
-    )
-    .await?;
-    for (i, p) in members.iter().enumerate() {
-        let name = format!("member-{i}");
-        let kubeconfig = std::fs::read_to_string(p.kubeconfig())
-            .with_context(|| format!("reading {}", p.kubeconfig().display()))?;
-        ensure(
-            &hc,
-            &format!("/api/v1/namespaces/{FEDERATION_NAMESPACE}/secrets"),
-            json!({"apiVersion": "v1", "kind": "Secret",
-                   "metadata": {"name": name, "namespace": FEDERATION_NAMESPACE},
-                   "stringData": {"kubeconfig": kubeconfig}}),
-            "member secret",
-        )
-        .await?;
-        ensure(
-            &hc,
-            "/apis/federation/v1beta1/clusters",
-            json!({"apiVersion": "federation/v1beta1", "kind": "Cluster",
-                   "metadata": {"name": name},
-                   "spec": {"serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": p.url()}],
-                            "secretRef": {"name": name}}}),
-            "cluster",
-        )
-        .await?;
-    }
-    wait_clusters_ready(&hc, m, opts.timeout).await?;
+    join(&hc, members, opts.timeout).await?;
     println!(
         "join: {m} clusters Ready in {:.2} s; {}",
         t.elapsed().as_secs_f64(),

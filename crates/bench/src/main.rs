@@ -18,6 +18,9 @@
 //!   `docs/benchmarks.md` (see [`gate`]);
 //! - `bench federation`: propagation to M member servers it starts itself:
 //!   one-object latency, bulk, idle CPU and host restart (see [`federation`]);
+//! - `bench member-view`: merged lists through `federation@all` over M
+//!   members it starts itself, healthy and with one member hung (see
+//!   [`member_view`]);
 //!
 //! Figures go to stdout, progress to stderr. Start reading at [`api`] and
 //! [`crash`]; [`server`] starts and kills the server process.
@@ -31,6 +34,7 @@ mod etcd;
 mod federation;
 mod gate;
 mod kube_apiserver;
+mod member_view;
 mod procfs;
 mod server;
 mod stats;
@@ -66,6 +70,11 @@ enum Cmd {
     /// joins them, and measures propagation latency, bulk propagation, idle
     /// CPU in sync, and a host restart (time to Ready, member writes sent).
     Federation(FederationArgs),
+    /// The member view's cost (SPEC §5, issue 25): starts a host and M
+    /// members, puts N ConfigMaps in each, and times merged lists through
+    /// federation@all (paged as kubectl pages, and unpaged) with the host's
+    /// RSS, then with one member hung (SIGSTOP): the answer at the bound.
+    MemberView(MemberViewArgs),
     /// The speed gate: five short pairs of `api --versus-kube` (ours on
     /// etcd, kube-apiserver on the same etcd); fails (exit 1) when a verb's
     /// median throughput ratio ours / kube drops more than 30 % below the
@@ -281,6 +290,40 @@ struct FederationArgs {
 }
 
 #[derive(Debug, Args)]
+struct MemberViewArgs {
+    /// Member clusters (each its own `ubernetes serve` process) to start and join.
+    #[arg(long, default_value_t = 10)]
+    members: usize,
+
+    /// ConfigMaps (1 KiB each) created directly in each member.
+    #[arg(long, default_value_t = 1000)]
+    per_member: usize,
+
+    /// Concurrent creators while filling the members.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+
+    /// Repetitions of each list scenario with every member healthy.
+    #[arg(long, default_value_t = 10)]
+    repeats: usize,
+
+    /// Repetitions of each list with one member hung (each costs ~5 s).
+    #[arg(long, default_value_t = 3)]
+    slow_repeats: usize,
+
+    /// The members' --default-watch-cache-size.
+    #[arg(long, value_name = "EVENTS", default_value_t = 1000)]
+    member_watch_cache_size: usize,
+
+    /// Upper bound, in seconds, of every wait (readiness, join).
+    #[arg(long, default_value_t = 300)]
+    timeout_seconds: u64,
+
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+#[derive(Debug, Args)]
 struct CrashArgs {
     /// Rounds of write storm, SIGKILL, restart and checks.
     #[arg(long, default_value_t = 10)]
@@ -396,6 +439,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Api(args) => run_api(args).await,
         Cmd::Crash(args) => run_crash(args).await,
         Cmd::Federation(args) => run_federation(args).await,
+        Cmd::MemberView(args) => run_member_view(args).await,
         Cmd::Gate(args) => run_gate(args).await,
     }
 }
@@ -508,6 +552,31 @@ async fn run_federation(args: FederationArgs) -> Result<ExitCode> {
         opts.members, opts.objects, opts.concurrency, opts.monitor_period, opts.member_watch_cache
     );
     federation::run(&opts).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run_member_view(args: MemberViewArgs) -> Result<ExitCode> {
+    let spec = args.server.spec();
+    let opts = member_view::MemberViewOptions {
+        federation: federation::FederationOptions {
+            bin: spec.bin,
+            members: args.members,
+            objects: 0,
+            concurrency: args.concurrency,
+            single_repeats: 0,
+            idle_seconds: 0,
+            monitor_period: "1s".to_string(),
+            member_watch_cache: args.member_watch_cache_size,
+            log_level: spec.log_level,
+            timeout: std::time::Duration::from_secs(args.timeout_seconds),
+            skip_restart: true,
+            server_args: spec.extra_args,
+        },
+        per_member: args.per_member,
+        repeats: args.repeats,
+        slow_repeats: args.slow_repeats,
+    };
+    member_view::run(&opts).await?;
     Ok(ExitCode::SUCCESS)
 }
 
