@@ -611,10 +611,10 @@ fn clusters_report_ready_zones_region_and_unknown_when_unprobed() {
             "Zones",
             "Region",
             "Age",
+            "Sync Mode",
             "Server Address",
             "Version",
-            "Objects In Sync",
-            "Sync Mode"
+            "Objects In Sync"
         ]
     );
     assert_eq!(
@@ -625,10 +625,10 @@ fn clusters_report_ready_zones_region_and_unknown_when_unprobed() {
             "us-east-1a,us-east-1b",
             "us-east-1",
             "60m",
+            "Push",
             "https://10.1.2.3:6443",
             "<unknown>",
-            "<unknown>",
-            "Push"
+            "<unknown>"
         ])
     );
 
@@ -636,7 +636,7 @@ fn clusters_report_ready_zones_region_and_unknown_when_unprobed() {
     let t = one(&i, fresh);
     assert_eq!(t["rows"][0]["cells"][1], "Unknown");
     assert_eq!(t["rows"][0]["cells"][2], "<none>");
-    assert_eq!(t["rows"][0]["cells"][8], "Pull");
+    assert_eq!(t["rows"][0]["cells"][5], "Pull");
 }
 
 #[test]

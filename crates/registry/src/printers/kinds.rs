@@ -1016,10 +1016,10 @@ fn cluster_columns() -> Vec<Column> {
         col("Zones", "string", "Zones of the member cluster's nodes."),
         col("Region", "string", "Region of the member cluster's nodes."),
         AGE,
+        wide("Sync Mode", "string", "Push: the federation reaches the member; Pull: the member's agent opens a tunnel to the federation (spec.syncMode)."),
         wide("Server Address", "string", "The address the federation reaches the member cluster at."),
         wide("Version", "string", "Kubernetes version the member cluster reports."),
         wide("Objects In Sync", "string", "Federated objects in sync with the member cluster, of those placed there."),
-        wide("Sync Mode", "string", "Push: the federation reaches the member; Pull: the member's agent opens a tunnel to the federation (spec.syncMode)."),
     ]
 }
 
@@ -1959,12 +1959,12 @@ fn cluster(obj: &Value, now: Timestamp) -> Vec<Value> {
         json!(none_if_empty(zones.join(","))),
         json!(none_if_empty(s(obj, "/status/region").to_string())),
         age(obj, now),
-        json!(none_if_empty(server)),
-        json!(version),
-        json!(in_sync),
         json!(match s(obj, "/spec/syncMode") {
             "" => "Push",
             mode => mode,
         }),
+        json!(none_if_empty(server)),
+        json!(version),
+        json!(in_sync),
     ]
 }
