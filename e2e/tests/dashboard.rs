@@ -319,6 +319,8 @@ const DEPLOYMENT: &str = r#"{"apiVersion": "v1", "kind": "List", "items": [
    "annotations": {"federation.kubernetes.io/overrides": "{\"east\": [{\"op\": \"add\", \"path\": \"/metadata/labels/tier\", \"value\": \"gold\"}]}"}},
   "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "web"}},
    "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}},
+ {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
+  "spec": {"type": "LoadBalancer", "selector": {"app": "web"}, "ports": [{"port": 80}]}},
  {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "viewer-view"},
   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
   "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "viewer"}]}
@@ -336,7 +338,19 @@ fn dashboard_in_headless_chromium() -> Result<()> {
         "admin-token,alice,1,\"system:masters\"\nviewer-token,viewer,2\nnobody-token,nobody,3\n",
     )?;
     let tokens = tokens.to_string_lossy().into_owned();
-    let mut fed = Federation::start(2, &["--token-auth-file", &tokens])?;
+    let dns_port = ubernetes_e2e::dig::free_port()?.to_string();
+    let dns_bind = format!("127.0.0.1:{dns_port}");
+    let mut fed = Federation::start(
+        2,
+        &[
+            "--token-auth-file",
+            &tokens,
+            "--dns-bind",
+            &dns_bind,
+            "--dns-zone",
+            "example.com",
+        ],
+    )?;
     fed.create_nodes(0, &[("east-1", "us-east-1a", "us-east")])?;
     fed.create_nodes(1, &[("west-1", "eu-west-1b", "eu-west")])?;
     fed.join(0, "east", &[])?;
@@ -415,6 +429,65 @@ fn dashboard_in_headless_chromium() -> Result<()> {
         "admin has write buttons"
     );
     browser.screenshot("object.png")?;
+
+    // A write button: pause the rollout; the page follows the change.
+    browser.click("[data-write=pause]")?;
+    browser.wait_text("the rollout paused", |t| t.contains("Resume rollout"))?;
+    let paused = fed.host.kubectl_ok(&[
+        "get",
+        "deploy",
+        "web",
+        "-n",
+        "shop",
+        "-o",
+        "jsonpath={.spec.paused}",
+    ])?;
+    ensure!(paused == "true", "spec.paused is {paused:?}");
+
+    // The member view: east's objects through the cluster proxy, as alice.
+    browser.goto(&format!("{url}/ui/#/clusters/east/shop"))?;
+    let text = browser.wait_text("east's copy of web", |t| {
+        t.contains("Deployments in east/shop") && t.contains("web\t2/2")
+    })?;
+    ensure!(text.contains("yes"), "the copy is the federation's: {text}");
+    browser.screenshot("member.png")?;
+
+    // DNS: east's load balancer answers for web once it has a ready endpoint.
+    let east = fed.member(0)?;
+    eventually(WAIT, || {
+        Ok(east
+            .kubectl(&[
+                "patch",
+                "service",
+                "web",
+                "-n",
+                "shop",
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                r#"{"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}}"#,
+            ])?
+            .status
+            .success()
+            .then_some(()))
+    })?;
+    east.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        &json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "web-abcde", "namespace": "shop",
+                "labels": {"kubernetes.io/service-name": "web"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.1.0.1"], "conditions": {"ready": true}}],
+            "ports": [{"name": "", "port": 80, "protocol": "TCP"}]})
+        .to_string(),
+    )?;
+    browser.goto(&format!("{url}/ui/#/dns"))?;
+    browser.wait_text("web's names and east's address", |t| {
+        t.contains("Service shop/web")
+            && t.contains("web.shop.federation.svc.example.com\tA\t192.0.2.1")
+            && t.contains("us-east-1a.us-east.example.com")
+    })?;
+    browser.screenshot("dns.png")?;
 
     // At a phone's width the workloads still read in one column.
     browser.goto(&format!("{url}/ui/#/workloads"))?;
