@@ -12,6 +12,8 @@
 //!
 //! [`mcs`] holds the Multi-cluster Services API (`multicluster.x-k8s.io/v1alpha1`
 //! ServiceExport and ServiceImport, KEP-1645).
+//! [`cluster_inventory`] holds sig-multicluster's cluster inventory API
+//! (`multicluster.x-k8s.io/v1alpha1` ClusterProfile, KEP-4322).
 //!
 //! What it is not: no behaviour. Validation lives in the registry's
 //! `kinds::federation`, the controllers elsewhere.
@@ -54,7 +56,9 @@ macro_rules! resource_traits {
 }
 
 pub mod apiregistration;
+#[macro_use]
 pub mod mcs;
+pub mod cluster_inventory;
 
 use std::borrow::Cow;
 

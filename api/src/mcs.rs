@@ -172,37 +172,42 @@ pub struct ServiceImportList {
     pub items: Vec<ServiceImport>,
 }
 
+/// The wire form of a `multicluster.x-k8s.io` object (type meta first);
+/// also `crate::cluster_inventory`'s.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Wire<Spec, Status> {
+pub(crate) struct Wire<Spec, Status> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    api_version: Option<String>,
+    pub(crate) api_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    kind: Option<String>,
+    pub(crate) kind: Option<String>,
     #[serde(default)]
-    metadata: ObjectMeta,
+    pub(crate) metadata: ObjectMeta,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    spec: Option<Spec>,
+    pub(crate) spec: Option<Spec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    status: Option<Status>,
+    pub(crate) status: Option<Status>,
 }
 
+/// The wire form of a `multicluster.x-k8s.io` list.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ListWire<T> {
+pub(crate) struct ListWire<T> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    api_version: Option<String>,
+    pub(crate) api_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    kind: Option<String>,
+    pub(crate) kind: Option<String>,
     #[serde(default)]
-    metadata: ListMeta,
+    pub(crate) metadata: ListMeta,
     #[serde(default)]
-    items: Vec<T>,
+    pub(crate) items: Vec<T>,
 }
 
 /// The traits of one MCS kind and its list: `k8s_openapi`'s `Resource`,
 /// `ListableResource` and `Metadata`, the wire form (type meta first) and
-/// the OpenAPI definition named as kube publishes a CRD's.
+/// the OpenAPI definition named as kube publishes a CRD's. Every kind of
+/// the group uses it (`crate::cluster_inventory`'s ClusterProfile too:
+/// `#[macro_use]` on this module in `lib.rs`).
 macro_rules! mcs_kind {
     ($ty:ident, $list:ident, $spec:ty, $status:ty, $plural:literal, $desc:literal) => {
         resource_traits!(
@@ -217,7 +222,7 @@ macro_rules! mcs_kind {
 
         impl Serialize for $ty {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                Wire::<&$spec, &$status> {
+                $crate::mcs::Wire::<&$spec, &$status> {
                     api_version: Some(API_VERSION.into()),
                     kind: Some(stringify!($ty).into()),
                     metadata: self.metadata.clone(),
@@ -230,7 +235,7 @@ macro_rules! mcs_kind {
 
         impl<'de> Deserialize<'de> for $ty {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let w = Wire::<$spec, $status>::deserialize(d)?;
+                let w = $crate::mcs::Wire::<$spec, $status>::deserialize(d)?;
                 crate::check_type_meta_of(
                     API_VERSION,
                     w.api_version.as_deref(),
@@ -247,7 +252,7 @@ macro_rules! mcs_kind {
 
         impl Serialize for $list {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                ListWire::<&$ty> {
+                $crate::mcs::ListWire::<&$ty> {
                     api_version: Some(API_VERSION.into()),
                     kind: Some(stringify!($list).into()),
                     metadata: self.metadata.clone(),
@@ -259,7 +264,7 @@ macro_rules! mcs_kind {
 
         impl<'de> Deserialize<'de> for $list {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let w = ListWire::<$ty>::deserialize(d)?;
+                let w = $crate::mcs::ListWire::<$ty>::deserialize(d)?;
                 crate::check_type_meta_of(
                     API_VERSION,
                     w.api_version.as_deref(),

@@ -3,7 +3,8 @@
 //! scope, kind, verbs, categories) and `kubectl api-versions` must list
 //! exactly kube-apiserver's, plus our own `federation/v1beta1` (`clusters`,
 //! `propagationrecords`) and the MCS API's `multicluster.x-k8s.io/v1alpha1`
-//! (`serviceexports`, `serviceimports`), listed explicitly below. The discovery entries of
+//! (`serviceexports`, `serviceimports`) and cluster inventory API
+//! (`clusterprofiles`), listed explicitly below. The discovery entries of
 //! the kinds added for issue 15 (`bindings`, `componentstatuses`,
 //! `pods/binding`, `resource.k8s.io/v1`, `flowcontrol.apiserver.k8s.io/v1`,
 //! `ipaddresses`, `servicecidrs`) are compared field by field too, and so is
@@ -22,11 +23,12 @@ use ubernetes_e2e::real_kube::{KubeCluster, kube_sh};
 
 /// Our resources kube-apiserver does not have (`kubectl api-resources -o
 /// wide` lines, columns collapsed to single spaces).
-const OUR_EXTRA_RESOURCES: [&str; 4] = [
+const OUR_EXTRA_RESOURCES: [&str; 5] = [
     "clusters federation/v1beta1 false Cluster create,delete,deletecollection,get,list,patch,update,watch",
     "propagationrecords federation/v1beta1 true PropagationRecord create,delete,deletecollection,get,list,patch,update,watch",
     "serviceexports svcex,svcexport multicluster.x-k8s.io/v1alpha1 true ServiceExport create,delete,deletecollection,get,list,patch,update,watch",
     "serviceimports svcim,svcimport multicluster.x-k8s.io/v1alpha1 true ServiceImport create,delete,deletecollection,get,list,patch,update,watch",
+    "clusterprofiles multicluster.x-k8s.io/v1alpha1 true ClusterProfile create,delete,deletecollection,get,list,patch,update,watch",
 ];
 /// Our group/versions kube-apiserver does not have.
 const OUR_EXTRA_VERSIONS: [&str; 2] = ["federation/v1beta1", "multicluster.x-k8s.io/v1alpha1"];

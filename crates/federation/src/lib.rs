@@ -112,6 +112,7 @@
 //! controller would.
 #![forbid(unsafe_code)]
 
+pub mod cluster_profiles;
 pub mod clusters;
 pub mod copy_checks;
 pub mod deletion;
@@ -337,6 +338,7 @@ pub async fn run_with(
     ));
     let status = tokio::spawn(status::run(ctx.clone(), stop.clone()));
     let mcs = tokio::spawn(mcs::run(ctx.clone(), stop.clone()));
+    let profiles = tokio::spawn(cluster_profiles::run(ctx.clone(), stop.clone()));
     let revisions = tokio::spawn(revisions::run(ctx.clone(), stop.clone()));
     let member_events = tokio::spawn(member_events::run(ctx.clone(), stop.clone()));
     let sync = tokio::spawn(sync::run(ctx, stop));
@@ -345,6 +347,7 @@ pub async fn run_with(
     st??;
     s??;
     mcs.await??;
+    profiles.await??;
     revisions.await??;
     member_events.await??;
     Ok(())

@@ -233,6 +233,12 @@ static POLICIES: &[KindPolicy] = &[
     KindPolicy::new(ubernetes_api::mcs::GROUP, "ServiceImport")
         .with_keep_home(multicluster_services)
         .with_override_rule(MCS_RULE),
+    // The cluster inventory: one ClusterProfile per Cluster, written by
+    // `crate::cluster_profiles`; it describes the federation's members and
+    // never propagates to them.
+    KindPolicy::new(ubernetes_api::mcs::GROUP, "ClusterProfile")
+        .with_keep_home(cluster_inventory)
+        .with_override_rule(CLUSTER_INVENTORY_RULE),
     KindPolicy {
         is_namespace: true,
         ..KindPolicy::new("", "Namespace")
@@ -353,6 +359,18 @@ fn multicluster_services(c: &Candidate<'_>) -> Option<String> {
         "every {kind} is the Multi-cluster Services controller's (it writes the members' \
          ServiceImports and EndpointSlices)"
     ))
+}
+
+const CLUSTER_INVENTORY_RULE: &str = "ClusterProfiles are never propagated: they are the \
+                                      federation's inventory of its member clusters";
+
+/// ClusterProfiles: the federation's inventory of its members.
+fn cluster_inventory(_: &Candidate<'_>) -> Option<String> {
+    Some(
+        "every ClusterProfile is the federation's inventory of its member clusters (one per \
+         Cluster, written by the ClusterProfile controller)"
+            .into(),
+    )
 }
 
 const REVISION_RULE: &str = "ReplicaSets and ControllerRevisions controlled by a federated \
@@ -553,6 +571,20 @@ mod tests {
             };
             assert!((p.keep_home)(&c).is_some_and(|why| why.contains(kind)));
         }
+    }
+
+    #[test]
+    fn cluster_profiles_never_propagate() {
+        let obj = json!({"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
+            "metadata": {"name": "east", "namespace": "federation-system"}});
+        let p = of_object(&obj);
+        assert_eq!(p.kind, "ClusterProfile");
+        let c = Candidate {
+            name: "east",
+            namespace: "federation-system",
+            object: &obj,
+        };
+        assert!((p.keep_home)(&c).is_some_and(|why| why.contains("ClusterProfile")));
     }
 
     #[test]

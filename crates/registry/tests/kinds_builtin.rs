@@ -92,10 +92,11 @@ fn every_spec_resource_is_served_once() {
         "networking.k8s.io/v1/servicecidrs",
         "multicluster.x-k8s.io/v1alpha1/serviceexports",
         "multicluster.x-k8s.io/v1alpha1/serviceimports",
+        "multicluster.x-k8s.io/v1alpha1/clusterprofiles",
     ] {
         assert!(keys.contains(&want.to_string()), "missing {want}");
     }
-    assert_eq!(n, 63);
+    assert_eq!(n, 64);
     let v2 = all
         .iter()
         .position(|s| s.info().group == "autoscaling" && s.info().version == "v2");

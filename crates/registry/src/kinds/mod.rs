@@ -17,6 +17,7 @@ pub mod apiregistration;
 pub mod apps;
 pub mod batch;
 pub mod builtin;
+pub mod cluster_inventory;
 pub mod core;
 pub mod csr;
 pub mod defaults;
@@ -50,6 +51,7 @@ pub fn builtin() -> Vec<Arc<dyn Strategy>> {
     all.extend(groups::strategies());
     all.extend(federation::strategies());
     all.extend(mcs::strategies());
+    all.extend(cluster_inventory::strategies());
     all.extend(apiregistration::strategies());
     all.extend(platform::strategies());
     all.extend(resource::strategies());
