@@ -3,7 +3,7 @@
 //! real kubectl lists both as `ClusterProfile`s in `federation-system` with
 //! their health and version; `-o json` carries the version, the properties
 //! (region, zones, sync mode) and the cluster manager; a user's edit of a
-//! profile's status is repaired; a stopped member's profile turns
+//! profile's status is repaired; a pull member is published too; a stopped member's profile turns
 //! `ControlPlaneHealthy=Unknown`; an unjoined cluster's profile is deleted.
 //!
 //! One scenario, because starting three servers is the slow part.
@@ -175,6 +175,25 @@ fn every_cluster_is_published_as_a_cluster_profile() -> Result<()> {
     })
     .context("the edited version repaired")?;
 
+    // A pull member (declared, no agent running yet) is published too.
+    fed.host.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        r#"{"apiVersion": "federation/v1beta1", "kind": "Cluster",
+            "metadata": {"name": "edge"}, "spec": {"syncMode": "Pull"}}"#,
+    )?;
+    let edge = eventually(WAIT, || profile(&fed, "edge")).context("the pull member's profile")?;
+    ensure!(
+        edge["status"]["properties"]
+            .as_array()
+            .is_some_and(|a| a
+                .contains(&json!({"name": "federation.kubernetes.io/sync-mode", "value": "Pull"}))),
+        "{edge}"
+    );
+    ensure!(
+        health(&edge).is_some_and(|(s, _)| s != "True"),
+        "no agent, not healthy: {edge}"
+    );
+
     // west stopped: its profile's control plane is no longer healthy.
     fed.member_mut(1)?.kill9();
     let down = eventually(WAIT, || {
@@ -202,8 +221,11 @@ fn every_cluster_is_published_as_a_cluster_profile() -> Result<()> {
 
     // Unjoined: its profile is gone, the other stays.
     fed.unjoin("west")?;
-    eventually(WAIT, || Ok(profile(&fed, "west")?.is_none().then_some(())))
-        .context("west's profile deleted")?;
+    fed.unjoin("edge")?;
+    eventually(WAIT, || {
+        Ok((profile(&fed, "west")?.is_none() && profile(&fed, "edge")?.is_none()).then_some(()))
+    })
+    .context("west's and edge's profiles deleted")?;
     ensure!(profile(&fed, "east")?.is_some(), "east's profile stays");
     Ok(())
 }
