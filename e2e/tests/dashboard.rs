@@ -316,7 +316,7 @@ const DEPLOYMENT: &str = r#"{"apiVersion": "v1", "kind": "List", "items": [
  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}},
  {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db-password", "namespace": "shop"}, "stringData": {"password": "hunter2"}},
  {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop",
-   "annotations": {"federation.kubernetes.io/overrides": "{\"east\": [{\"op\": \"add\", \"path\": \"/metadata/labels/tier\", \"value\": \"gold\"}]}"}},
+   "annotations": {"federation.kubernetes.io/drift-policy": "Report", "federation.kubernetes.io/overrides": "{\"east\": [{\"op\": \"add\", \"path\": \"/metadata/labels/tier\", \"value\": \"gold\"}]}"}},
   "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "web"}},
    "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}},
  {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
@@ -443,6 +443,25 @@ fn dashboard_in_headless_chromium() -> Result<()> {
         "jsonpath={.spec.paused}",
     ])?;
     ensure!(paused == "true", "spec.paused is {paused:?}");
+
+    // Drift kept (policy Report): the diff and the DriftDetected Event.
+    fed.member(0)?.kubectl_ok(&[
+        "patch",
+        "deploy",
+        "web",
+        "-n",
+        "shop",
+        "--type=merge",
+        "-p",
+        r#"{"metadata": {"labels": {"tier": "silver"}}}"#,
+    ])?;
+    browser.wait_text("east's drift as a diff, and its Event", |t| {
+        t.contains("- /metadata/labels/tier: \"gold\"  (federation)")
+            && t.contains("+ /metadata/labels/tier: \"silver\"  (member)")
+            && t.contains("DriftDetected")
+    })?;
+    browser.exec("document.querySelector('.diff').scrollIntoView(); return 1")?;
+    browser.screenshot("object-drift.png")?;
 
     // The member view: east's objects through the cluster proxy, as alice.
     browser.goto(&format!("{url}/ui/#/clusters/east/shop"))?;

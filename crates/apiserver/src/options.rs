@@ -238,7 +238,8 @@ pub struct ServerOptions {
     /// of the clusters, workloads and DNS names, signed in with a bearer
     /// token, so RBAC decides what it shows; docs/dashboard.md). Its static
     /// assets are built into the binary and are the only paths served
-    /// without credentials. false: /ui is 404 as any unknown path.
+    /// without credentials. false: /ui is answered as any unknown API path
+    /// (401 without credentials, 404 with).
     #[arg(
         long = "ui",
         value_name = "BOOL",
