@@ -421,6 +421,7 @@ pub async fn build_state_on(
                 crds.set_garbage_collector(Some(gc));
             }
             NamespaceController::start_until(registry.clone(), term.clone());
+            controllers::standalone::start_until(registry.clone(), term.clone());
             ubernetes_registry::quota::QuotaController::start_until(registry.clone(), term.clone());
             if let Some(ca) = &root_ca_pem {
                 controllers::RootCaPublisher::start_until(

@@ -38,6 +38,10 @@ pub const ORIGIN_UID_ANNOTATION: &str = "federation.kubernetes.io/origin-uid";
 /// Annotation (value `"true"`) on objects that belong to the federation's
 /// own control plane: never propagated.
 pub const CONTROL_PLANE_ANNOTATION: &str = "federation.kubernetes.io/federation-control-plane";
+/// Label on what the federation's standalone controllers made while it
+/// had no member (`ubernetes_registry::controllers::standalone::LABEL`,
+/// the same string): never propagated.
+pub const STANDALONE_CONTROLLER_LABEL: &str = "federation.kubernetes.io/standalone-controller";
 /// Label (value `"true"`) on a CRD whose custom resources are federated.
 pub const FEDERATED_CRD_LABEL: &str = "federation.kubernetes.io/federated";
 /// Annotation on a federated object: what to do with a pre-existing member
@@ -187,6 +191,22 @@ fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(field)?.as_str()
 }
 
+/// Whether `obj`'s controller (ownerReference with `controller: true`) is
+/// a `batch` CronJob.
+fn controlled_by_cron_job(obj: &Value) -> bool {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| {
+            refs.iter().any(|r| {
+                r.get("controller").and_then(Value::as_bool) == Some(true)
+                    && r.get("kind").and_then(Value::as_str) == Some("CronJob")
+                    && r.get("apiVersion")
+                        .and_then(Value::as_str)
+                        .is_some_and(|v| v.starts_with("batch/"))
+            })
+        })
+}
+
 fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
     obj.pointer("/metadata/annotations")?.get(key)?.as_str()
 }
@@ -222,6 +242,20 @@ pub fn not_propagated_because(
         return Some(format!(
             "it is the federation control plane's own ({CONTROL_PLANE_ANNOTATION}: \"true\")"
         ));
+    }
+    if let Some(controller) = obj
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(STANDALONE_CONTROLLER_LABEL))
+        .and_then(Value::as_str)
+    {
+        return Some(format!(
+            "the federation's standalone {controller} controller made it while the federation had no member"
+        ));
+    }
+    if controlled_by_cron_job(obj) {
+        return Some(
+            "a Job controlled by a CronJob is made by each member's cronjob controller".into(),
+        );
     }
     if let Some((ns, pattern)) = denied_namespace(policy, obj, denylist) {
         return Some(format!(
@@ -559,6 +593,26 @@ pub fn is_empty_value(v: &Value) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn standalone_made_objects_and_cron_jobs_jobs_stay_home() {
+        use super::*;
+        use serde_json::json;
+        let deny = NamespaceDenylist::new(Vec::<String>::new());
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+            "name": "c-1", "namespace": "app", "ownerReferences": [
+                {"apiVersion": "batch/v1", "kind": "CronJob", "name": "c", "uid": "u", "controller": true}]}});
+        let policy = crate::policy::of_object(&job);
+        assert!(not_propagated_because(policy, &job, &deny).is_some_and(|r| r.contains("CronJob")));
+        let own = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "app"}});
+        assert!(not_propagated_because(policy, &own, &deny).is_none());
+        let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {
+            "name": "web", "namespace": "app", "labels": {STANDALONE_CONTROLLER_LABEL: "replicaset"}}});
+        let policy = crate::policy::of_object(&rs);
+        assert!(
+            not_propagated_because(policy, &rs, &deny).is_some_and(|r| r.contains("standalone"))
+        );
+    }
+
     #[test]
     fn scheduled_fields_are_set_before_overrides_and_omitted_after() {
         let fed = serde_json::json!({

@@ -135,6 +135,20 @@ pub struct FederationOptions {
     )]
     pub mirror_member_events: bool,
 
+    /// While no Cluster has joined, run kube-controller-manager's workload
+    /// controllers (deployment, replicaset, replicationcontroller, cronjob)
+    /// for the federation's own API, as kube-apiserver + kcm without nodes
+    /// would; they stand back and delete what they made once a Cluster
+    /// exists (`ubernetes_registry::controllers::standalone`). Only with
+    /// the federation controllers on.
+    #[arg(
+        long = "standalone-controllers",
+        value_name = "BOOL",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    pub standalone_controllers: bool,
+
     /// How long a mirrored member Event is kept after it was last seen in
     /// its member (kube-apiserver's `--event-ttl` default: 1h). Go
     /// duration syntax.
@@ -263,6 +277,7 @@ impl Default for FederationOptions {
                 .map(|s| s.to_string())
                 .collect(),
             mirror_member_events: true,
+            standalone_controllers: true,
             member_event_ttl: Duration::from_secs(3600),
             dns: DnsOptions::default(),
         }

@@ -20,6 +20,9 @@
 //! bootstrap controllers in-process). The federation controllers, which are
 //! API clients, use an in-process `kube::Client` instead.
 
+pub mod cronjob;
+pub mod deployment;
+pub mod replicaset;
 pub mod standalone;
 
 use std::collections::{HashMap, HashSet, VecDeque};

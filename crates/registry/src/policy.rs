@@ -493,7 +493,7 @@ pub fn rule_matches(rule: &Value, m: &MatchInput<'_>) -> bool {
     scope_ok && (names.is_empty() || names.contains(&m.name))
 }
 
-fn labels_of(obj: Option<&Value>) -> std::collections::BTreeMap<String, String> {
+pub(crate) fn labels_of(obj: Option<&Value>) -> std::collections::BTreeMap<String, String> {
     obj.and_then(|o| o.pointer("/metadata/labels"))
         .and_then(Value::as_object)
         .map(|m| {

@@ -247,6 +247,11 @@ async fn serve(options: ServerOptions, federation: FederationOptions) -> anyhow:
             ubernetes_federation::copy_checks::check_copies(fed)
         },
     ));
+    // kcm's workload controllers while the federation stands alone: off
+    // for a member or the difference harness (`--federation-controllers=false`).
+    ubernetes_registry::controllers::standalone::set_enabled(
+        federation.enabled && federation.standalone_controllers,
+    );
     let server = ubernetes_apiserver::serve::start(options, shutdown).await?;
     server.announce();
     let controllers = if federation.enabled {

@@ -20,6 +20,7 @@
 //! difference harness's server, `--federation-controllers=false`, is a
 //! plain kube-apiserver without kcm).
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,10 +30,11 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use ubernetes_apimachinery::ApiError;
+use ubernetes_apimachinery::labels::Selector;
 
 use super::{Queue, follow, follow_listed, spawn_until};
 use crate::registry::Registry;
-use crate::store::{DeleteOptions, ReadAt, Store};
+use crate::store::{DeleteOptions, ReadAt, Store, WriteOptions};
 
 /// The label on everything a standalone controller made; its value is the
 /// controller's name (`replicaset`, `replicationcontroller`, `deployment`,
@@ -70,6 +72,21 @@ pub fn standalone(registry: &Registry) -> bool {
     };
     let prefix = clusters.list_prefix(None);
     clusters.cache().list(&prefix, None, None, 1).0.is_empty()
+}
+
+/// Start kcm's workload controllers for standalone mode (ReplicaSets,
+/// ReplicationControllers, Deployments, CronJobs) until `stop`, when
+/// [`enabled`]; each acts only while [`standalone`].
+pub fn start_until(registry: Arc<Registry>, stop: CancellationToken) {
+    if !enabled() {
+        return;
+    }
+    tracing::info!(
+        "starting the standalone controllers (deployment, replicaset, replicationcontroller, cronjob)"
+    );
+    super::replicaset::ReplicaSetController::start_until(registry.clone(), stop.clone());
+    super::deployment::DeploymentController::start_until(registry.clone(), stop.clone());
+    super::cronjob::CronJobController::start_until(registry, stop);
 }
 
 /// Delete every Pod, ReplicaSet and Job labelled [`LABEL`] = `controller`
@@ -189,6 +206,150 @@ pub async fn settle(store: &Store, obj: &Value) {
         .and_then(|s| s.parse::<u64>().ok());
     if let Some(rv) = rv {
         let _ = store.cache().wait_for_revision(rv).await;
+    }
+}
+
+/// The labels of `obj` (none: empty).
+pub fn labels_of(obj: &Value) -> BTreeMap<String, String> {
+    crate::policy::labels_of(Some(obj))
+}
+
+/// The object `namespace/name` of `store`, from its watch cache.
+pub fn cached_one(store: &Store, namespace: &str, name: &str) -> Option<Value> {
+    let obj = store.cache().get(&store.key(Some(namespace), name))?;
+    serde_json::from_slice(&obj.json).ok()
+}
+
+/// What a controller builds a child from: the owner's name, the template
+/// at `template_ptr`, and the template's labels plus [`LABEL`] = `controller`.
+pub fn template_parts(
+    owner: &Value,
+    template_ptr: &str,
+    controller: &str,
+) -> (String, Value, Value) {
+    let name = owner
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let template = owner.pointer(template_ptr).cloned().unwrap_or(json!({}));
+    let mut labels = template
+        .pointer("/metadata/labels")
+        .cloned()
+        .filter(Value::is_object)
+        .unwrap_or(json!({}));
+    labels[LABEL] = json!(controller);
+    (name, template, labels)
+}
+
+/// Whether `obj` is being deleted.
+pub fn deleting(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+}
+
+/// kube's `ControllerRefManager`: of `candidates` (objects of `store` in
+/// the owner's namespace), those `owner` controls after adopting the
+/// orphans `selector` matches and releasing those it controls that stopped
+/// matching. A failed adopt or release is logged and left to the next sync.
+pub async fn claim(
+    store: &Store,
+    owner: &Value,
+    owner_ref: &Value,
+    selector: &Selector,
+    candidates: Vec<Value>,
+) -> Vec<Value> {
+    let owner_uid = owner.pointer("/metadata/uid").and_then(Value::as_str);
+    let owner_deleting = deleting(owner);
+    let mut owned = Vec::new();
+    for obj in candidates {
+        let matches = selector.matches(&labels_of(&obj));
+        let (ns, name) = key_of(&obj);
+        let opts = WriteOptions {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..Default::default()
+        };
+        match controller_ref(&obj) {
+            Some((_, _, uid)) if Some(uid) == owner_uid => {
+                if matches || deleting(&obj) {
+                    owned.push(obj);
+                    continue;
+                }
+                // Release: drop this owner's reference.
+                let uid = uid.to_string();
+                let res = store
+                    .patch(ns.as_deref(), &name, None, &opts, |cur| {
+                        let mut o = cur.clone();
+                        if let Some(refs) = o
+                            .pointer_mut("/metadata/ownerReferences")
+                            .and_then(Value::as_array_mut)
+                        {
+                            refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(&uid));
+                        }
+                        Ok(o)
+                    })
+                    .await;
+                if let Err(e) = res {
+                    tracing::debug!(name, error = %e, "release failed");
+                }
+            }
+            None if matches && !owner_deleting && !deleting(&obj) => {
+                let res = store
+                    .patch(ns.as_deref(), &name, None, &opts, |cur| {
+                        let mut o = cur.clone();
+                        let meta = o
+                            .get_mut("metadata")
+                            .and_then(Value::as_object_mut)
+                            .ok_or_else(|| ApiError::bad_request("no metadata"))?;
+                        let refs = meta.entry("ownerReferences").or_insert_with(|| json!([]));
+                        if let Some(refs) = refs.as_array_mut() {
+                            refs.push(owner_ref.clone());
+                        }
+                        Ok(o)
+                    })
+                    .await;
+                match res {
+                    Ok(w) => {
+                        settle(store, &w.object).await;
+                        owned.push(w.object);
+                    }
+                    Err(e) => tracing::debug!(name, error = %e, "adopt failed"),
+                }
+            }
+            _ => {}
+        }
+    }
+    owned
+}
+
+/// The field manager of the standalone controllers' writes (kcm's).
+pub const FIELD_MANAGER: &str = "kube-controller-manager";
+
+/// Write `status` as `obj`'s status (the `status` subresource) when it
+/// differs from the stored one.
+pub async fn write_status(store: &Store, obj: &Value, status: Value) -> Result<(), ApiError> {
+    if obj.get("status") == Some(&status) {
+        return Ok(());
+    }
+    let (ns, name) = key_of(obj);
+    let opts = WriteOptions {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    match store
+        .patch(ns.as_deref(), &name, Some("status"), &opts, |cur| {
+            let mut o = cur.clone();
+            o["status"] = status.clone();
+            Ok(o)
+        })
+        .await
+    {
+        Ok(w) => {
+            settle(store, &w.object).await;
+            Ok(())
+        }
+        Err(e) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
     }
 }
 
