@@ -422,6 +422,20 @@ pub async fn build_state_on(
             }
             NamespaceController::start_until(registry.clone(), term.clone());
             controllers::standalone::start_until(registry.clone(), term.clone());
+            // kube-controller-manager's endpoints, endpointslice and
+            // mirroring controllers over the federation's own Services, and
+            // the disruption controller while no Cluster is joined; off in
+            // a plain API server (`--federation-controllers=false`).
+            if controllers::standalone::enabled() {
+                controllers::endpoints::ServiceEndpointsController::start_until(
+                    registry.clone(),
+                    term.clone(),
+                );
+                controllers::disruption::DisruptionController::start_until(
+                    registry.clone(),
+                    term.clone(),
+                );
+            }
             ubernetes_registry::quota::QuotaController::start_until(registry.clone(), term.clone());
             if let Some(ca) = &root_ca_pem {
                 controllers::RootCaPublisher::start_until(

@@ -253,6 +253,19 @@ static POLICIES: &[KindPolicy] = &[
         .with_keep_home(kubernetes_service)
         .with_strip(strip_service)
         .with_status(StatusSum::LoadBalancer),
+    // What kube-controller-manager's endpoints, endpointslice and mirroring
+    // controllers (and kube-apiserver's endpoint reconciler) write: the
+    // federation runs them over its own Services
+    // (`ubernetes_registry::controllers::endpoints`), each member's make
+    // its own. A user's hand-written Endpoints or EndpointSlice carries no
+    // such mark (neither kind is in the federated list of SPEC §3.4, so
+    // this is the second line: it holds if one ever is).
+    KindPolicy::new("", "Endpoints")
+        .with_keep_home(controller_endpoints)
+        .with_override_rule(ENDPOINTS_RULE),
+    KindPolicy::new("discovery.k8s.io", "EndpointSlice")
+        .with_keep_home(controller_endpoint_slices)
+        .with_override_rule(ENDPOINTS_RULE),
     KindPolicy {
         decision_fields: &["type"],
         ..KindPolicy::new("", "Secret")
@@ -410,6 +423,34 @@ fn kubernetes_service(c: &Candidate<'_>) -> Option<String> {
     own_if(
         c.namespace == "default" && c.name == "kubernetes",
         "Service default/kubernetes",
+    )
+}
+
+const ENDPOINTS_RULE: &str = "Endpoints and EndpointSlices written by a cluster's endpoints, \
+                              endpointslice or mirroring controller (or its API server's endpoint \
+                              reconciler) are each cluster's own and never propagated";
+
+/// The endpoints controller's Endpoints (its trigger-time annotation) and
+/// the API server's `kubernetes` Endpoints (labelled skip-mirror).
+fn controller_endpoints(c: &Candidate<'_>) -> Option<String> {
+    own_if(
+        c.annotation("endpoints.kubernetes.io/last-change-trigger-time")
+            .is_some()
+            || c.label("endpointslice.kubernetes.io/skip-mirror") == Some("true"),
+        "an Endpoints written by the endpoints controller or the API server",
+    )
+}
+
+/// EndpointSlices managed by the endpointslice or mirroring controller, and
+/// the API server's `kubernetes` slice.
+fn controller_endpoint_slices(c: &Candidate<'_>) -> Option<String> {
+    let managed = matches!(
+        c.label("endpointslice.kubernetes.io/managed-by"),
+        Some("endpointslice-controller.k8s.io" | "endpointslicemirroring-controller.k8s.io")
+    );
+    own_if(
+        managed || (c.namespace == "default" && c.name == "kubernetes"),
+        "an EndpointSlice written by the endpointslice or mirroring controller",
     )
 }
 
@@ -585,6 +626,65 @@ mod tests {
             object: &obj,
         };
         assert!((p.keep_home)(&c).is_some_and(|why| why.contains("ClusterProfile")));
+    }
+
+    #[test]
+    fn controller_endpoints_never_propagate_and_hand_written_ones_are_not_marked() {
+        let home = |api_version: &str, kind: &str, meta: serde_json::Value| {
+            let obj = json!({"apiVersion": api_version, "kind": kind, "metadata": meta});
+            let p = of_object(&obj);
+            assert_eq!(p.kind, kind);
+            let c = Candidate {
+                name: obj["metadata"]["name"].as_str().unwrap_or_default(),
+                namespace: obj["metadata"]["namespace"].as_str().unwrap_or_default(),
+                object: &obj,
+            };
+            (p.keep_home)(&c)
+        };
+        for managed_by in [
+            "endpointslice-controller.k8s.io",
+            "endpointslicemirroring-controller.k8s.io",
+        ] {
+            let why = home(
+                "discovery.k8s.io/v1",
+                "EndpointSlice",
+                json!({"name": "web-abcde",
+                "namespace": "app", "labels": {"kubernetes.io/service-name": "web",
+                "endpointslice.kubernetes.io/managed-by": managed_by}}),
+            );
+            assert!(why.is_some_and(|w| w.contains("each cluster's own")));
+        }
+        assert!(
+            home(
+                "discovery.k8s.io/v1",
+                "EndpointSlice",
+                json!({"name": "kubernetes", "namespace": "default"})
+            )
+            .is_some()
+        );
+        // A slice someone else manages (the MCS controller's, a user's) is not this rule's.
+        assert!(
+            home(
+                "discovery.k8s.io/v1",
+                "EndpointSlice",
+                json!({"name": "web-x",
+            "namespace": "app", "labels": {"endpointslice.kubernetes.io/managed-by": "me"}})
+            )
+            .is_none()
+        );
+        assert!(home("v1", "Endpoints", json!({"name": "web", "namespace": "app",
+            "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": "2026-01-01T00:00:00Z"}})).is_some());
+        assert!(
+            home(
+                "v1",
+                "Endpoints",
+                json!({"name": "kubernetes", "namespace": "default",
+            "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}})
+            )
+            .is_some()
+        );
+        // A user's Endpoints for a Service without a selector: no mark.
+        assert!(home("v1", "Endpoints", json!({"name": "db", "namespace": "app"})).is_none());
     }
 
     #[test]

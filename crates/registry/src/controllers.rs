@@ -24,6 +24,12 @@ pub mod cronjob;
 pub mod deployment;
 pub mod replicaset;
 pub mod standalone;
+// kube-controller-manager's endpoints, endpointslice, endpointslice-mirroring
+// and disruption controllers over the federation's own API.
+pub mod disruption;
+pub mod endpoints;
+pub mod endpointslice;
+pub mod mirroring;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
