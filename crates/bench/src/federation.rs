@@ -16,6 +16,11 @@
 //! Host CPU seconds and peak RSS (VmHWM) are read from `/proc` per
 //! scenario. Every process started here is killed at the end, on error too
 //! (`kill_on_drop`).
+//!
+//! With `--pull` the members are joined in pull mode instead, each with its
+//! `ubernetes agent` (see [`crate::federation_pull`]), and the agents' CPU
+//! and memory are read per scenario too; `--compare-push-pull` runs push
+//! then pull on fresh servers and prints both in one table ([`table`]).
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -32,7 +37,8 @@ use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 
 use crate::client;
-use crate::procfs::{self, Process};
+use crate::federation_pull::{AgentUsage, Agents, sample_agents};
+use crate::procfs::{self, Process, Sample};
 use crate::server::{ManagedServer, ServerSpec};
 use crate::stats::{Latencies, ms};
 
@@ -270,6 +276,65 @@ struct Window {
     at: Instant,
     /// CPU seconds of the members and of this bench process at the start.
     others: (f64, f64),
+    /// The agents at the start (pull mode; empty in push mode).
+    agents: Vec<Sample>,
+}
+
+/// What one scenario cost: the host's CPU and memory, the members' and the
+/// bench client's CPU, and in pull mode the agents'.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Usage {
+    /// The host's `/proc` was readable at both ends.
+    pub readable: bool,
+    /// Seconds between the readings.
+    pub wall: f64,
+    /// Host CPU seconds.
+    pub host_cpu: f64,
+    /// Host RSS at the end, bytes.
+    pub host_rss: u64,
+    /// Host peak RSS (VmHWM) at the end, bytes.
+    pub host_hwm: u64,
+    /// CPU seconds of all members together.
+    pub members_cpu: f64,
+    /// CPU seconds of this bench process.
+    pub client_cpu: f64,
+    /// The agents (pull mode).
+    pub agents: Option<AgentUsage>,
+}
+
+impl std::fmt::Display for Usage {
+    /// `host cpu X s (Y% of one core over Z s), peak RSS W; …`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !self.readable {
+            return f.write_str("host cpu: not readable");
+        }
+        write!(
+            f,
+            "host cpu {:.2} s ({:.1}% of one core over {:.1} s), RSS {}, peak RSS {}; all members cpu {:.2} s, bench client cpu {:.2} s",
+            self.host_cpu,
+            self.host_percent(),
+            self.wall,
+            procfs::mib(self.host_rss),
+            procfs::mib(self.host_hwm),
+            self.members_cpu,
+            self.client_cpu
+        )?;
+        if let Some(a) = &self.agents {
+            write!(f, "; {}", a.line())?;
+        }
+        Ok(())
+    }
+}
+
+impl Usage {
+    /// Host CPU in percent of one core.
+    fn host_percent(&self) -> f64 {
+        if self.wall > 0.0 {
+            self.host_cpu / self.wall * 100.0
+        } else {
+            0.0
+        }
+    }
 }
 
 /// CPU seconds used so far by every member process, and by this process.
@@ -300,27 +365,33 @@ impl Window {
             start,
             at: Instant::now(),
             others: others_cpu(),
+            agents: sample_agents(),
         }
     }
 
-    /// `host cpu X s (Y% of one core over Z s), peak RSS W`.
-    fn close(&self) -> String {
+    /// What the scenario cost since [`Self::open`] (prints as `host cpu X
+    /// s (Y% of one core over Z s), peak RSS W; …`).
+    fn close(&self) -> Usage {
         let end = self.process.as_ref().and_then(|p| p.sample().ok());
+        let agents = AgentUsage::between(&self.agents, &sample_agents());
         match (self.start, end) {
             (Some(a), Some(b)) => {
-                let cpu = b.cpu_seconds - a.cpu_seconds;
-                let wall = self.at.elapsed().as_secs_f64();
                 let (members, me) = others_cpu();
-                format!(
-                    "host cpu {cpu:.2} s ({:.1}% of one core over {wall:.1} s), RSS {}, peak RSS {}; all members cpu {:.2} s, bench client cpu {:.2} s",
-                    if wall > 0.0 { cpu / wall * 100.0 } else { 0.0 },
-                    procfs::mib(b.rss_bytes),
-                    procfs::mib(b.hwm_bytes),
-                    members - self.others.0,
-                    me - self.others.1
-                )
+                Usage {
+                    readable: true,
+                    wall: self.at.elapsed().as_secs_f64(),
+                    host_cpu: b.cpu_seconds - a.cpu_seconds,
+                    host_rss: b.rss_bytes,
+                    host_hwm: b.hwm_bytes,
+                    members_cpu: members - self.others.0,
+                    client_cpu: me - self.others.1,
+                    agents,
+                }
             }
-            _ => "host cpu: not readable".to_owned(),
+            _ => Usage {
+                agents,
+                ..Usage::default()
+            },
         }
     }
 }
@@ -455,8 +526,178 @@ pub(crate) async fn start_servers(
     Ok((host, members))
 }
 
-/// Start everything, run the scenarios, print the figures, stop everything.
-pub async fn run(opts: &FederationOptions) -> Result<()> {
+/// How the members are joined.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Declaratively, with each member's address and kubeconfig (SPEC §3.2).
+    #[default]
+    Push,
+    /// `ubernetes join --pull` and one `ubernetes agent` per member: the
+    /// host is given no member address (SPEC §3.12).
+    Pull,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Push => "push",
+            Mode::Pull => "pull",
+        })
+    }
+}
+
+/// The figures of one run, for [`table`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Figures {
+    /// How the members were joined.
+    pub mode: Mode,
+    /// Members joined.
+    pub members: usize,
+    /// Objects of the bulk scenario.
+    pub objects: usize,
+    /// Until every Cluster was Ready (pull: the joins and agents' starts included).
+    pub join: Duration,
+    /// One object into every member, p50 and p99.
+    pub single: (Duration, Duration),
+    /// The bulk's creates.
+    pub bulk_created: Duration,
+    /// Until every copy of the bulk was in every member.
+    pub bulk_all: Duration,
+    /// The bulk's cost (its agents' RSS: each member holding every object).
+    pub bulk: Usage,
+    /// Idle, in sync.
+    pub idle: Usage,
+    /// Restart: a new object in every member this long after the host's start.
+    pub restart_first: Option<Duration>,
+    /// Restart: member writes other than the new object's creates.
+    pub restart_writes: Option<i64>,
+}
+
+/// Run the scenarios once per mode, each on fresh servers; with more than
+/// one mode, print their figures side by side at the end.
+pub async fn run_modes(opts: &FederationOptions, modes: &[Mode]) -> Result<()> {
+    let mut all = Vec::with_capacity(modes.len());
+    for &mode in modes {
+        println!("== {mode} mode ==");
+        all.push(run(opts, mode).await?);
+    }
+    if all.len() > 1 {
+        print!("{}", table(&all));
+    }
+    Ok(())
+}
+
+/// The figures of several runs side by side, a row per figure.
+pub(crate) fn table(runs: &[Figures]) -> String {
+    fn secs(d: Duration) -> String {
+        format!("{:.2} s", d.as_secs_f64())
+    }
+    let agent = |u: &Usage, f: &dyn Fn(&AgentUsage) -> String| {
+        u.agents.as_ref().map_or_else(|| "-".to_owned(), f)
+    };
+    type Cell<'a> = Box<dyn Fn(&Figures) -> String + 'a>;
+    let rows: Vec<(&str, Cell)> = vec![
+        (
+            "members x objects",
+            Box::new(|f| format!("{} x {}", f.members, f.objects)),
+        ),
+        ("join: every Cluster Ready", Box::new(|f| secs(f.join))),
+        (
+            "single: p50 / p99",
+            Box::new(|f| format!("{} / {}", ms(f.single.0), ms(f.single.1))),
+        ),
+        ("bulk: created", Box::new(|f| secs(f.bulk_created))),
+        (
+            "bulk: every copy in every member",
+            Box::new(|f| secs(f.bulk_all)),
+        ),
+        (
+            "bulk: member copies/s",
+            Box::new(|f| {
+                format!(
+                    "{:.0}",
+                    (f.objects * f.members) as f64 / f.bulk_all.as_secs_f64().max(1e-9)
+                )
+            }),
+        ),
+        (
+            "bulk: host cpu",
+            Box::new(|f| format!("{:.1} s ({:.0}%)", f.bulk.host_cpu, f.bulk.host_percent())),
+        ),
+        (
+            "bulk: host peak RSS",
+            Box::new(|f| procfs::mib(f.bulk.host_hwm)),
+        ),
+        (
+            "bulk: all members cpu",
+            Box::new(|f| format!("{:.1} s", f.bulk.members_cpu)),
+        ),
+        (
+            "bulk: agents cpu sum / busiest",
+            Box::new(move |f| {
+                agent(&f.bulk, &|a| {
+                    format!("{:.1} s / {:.1} s", a.cpu_sum, a.cpu_max)
+                })
+            }),
+        ),
+        (
+            "agents RSS sum / max (every object in)",
+            Box::new(move |f| {
+                agent(&f.bulk, &|a| {
+                    format!("{} / {}", procfs::mib(a.rss_sum), procfs::mib(a.rss_max))
+                })
+            }),
+        ),
+        (
+            "agent peak RSS (max of one)",
+            Box::new(move |f| agent(&f.bulk, &|a| procfs::mib(a.hwm_max))),
+        ),
+        (
+            "idle: host cpu",
+            Box::new(|f| format!("{:.1}% of a core", f.idle.host_percent())),
+        ),
+        (
+            "idle: agents cpu sum",
+            Box::new(move |f| {
+                agent(&f.idle, &|a| {
+                    format!(
+                        "{:.1}% of a core",
+                        a.cpu_sum / f.idle.wall.max(1e-9) * 100.0
+                    )
+                })
+            }),
+        ),
+        (
+            "restart: new object everywhere after start",
+            Box::new(|f| f.restart_first.map_or_else(|| "-".to_owned(), secs)),
+        ),
+        (
+            "restart: member writes",
+            Box::new(|f| {
+                f.restart_writes
+                    .map_or_else(|| "-".to_owned(), |w| w.to_string())
+            }),
+        ),
+    ];
+    let width = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    let mut out = format!("{:width$}", "");
+    for f in runs {
+        out.push_str(&format!("  {:>24}", f.mode.to_string()));
+    }
+    out.push('\n');
+    for (name, cell) in &rows {
+        out.push_str(&format!("{name:width$}"));
+        for f in runs {
+            out.push_str(&format!("  {:>24}", cell(f)));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Start everything, run the scenarios in `mode`, print the figures, stop
+/// everything.
+pub async fn run(opts: &FederationOptions, mode: Mode) -> Result<Figures> {
     if !opts.bin.exists() {
         bail!(
             "{} not found: `cargo build --release -p ubernetes -p bench` or pass --ubernetes-bin",
@@ -467,15 +708,28 @@ pub async fn run(opts: &FederationOptions) -> Result<()> {
         bail!("--members must be at least 1");
     }
     let (mut host, mut members) = start_servers(opts).await?;
-    let result = scenarios(opts, &mut host, &members).await;
+    let mut agents = None;
+    let mut figures = Figures {
+        mode,
+        members: opts.members,
+        objects: opts.objects,
+        ..Figures::default()
+    };
+    let result = scenarios(opts, &mut host, &members, &mut agents, &mut figures).await;
     if result.is_err() {
         eprintln!("federation: host log tail:\n{}", host.log_tail(30));
+        if let Some(a) = &mut agents {
+            eprint!("{}", a.exited_logs());
+        }
+    }
+    if let Some(a) = &mut agents {
+        a.stop().await;
     }
     host.kill9().await;
     for m in &mut members {
         m.kill9().await;
     }
-    result
+    result.map(|()| figures)
 }
 
 /// Join every member declaratively (Secret `federation-system/member-I` +
@@ -520,6 +774,8 @@ async fn scenarios(
     opts: &FederationOptions,
     host: &mut ManagedServer,
     members: &[ManagedServer],
+    agents: &mut Option<Agents>,
+    figures: &mut Figures,
 ) -> Result<()> {
     let m = members.len();
     let hc = host.client().await?;
@@ -531,10 +787,18 @@ async fn scenarios(
     // Join.
     let t = Instant::now();
     let win = Window::open(host.process());
-    join(&hc, members, opts.timeout).await?;
+    match figures.mode {
+        Mode::Push => join(&hc, members, opts.timeout).await?,
+        Mode::Pull => {
+            *agents = Some(Agents::join(&opts.bin, &opts.log_level, host, members).await?);
+            wait_clusters_ready(&hc, m, opts.timeout).await?;
+        }
+    }
+    figures.join = t.elapsed();
     println!(
-        "join: {m} clusters Ready in {:.2} s; {}",
+        "join: {m} clusters Ready in {:.2} s ({} mode); {}",
         t.elapsed().as_secs_f64(),
+        figures.mode,
         win.close()
     );
 
@@ -574,7 +838,7 @@ async fn scenarios(
         .enumerate()
         .map(|(i, c)| tokio::spawn(watch_member(c.clone(), i, tracker.clone())))
         .collect();
-    let result = measured(opts, host, &hc, &member_clients, &tracker).await;
+    let result = measured(opts, host, &hc, &member_clients, &tracker, figures).await;
     for w in watchers {
         w.abort();
     }
@@ -587,6 +851,7 @@ async fn measured(
     hc: &Client,
     member_clients: &[Client],
     tracker: &Arc<Tracker>,
+    figures: &mut Figures,
 ) -> Result<()> {
     let m = member_clients.len();
     let mut expected = 0usize;
@@ -608,6 +873,7 @@ async fn measured(
         expected += 1;
     }
     let s = lat.summary(t.elapsed());
+    figures.single = (s.p50, s.p99);
     println!(
         "single: 1 object to {m} members x {}: p50 {}  p99 {}  max {}; {}",
         s.ops,
@@ -635,6 +901,8 @@ async fn measured(
         .await
         .context("bulk propagation")?;
     let all = t.elapsed();
+    let usage = win.close();
+    (figures.bulk_created, figures.bulk_all, figures.bulk) = (created, all, usage);
     println!(
         "bulk: {n} objects created in {:.2} s ({:.0}/s, concurrency {}); in all {m} members after {:.2} s ({:.0} objects/s, {:.0} member copies/s); {}",
         created.as_secs_f64(),
@@ -643,7 +911,7 @@ async fn measured(
         all.as_secs_f64(),
         n as f64 / all.as_secs_f64().max(1e-9),
         (n * m) as f64 / all.as_secs_f64().max(1e-9),
-        win.close()
+        usage
     );
     let settled = settle(host.process().as_ref(), Duration::from_secs(120)).await;
     let host_rev1 = member_revisions(std::slice::from_ref(hc)).await?;
@@ -660,11 +928,10 @@ async fn measured(
     // 3. Idle, in sync.
     let win = Window::open(host.process());
     tokio::time::sleep(Duration::from_secs(opts.idle_seconds)).await;
+    figures.idle = win.close();
     println!(
         "idle: {m} members joined, probed every {} and in sync with {expected} objects, {} s: {}",
-        opts.monitor_period,
-        opts.idle_seconds,
-        win.close()
+        opts.monitor_period, opts.idle_seconds, figures.idle
     );
 
     if opts.skip_restart {
@@ -703,6 +970,8 @@ async fn measured(
         .zip(&after)
         .map(|(b, a)| a.1 as i64 - b.1 as i64 - 1)
         .collect();
+    figures.restart_first = Some(first);
+    figures.restart_writes = Some(writes.iter().sum());
     let rewrites: Vec<usize> = rewrites_after
         .iter()
         .zip(&rewrites_before)
@@ -783,6 +1052,67 @@ mod tests {
         t.rewrite(1);
         t.rewrite(5);
         assert_eq!(t.rewrites(), vec![0, 2]);
+    }
+
+    #[test]
+    fn the_table_puts_push_and_pull_side_by_side() {
+        let push = Figures {
+            mode: Mode::Push,
+            members: 10,
+            objects: 1000,
+            bulk_all: Duration::from_secs(20),
+            bulk: Usage {
+                readable: true,
+                wall: 20.0,
+                host_cpu: 10.0,
+                ..Usage::default()
+            },
+            restart_writes: Some(0),
+            ..Figures::default()
+        };
+        let pull = Figures {
+            mode: Mode::Pull,
+            bulk_all: Duration::from_secs(25),
+            bulk: Usage {
+                agents: Some(AgentUsage {
+                    count: 10,
+                    cpu_sum: 7.5,
+                    cpu_max: 0.9,
+                    rss_sum: 200 << 20,
+                    rss_max: 21 << 20,
+                    hwm_max: 30 << 20,
+                }),
+                ..push.bulk
+            },
+            ..push.clone()
+        };
+        let t = table(&[push, pull]);
+        let row = |name: &str| {
+            t.lines()
+                .find(|l| l.starts_with(name))
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                .unwrap_or_default()
+        };
+        let header: Vec<&str> = t.lines().next().unwrap_or("").split_whitespace().collect();
+        assert_eq!(header, ["push", "pull"], "{t}");
+        assert!(
+            row("bulk: every copy in every member").ends_with("20.00 s 25.00 s"),
+            "{t}"
+        );
+        assert!(row("bulk: member copies/s").ends_with("500 400"), "{t}");
+        assert!(
+            row("bulk: host cpu").ends_with("10.0 s (50%) 10.0 s (50%)"),
+            "{t}"
+        );
+        assert!(
+            row("bulk: agents cpu sum / busiest").ends_with("- 7.5 s / 0.9 s"),
+            "{t}"
+        );
+        assert!(
+            row("agents RSS sum / max").ends_with("- 200.0 MiB / 21.0 MiB"),
+            "{t}"
+        );
+        assert!(row("restart: member writes").ends_with("0 0"), "{t}");
     }
 
     #[test]

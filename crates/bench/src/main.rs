@@ -18,6 +18,8 @@
 //!   `docs/benchmarks.md` (see [`gate`]);
 //! - `bench federation`: propagation to M member servers it starts itself:
 //!   one-object latency, bulk, idle CPU and host restart (see [`federation`]);
+//!   `--pull` joins the members in pull mode with an agent each, and
+//!   `--compare-push-pull` runs both (see [`federation_pull`]);
 //! - `bench member-view`: merged lists through `federation@all` over M
 //!   members it starts itself, healthy and with one member hung (see
 //!   [`member_view`]);
@@ -32,6 +34,7 @@ mod compare;
 mod crash;
 mod etcd;
 mod federation;
+mod federation_pull;
 mod gate;
 mod kube_apiserver;
 mod member_view;
@@ -285,8 +288,31 @@ struct FederationArgs {
     #[arg(long)]
     skip_restart: bool,
 
+    /// Join the members in pull mode: `ubernetes join member-I --pull` and
+    /// one `ubernetes agent` per member (the host is given no member
+    /// address); the agents' CPU and memory are measured too.
+    #[arg(long)]
+    pull: bool,
+
+    /// Run push mode, then pull mode (fresh servers each), and print both
+    /// runs' figures in one table.
+    #[arg(long, conflicts_with = "pull")]
+    compare_push_pull: bool,
+
     #[command(flatten)]
     server: ServerArgs,
+}
+
+impl FederationArgs {
+    /// The modes to run, in order.
+    fn modes(&self) -> Vec<federation::Mode> {
+        use federation::Mode;
+        match (self.pull, self.compare_push_pull) {
+            (_, true) => vec![Mode::Push, Mode::Pull],
+            (true, false) => vec![Mode::Pull],
+            (false, false) => vec![Mode::Push],
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -532,6 +558,7 @@ async fn run_gate(args: GateArgs) -> Result<ExitCode> {
 }
 
 async fn run_federation(args: FederationArgs) -> Result<ExitCode> {
+    let modes = args.modes();
     let spec = args.server.spec();
     let opts = federation::FederationOptions {
         bin: spec.bin,
@@ -551,7 +578,7 @@ async fn run_federation(args: FederationArgs) -> Result<ExitCode> {
         "bench federation: {} members, {} objects, concurrency {}, monitor period {}, member watch cache {}",
         opts.members, opts.objects, opts.concurrency, opts.monitor_period, opts.member_watch_cache
     );
-    federation::run(&opts).await?;
+    federation::run_modes(&opts, &modes).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -693,6 +720,27 @@ mod tests {
             Cmd::Api(a) => Ok(a),
             other => bail!("not api: {other:?}"),
         }
+    }
+
+    #[test]
+    fn federation_runs_push_pull_or_both() -> Result<()> {
+        use federation::Mode;
+        let modes = |args: &[&str]| -> Result<Vec<Mode>> {
+            let mut all = vec!["federation"];
+            all.extend_from_slice(args);
+            match parse(&all)?.command {
+                Cmd::Federation(f) => Ok(f.modes()),
+                other => bail!("not federation: {other:?}"),
+            }
+        };
+        assert_eq!(modes(&[])?, vec![Mode::Push]);
+        assert_eq!(modes(&["--pull"])?, vec![Mode::Pull]);
+        assert_eq!(
+            modes(&["--compare-push-pull"])?,
+            vec![Mode::Push, Mode::Pull]
+        );
+        assert!(parse(&["federation", "--pull", "--compare-push-pull"]).is_err());
+        Ok(())
     }
 
     #[test]

@@ -71,10 +71,9 @@ fn bench_api_runs_every_scenario_against_a_started_server() -> Result<()> {
     Ok(())
 }
 
-#[test]
-fn bench_federation_propagates_to_a_joined_member_and_restarts_without_member_writes() -> Result<()>
-{
-    let out = bench(&[
+/// `bench federation` at a tiny size (2 members, 20 objects), with `extra` flags.
+fn bench_federation(extra: &[&str]) -> Result<String> {
+    let mut args = vec![
         "federation",
         "--members",
         "2",
@@ -86,7 +85,15 @@ fn bench_federation_propagates_to_a_joined_member_and_restarts_without_member_wr
         "1",
         "--timeout-seconds",
         "120",
-    ])?;
+    ];
+    args.extend_from_slice(extra);
+    bench(&args)
+}
+
+#[test]
+fn bench_federation_propagates_to_a_joined_member_and_restarts_without_member_writes() -> Result<()>
+{
+    let out = bench_federation(&[])?;
     line(&out, "join: 2 clusters Ready")?;
     line(&out, "single: 1 object to 2 members x 2")?;
     ensure!(line(&out, "bulk: 20 objects created")?.contains("in all 2 members after"));
@@ -94,6 +101,24 @@ fn bench_federation_propagates_to_a_joined_member_and_restarts_without_member_wr
     ensure!(
         line(&out, "restart: member writes")?.contains("total 0,"),
         "a restart in sync must send no member write:\n{out}"
+    );
+    Ok(())
+}
+
+#[test]
+fn bench_federation_pull_propagates_through_agents_and_measures_them() -> Result<()> {
+    let out = bench_federation(&["--pull"])?;
+    ensure!(line(&out, "join: 2 clusters Ready")?.contains("(pull mode)"));
+    line(&out, "single: 1 object to 2 members x 2")?;
+    let bulk = line(&out, "bulk: 20 objects created")?;
+    ensure!(
+        bulk.contains("in all 2 members after") && bulk.contains("; 2 agents cpu "),
+        "the bulk line must carry both agents' use:\n{out}"
+    );
+    ensure!(line(&out, "idle: 2 members joined")?.contains("; 2 agents cpu "));
+    ensure!(
+        line(&out, "restart: member writes")?.contains("total 0,"),
+        "a restart in sync must send no member write through the agents either:\n{out}"
     );
     Ok(())
 }
