@@ -61,7 +61,10 @@
 //!   read the frames. Any other answer (kube-apiserver's error when it has
 //!   no kubelet, a 403) is the member's, passed on unchanged. An `Upgrade`
 //!   without `Connection: upgrade` (or the reverse) and HTTP/2 `CONNECT` are
-//!   400.
+//!   400. A pull member's client carries the same upgrade over its agent's
+//!   tunnel as an HTTP/2 extended CONNECT and answers with the member's 101
+//!   (`ubernetes_federation::pull::TunnelService`), so this path is the
+//!   same for both modes.
 //! - **What does not**: a Cluster whose member has no client (no usable
 //!   credentials, not probed yet, federation controllers off) and a member
 //!   that cannot be reached are 503 `ServiceUnavailable` naming the cluster

@@ -19,7 +19,11 @@
 //! the new tunnel from their resourceVersions (an agent restart with
 //! everything in sync makes no member write). With no tunnel a request
 //! fails at once (`the agent of cluster "x" is not connected`), which the
-//! health probe reports as an unreachable member.
+//! health probe reports as an unreachable member. An HTTP/1.1 upgrade
+//! request (the cluster proxy's exec, attach, port-forward) goes as an
+//! HTTP/2 extended CONNECT (RFC 8441, [`UPGRADE_HEADER`]) and the agent's
+//! `200` comes back as the member's `101`, upgradeable as from a push
+//! member.
 //!
 //! The agent also renews the `coordination.k8s.io/v1` Lease NAME in
 //! `federation-system` every [`LEASE_RENEW`]; [`lease_lapsed`] says when it
@@ -28,8 +32,9 @@
 //!
 //! The tunnel registry is process-wide ([`tunnels`]), as the metrics are:
 //! the API server's tunnel endpoint fills it, the Cluster controller and
-//! the member set of the same process read it. With several replicas an
-//! agent's tunnel lands on one of them (see `docs/federation.md`, "Pull mode").
+//! the member set of the same process read it. With several replicas the
+//! agent keeps a tunnel to each one it is told of (`--federation-server`):
+//! each replica uses its own (see `docs/federation.md`, "Pull mode").
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -205,10 +210,91 @@ impl tower::Service<http::Request<kube::client::Body>> for TunnelService {
                 .to_string();
             *request.uri_mut() = format!("http://{name}.tunnel{path}").parse()?;
             *request.version_mut() = http::Version::HTTP_2;
+            let upgrade = upgrade_protocol(request.headers());
+            if let Some(protocol) = &upgrade {
+                to_extended_connect(&mut request, protocol)?;
+            }
             send.ready().await?;
-            Ok(send.send_request(request).await?)
+            let response = send.send_request(request).await?;
+            Ok(match upgrade {
+                Some(_) => from_extended_connect(response),
+                None => response,
+            })
         })
     }
+}
+
+/// The request header that carries an upgrade's protocol over the tunnel
+/// (`websocket`, `SPDY/3.1`: the `Upgrade` header HTTP/2 cannot carry), and
+/// in the agent's `200` the protocol the member switched to.
+pub const UPGRADE_HEADER: &str = "ubernetes-upgrade";
+/// The request header that carries an upgrade's original method (`GET` for
+/// WebSocket, `POST` for SPDY) while the tunnel's request is a `CONNECT`.
+pub const UPGRADE_METHOD_HEADER: &str = "ubernetes-upgrade-method";
+
+/// The protocol an HTTP/1.1 upgrade request asks for: `Upgrade: P` with
+/// `Connection: upgrade`.
+pub fn upgrade_protocol(headers: &http::HeaderMap) -> Option<http::HeaderValue> {
+    let connection_upgrade = headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case("upgrade"));
+    let protocol = headers.get(http::header::UPGRADE)?;
+    (connection_upgrade && !protocol.is_empty()).then(|| protocol.clone())
+}
+
+/// Make an HTTP/1.1 upgrade request (the cluster proxy's exec, attach,
+/// port-forward) an HTTP/2 extended CONNECT (RFC 8441) the agent's server
+/// accepts: `:protocol` and [`UPGRADE_HEADER`] are the upgrade's protocol,
+/// [`UPGRADE_METHOD_HEADER`] the original method; path, query and every
+/// other header stay (`Connection` and `Upgrade` are HTTP/1.1's own).
+fn to_extended_connect(
+    request: &mut http::Request<kube::client::Body>,
+    protocol: &http::HeaderValue,
+) -> Result<(), BoxError> {
+    let name = protocol
+        .to_str()
+        .map_err(|_| "the Upgrade header is not text")?
+        .to_string();
+    let method = http::HeaderValue::from_str(request.method().as_str())?;
+    let headers = request.headers_mut();
+    headers.remove(http::header::CONNECTION);
+    headers.remove(http::header::UPGRADE);
+    headers.insert(UPGRADE_HEADER, protocol.clone());
+    headers.insert(UPGRADE_METHOD_HEADER, method);
+    *request.method_mut() = http::Method::CONNECT;
+    request
+        .extensions_mut()
+        .insert(hyper::ext::Protocol::from(name.as_str()));
+    Ok(())
+}
+
+/// The agent's answer to an extended CONNECT as the member gave it: its
+/// `200` (the member switched protocols; the member's 101 headers in it)
+/// becomes that `101 Switching Protocols` again, with `Connection: Upgrade`
+/// and the member's `Upgrade`, and keeps hyper's upgrade handle, so the
+/// caller splices as with a push member. Any other answer is the member's
+/// refusal, unchanged.
+fn from_extended_connect(
+    mut response: http::Response<hyper::body::Incoming>,
+) -> http::Response<hyper::body::Incoming> {
+    if response.status() != http::StatusCode::OK {
+        return response;
+    }
+    let Some(protocol) = response.headers_mut().remove(UPGRADE_HEADER) else {
+        return response;
+    };
+    *response.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
+    *response.version_mut() = http::Version::HTTP_11;
+    let headers = response.headers_mut();
+    headers.insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("Upgrade"),
+    );
+    headers.insert(http::header::UPGRADE, protocol);
+    response
 }
 
 /// Whether a Lease last renewed at `renewed` (or never) counts as lapsed
@@ -314,5 +400,104 @@ mod tests {
             .unwrap();
         let body = response.into_body().collect_bytes().await.unwrap();
         assert_eq!(&body[..], b"GET /api/v1/namespaces?watch=1");
+    }
+
+    /// An upgrade goes as an extended CONNECT (method, protocol, path and
+    /// handshake headers carried), the agent's 200 comes back as the
+    /// member's 101 and the stream carries bytes both ways; a refusal is
+    /// passed unchanged.
+    #[tokio::test]
+    async fn upgrades_go_as_extended_connect() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let t = tunnels();
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(
+                |mut r: http::Request<hyper::body::Incoming>| async move {
+                    let h = |n: &str| {
+                        r.headers()
+                            .get(n)
+                            .map_or(String::new(), |v| v.to_str().unwrap().to_string())
+                    };
+                    let protocol = r
+                        .extensions()
+                        .get::<hyper::ext::Protocol>()
+                        .map(|p| p.as_str().to_string());
+                    let seen = format!(
+                        "{} {:?} {} {} {} {}",
+                        r.method(),
+                        protocol,
+                        h(UPGRADE_METHOD_HEADER),
+                        r.uri().path_and_query().unwrap(),
+                        h("sec-websocket-key"),
+                        h("impersonate-user"),
+                    );
+                    let mut response = http::Response::new(http_body_util::Full::new(
+                        bytes::Bytes::from(seen.clone()),
+                    ));
+                    if h("sec-websocket-key") == "refuse" {
+                        *response.status_mut() = http::StatusCode::BAD_REQUEST;
+                        return Ok::<_, std::convert::Infallible>(response);
+                    }
+                    let upgrade = hyper::upgrade::on(&mut r);
+                    tokio::spawn(async move {
+                        let mut io = TokioIo::new(upgrade.await.unwrap());
+                        let mut buf = [0u8; 5];
+                        io.read_exact(&mut buf).await.unwrap();
+                        io.write_all(seen.as_bytes()).await.unwrap();
+                        io.write_all(&buf).await.unwrap();
+                        io.shutdown().await.unwrap();
+                    });
+                    let mut ok = http::Response::new(http_body_util::Full::default());
+                    ok.headers_mut()
+                        .insert(UPGRADE_HEADER, http::HeaderValue::from_static("websocket"));
+                    ok.headers_mut().insert(
+                        "sec-websocket-accept",
+                        http::HeaderValue::from_static("member's"),
+                    );
+                    Ok(ok)
+                },
+            );
+            let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                .enable_connect_protocol()
+                .serve_connection(TokioIo::new(theirs), service)
+                .await;
+        });
+        tokio::spawn(t.accept("unit-b".to_string(), ours));
+        for _ in 0..100 {
+            if t.current("unit-b").is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let client = t.client("unit-b");
+        let exec = |key: &str| {
+            http::Request::get("/api/v1/namespaces/x/pods/p/exec?command=cat")
+                .header("connection", "Upgrade")
+                .header("upgrade", "websocket")
+                .header("sec-websocket-key", key)
+                .header("impersonate-user", "alice")
+                .body(kube::client::Body::empty())
+                .unwrap()
+        };
+        let mut response = client.send(exec("k")).await.unwrap();
+        assert_eq!(response.status(), http::StatusCode::SWITCHING_PROTOCOLS);
+        assert_eq!(response.headers()["upgrade"], "websocket");
+        assert_eq!(response.headers()["connection"], "Upgrade");
+        assert_eq!(response.headers()["sec-websocket-accept"], "member's");
+        assert!(response.headers().get(UPGRADE_HEADER).is_none());
+        let mut io = TokioIo::new(hyper::upgrade::on(&mut response).await.unwrap());
+        io.write_all(b"hello").await.unwrap();
+        let mut back = String::new();
+        io.read_to_string(&mut back).await.unwrap();
+        assert_eq!(
+            back,
+            "CONNECT Some(\"websocket\") GET /api/v1/namespaces/x/pods/p/exec?command=cat k alicehello"
+        );
+
+        let refused = client.send(exec("refuse")).await.unwrap();
+        assert_eq!(refused.status(), http::StatusCode::BAD_REQUEST);
+        let body = refused.into_body().collect_bytes().await.unwrap();
+        assert!(String::from_utf8_lossy(&body).starts_with("CONNECT"));
     }
 }

@@ -10,10 +10,14 @@
 //!   applies, watches, probes; the cluster proxy's requests with their
 //!   `Impersonate-*` headers) is sent on to the member API with the
 //!   member's credentials, and the answer is streamed back (a watch stays
-//!   open). The member credentials never leave the agent. A closed tunnel
-//!   is opened again with backoff (1 s doubling to 30 s).
+//!   open). Upgrades (exec, attach, port-forward) arrive as HTTP/2
+//!   extended CONNECT and are made as HTTP/1.1 upgrades to the member,
+//!   then spliced ([`forward_upgrade`]). The member credentials never leave
+//!   the agent. A closed tunnel is opened again with backoff (1 s doubling
+//!   to 30 s). With `--federation-server` given several times (one per
+//!   federation replica) the agent keeps one tunnel to each.
 //! - **The Lease** `federation-system/NAME`, renewed every 10 s
-//!   (`--lease-renew-interval`); the federation counts the Cluster
+//!   (`--lease-renew-interval`) through the first replica that answers; the federation counts the Cluster
 //!   unreachable when it is 40 s old (its `--cluster-lease-duration`).
 //!
 //! Member credentials: `--kubeconfig`/`--context` when given, else the
@@ -38,7 +42,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::json;
 use ubernetes_federation::pull::{
-    KEEPALIVE_INTERVAL, KEEPALIVE_TIMEOUT, LEASE_LAPSE, TUNNEL_PROTOCOL,
+    KEEPALIVE_INTERVAL, KEEPALIVE_TIMEOUT, LEASE_LAPSE, TUNNEL_PROTOCOL, UPGRADE_HEADER,
+    UPGRADE_METHOD_HEADER,
 };
 
 /// `ubernetes agent`.
@@ -58,6 +63,15 @@ pub struct AgentArgs {
     /// current context).
     #[arg(long = "federation-context", value_name = "CONTEXT")]
     pub federation_context: Option<String>,
+    /// A federation API server replica to keep a tunnel to (repeatable;
+    /// default: the server of --federation-kubeconfig). With several
+    /// `ubernetes serve` replicas, name every one: each replica's cluster
+    /// proxy and, on the leader, the federation controllers use the tunnel
+    /// the agent keeps to that replica, so a leader change needs no
+    /// reconnect. The CA and token of --federation-kubeconfig are used for
+    /// each (the replicas share one PKI).
+    #[arg(long = "federation-server", value_name = "URL")]
+    pub federation_servers: Vec<String>,
     /// Kubeconfig with the member's credentials (default: the in-cluster
     /// service account when running in a pod, else $KUBECONFIG or
     /// ~/.kube/config). The account must be allowed what the federation
@@ -112,8 +126,9 @@ async fn member_client(args: &AgentArgs) -> anyhow::Result<Client> {
     Client::try_from(config).context("cannot build the member client")
 }
 
-/// The federation client (the agent's own identity).
-async fn federation_client(args: &AgentArgs) -> anyhow::Result<Client> {
+/// The federation clients (the agent's own identity), one per replica:
+/// `(server, client)`.
+async fn federation_clients(args: &AgentArgs) -> anyhow::Result<Vec<(String, Client)>> {
     let path = &args.federation_kubeconfig;
     let kc = Kubeconfig::read_from(path)
         .with_context(|| format!("cannot read --federation-kubeconfig {}", path.display()))?;
@@ -129,25 +144,44 @@ async fn federation_client(args: &AgentArgs) -> anyhow::Result<Client> {
     // The tunnel is one long-lived connection: HTTP/2 pings keep it.
     config.read_timeout = None;
     config.write_timeout = None;
-    Client::try_from(config).context("cannot build the federation client")
+    if args.federation_servers.is_empty() {
+        let server = config.cluster_url.to_string();
+        let client = Client::try_from(config).context("cannot build the federation client")?;
+        return Ok(vec![(server, client)]);
+    }
+    let mut clients = Vec::with_capacity(args.federation_servers.len());
+    for server in &args.federation_servers {
+        let mut config = config.clone();
+        config.cluster_url = server
+            .parse()
+            .with_context(|| format!("--federation-server {server:?} is not a URL"))?;
+        let client = Client::try_from(config)
+            .with_context(|| format!("cannot build the federation client for {server}"))?;
+        clients.push((server.clone(), client));
+    }
+    Ok(clients)
 }
 
 /// Run the agent until SIGTERM/SIGINT.
 pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     let member = member_client(&args).await?;
-    let fed = federation_client(&args).await?;
+    let feds = federation_clients(&args).await?;
     let name = args.cluster.clone();
-    tracing::info!(cluster = %name, "agent starting");
+    let servers: Vec<&str> = feds.iter().map(|(s, _)| s.as_str()).collect();
+    tracing::info!(cluster = %name, ?servers, "agent starting");
     let lease = tokio::spawn(renew_lease(
-        fed.clone(),
+        feds.iter().map(|(_, c)| c.clone()).collect(),
         name.clone(),
         args.lease_renew_interval,
     ));
-    let tunnel = tunnel_loop(fed, member, name.clone());
-    tokio::select! {
-        () = tunnel => {}
-        () = shutdown() => tracing::info!(cluster = %name, "agent stopping"),
+    // One tunnel per replica, each kept open on its own.
+    let mut tunnels = tokio::task::JoinSet::new();
+    for (server, fed) in feds {
+        tunnels.spawn(tunnel_loop(fed, member.clone(), name.clone(), server));
     }
+    shutdown().await;
+    tracing::info!(cluster = %name, "agent stopping");
+    tunnels.abort_all();
     lease.abort();
     Ok(())
 }
@@ -170,9 +204,15 @@ async fn shutdown() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-/// Renew the Lease every `every` (a failure is logged and retried).
-async fn renew_lease(fed: Client, name: String, every: Duration) {
-    let leases: Api<Lease> = Api::namespaced(fed, ubernetes_api::FEDERATION_NAMESPACE);
+/// Renew the Lease every `every` through the first replica of `feds` that
+/// answers, the last one that did first (they share one store); a failure
+/// is logged and retried.
+async fn renew_lease(feds: Vec<Client>, name: String, every: Duration) {
+    let leases: Vec<Api<Lease>> = feds
+        .into_iter()
+        .map(|fed| Api::namespaced(fed, ubernetes_api::FEDERATION_NAMESPACE))
+        .collect();
+    let mut first = 0;
     let holder = std::env::var("POD_NAME")
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| format!("agent-{name}"));
@@ -186,24 +226,38 @@ async fn renew_lease(fed: Client, name: String, every: Duration) {
             "leaseDurationSeconds": LEASE_LAPSE.as_secs().max(every.as_secs() * 4),
             "renewTime": now,
         }});
-        match leases
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => tracing::debug!(cluster = %name, "lease renewed"),
-            Err(e) => tracing::warn!(cluster = %name, error = %e, "cannot renew the lease"),
+        let mut renewed = false;
+        for i in (0..leases.len()).map(|k| (first + k) % leases.len()) {
+            match leases[i]
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => {
+                    tracing::debug!(cluster = %name, "lease renewed");
+                    first = i;
+                    renewed = true;
+                    break;
+                }
+                Err(e) => tracing::warn!(cluster = %name, error = %e, "cannot renew the lease"),
+            }
+        }
+        if !renewed {
+            tracing::warn!(cluster = %name, "no federation replica renewed the lease");
         }
     }
 }
 
-/// Open the tunnel, serve it until it closes, open it again with backoff.
-async fn tunnel_loop(fed: Client, member: Client, name: String) {
+/// Open the tunnel to the replica `server`, serve it until it closes, open
+/// it again with backoff.
+async fn tunnel_loop(fed: Client, member: Client, name: String, server: String) {
     let mut backoff = Duration::from_secs(1);
     loop {
         let started = Instant::now();
         match serve_tunnel(&fed, &member, &name).await {
-            Ok(()) => tracing::info!(cluster = %name, "tunnel closed"),
-            Err(e) => tracing::warn!(cluster = %name, error = %format!("{e:#}"), "tunnel failed"),
+            Ok(()) => tracing::info!(cluster = %name, %server, "tunnel closed"),
+            Err(e) => {
+                tracing::warn!(cluster = %name, %server, error = %format!("{e:#}"), "tunnel failed");
+            }
         }
         if started.elapsed() > Duration::from_secs(30) {
             backoff = Duration::from_secs(1);
@@ -247,7 +301,9 @@ async fn serve_tunnel(fed: &Client, member: &Client, name: &str) -> anyhow::Resu
         .keep_alive_interval(KEEPALIVE_INTERVAL)
         .keep_alive_timeout(KEEPALIVE_TIMEOUT)
         .max_concurrent_streams(10_000)
-        .adaptive_window(true);
+        .adaptive_window(true)
+        // Upgrades (exec, attach, port-forward) come as extended CONNECT.
+        .enable_connect_protocol();
     builder
         .serve_connection(upgraded, service)
         .await
@@ -280,6 +336,9 @@ async fn forward(
     member: Client,
     request: http::Request<hyper::body::Incoming>,
 ) -> Result<http::Response<kube::client::Body>, Infallible> {
+    if request.method() == http::Method::CONNECT && request.headers().contains_key(UPGRADE_HEADER) {
+        return Ok(forward_upgrade(member, request).await);
+    }
     let (parts, body) = request.into_parts();
     let body = match body.collect().await {
         Ok(b) => b.to_bytes(),
@@ -322,6 +381,92 @@ async fn forward(
             &format!("the agent cannot reach its member: {e}"),
         )),
     }
+}
+
+/// An upgrade the cluster proxy sends over the tunnel (exec, attach,
+/// port-forward, cp) as an HTTP/2 extended CONNECT: the member gets the
+/// HTTP/1.1 upgrade request it stands for (the original method from
+/// [`UPGRADE_METHOD_HEADER`], `Connection: Upgrade` and `Upgrade:` from
+/// [`UPGRADE_HEADER`], path, query and the other headers, the
+/// `Impersonate-*` ones included) with the member credentials. Its `101`
+/// becomes this stream's `200` with the member's handshake headers
+/// (`Sec-WebSocket-Accept`, `Sec-WebSocket-Protocol`,
+/// `X-Stream-Protocol-Version`, …) and [`UPGRADE_HEADER`] naming the
+/// protocol it switched to; then the CONNECT stream and the member's
+/// upgraded connection are spliced both ways until either side closes. Any
+/// other answer of the member goes back unchanged.
+async fn forward_upgrade(
+    member: Client,
+    mut request: http::Request<hyper::body::Incoming>,
+) -> http::Response<kube::client::Body> {
+    let tunnel_side = hyper::upgrade::on(&mut request);
+    let (parts, _) = request.into_parts();
+    let Some(protocol) = parts.headers.get(UPGRADE_HEADER).cloned() else {
+        return status(400, "BadRequest", "an upgrade without its protocol");
+    };
+    let method = parts
+        .headers
+        .get(UPGRADE_METHOD_HEADER)
+        .and_then(|m| http::Method::from_bytes(m.as_bytes()).ok())
+        .unwrap_or(http::Method::GET);
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_string();
+    let mut out = http::Request::new(kube::client::Body::empty());
+    *out.method_mut() = method;
+    let mut headers = without_hop_headers(&parts.headers);
+    headers.remove(UPGRADE_HEADER);
+    headers.remove(UPGRADE_METHOD_HEADER);
+    headers.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    headers.insert(header::UPGRADE, protocol.clone());
+    *out.headers_mut() = headers;
+    match path.parse() {
+        Ok(uri) => *out.uri_mut() = uri,
+        Err(e) => return status(400, "BadRequest", &format!("invalid path {path:?}: {e}")),
+    }
+    tracing::debug!(method = %out.method(), %path, ?protocol, "upgrade to the member");
+    let mut response = match member.send(out).await {
+        Ok(response) => response,
+        Err(e) => {
+            return status(
+                502,
+                "ServiceUnavailable",
+                &format!("the agent cannot reach its member: {e}"),
+            );
+        }
+    };
+    if response.status() != http::StatusCode::SWITCHING_PROTOCOLS {
+        let (mut parts, body) = response.into_parts();
+        parts.headers = without_hop_headers(&parts.headers);
+        return http::Response::from_parts(parts, body);
+    }
+    let member_side = hyper::upgrade::on(&mut response);
+    let mut ok = http::Response::new(kube::client::Body::empty());
+    *ok.headers_mut() = without_hop_headers(response.headers());
+    let switched = response
+        .headers()
+        .get(header::UPGRADE)
+        .cloned()
+        .unwrap_or(protocol);
+    ok.headers_mut().insert(UPGRADE_HEADER, switched);
+    tokio::spawn(async move {
+        let (tunnel, member) = match tokio::try_join!(tunnel_side, member_side) {
+            Ok(both) => both,
+            Err(e) => {
+                tracing::debug!(%path, error = %e, "an upgraded connection did not start");
+                return;
+            }
+        };
+        let mut tunnel = hyper_util::rt::TokioIo::new(tunnel);
+        let mut member = hyper_util::rt::TokioIo::new(member);
+        match tokio::io::copy_bidirectional(&mut tunnel, &mut member).await {
+            Ok((up, down)) => tracing::debug!(%path, up, down, "upgraded connection closed"),
+            Err(e) => tracing::debug!(%path, error = %e, "upgraded connection ended"),
+        }
+    });
+    ok
 }
 
 /// A Kubernetes `Status` answer.
