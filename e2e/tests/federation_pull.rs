@@ -16,7 +16,17 @@
 //!   `--cluster-lease-duration 4s`), its replicas move to the push member;
 //!   the agent back: Ready, and a change made meanwhile arrives;
 //! - a real kube-apiserver + kube-controller-manager (`../shared/kube`) as
-//!   a pull member (skipped, saying so, when absent).
+//!   a pull member (skipped, saying so, when absent); `kubectl exec`,
+//!   `attach` and `port-forward` through `federation@real` get kube's own
+//!   answer, as straight at the member;
+//! - upgrades over the tunnel (HTTP/2 extended CONNECT): the echo member
+//!   of `proxy_support` behind an agent answers a WebSocket exec (frames
+//!   both ways, the caller impersonated, the agent's member token), SPDY,
+//!   a refusal unchanged, and the real `kubectl exec -i`;
+//! - two replicas on one etcd (skipped without etcd): the agent keeps a
+//!   tunnel to each (`--federation-server` twice), the proxy answers
+//!   through each, and after the leader's kill -9 the other leads and a new
+//!   ConfigMap reaches the member with no reconnect.
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
@@ -28,6 +38,12 @@ use serde_json::{Value, json};
 use ubernetes_e2e::federation::{Federation, condition, write_status};
 use ubernetes_e2e::real_kube::{KubeCluster, kube_sh};
 use ubernetes_e2e::{Server, eventually, kubectl_bin, ubernetes_bin};
+
+mod proxy_support;
+use proxy_support::{
+    EchoMember, kubectl_stdin, member_kubeconfig, member_refusal_arrives_unchanged,
+    real_upgrade_answers_arrive_unchanged, spdy_exec_round_trip, websocket_exec_round_trip,
+};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -489,6 +505,10 @@ fn a_real_kube_apiserver_as_a_pull_member() -> Result<()> {
         "/apis/federation/v1beta1/clusters/real/proxy/api/v1/namespaces/kube-system",
     ])?;
     ensure!(namespaces.contains("kube-system"), "{namespaces}");
+    // exec, attach, port-forward over the tunnel: kube's own answers.
+    let kc = member_kubeconfig(&host, dir.path())?;
+    real_upgrade_answers_arrive_unchanged(&kube, &kc, "federation@real", dir.path())
+        .with_context(|| format!("agent log:\n{}", agent.log_tail()))?;
     // The agent's own manifest is valid for a real API server.
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/agent.yaml");
     let manifest = manifest.display().to_string();
@@ -500,5 +520,147 @@ fn a_real_kube_apiserver_as_a_pull_member() -> Result<()> {
         "deploy/agent.yaml: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    Ok(())
+}
+
+/// Upgrades over the tunnel: the echo member (a WebSocket/SPDY exec server)
+/// is a pull member, reached only through its agent.
+#[test]
+fn exec_reaches_a_pull_member_through_its_agent() -> Result<()> {
+    let fed = Federation::start(0, &[])?;
+    let dir = tempfile::tempdir()?;
+    let echo = EchoMember::start()?;
+    let echo_kubeconfig = dir.path().join("echo-member.kubeconfig");
+    std::fs::write(&echo_kubeconfig, echo.kubeconfig())?;
+    let agent_kubeconfig = dir.path().join("echo.kubeconfig");
+    join_pull(&fed.host, "echo", &agent_kubeconfig)?;
+    let agent = Agent::start(
+        dir.path(),
+        "echo",
+        &agent_kubeconfig,
+        &["--kubeconfig", &echo_kubeconfig.display().to_string()],
+    )?;
+    fed.wait_ready("echo")
+        .with_context(|| format!("agent log:\n{}", agent.log_tail()))?;
+    let exec = "/apis/federation/v1beta1/clusters/echo/proxy/api/v1/namespaces/x/pods/p/exec\
+                ?command=cat&stdin=true&stdout=true";
+    websocket_exec_round_trip(&fed.host, &echo, exec)
+        .with_context(|| format!("agent log:\n{}", agent.log_tail()))?;
+    spdy_exec_round_trip(&fed.host, &echo, exec)?;
+    member_refusal_arrives_unchanged(&fed.host, exec)?;
+    // The real kubectl exec through federation@echo: stdin comes back.
+    let kc = member_kubeconfig(&fed.host, dir.path())?;
+    let out = kubectl_stdin(
+        &kc,
+        "federation@echo",
+        &["exec", "-i", "p", "-n", "x", "--", "cat"],
+        b"through the tunnel\n",
+    )?;
+    ensure!(
+        out.status.success(),
+        "kubectl exec: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ensure!(String::from_utf8_lossy(&out.stdout) == "through the tunnel\n");
+    Ok(())
+}
+
+/// The holder of the federation's leader Lease, as `server` reads it.
+fn leader(server: &Server) -> Result<Option<String>> {
+    Ok(server
+        .kubectl_get(&["lease", "-n", "kube-system", "ubernetes-controller-manager"])?
+        .and_then(|l| l["spec"]["holderIdentity"].as_str().map(str::to_string)))
+}
+
+/// Two replicas on one etcd; the agent keeps a tunnel to each.
+#[test]
+fn the_agent_keeps_a_tunnel_to_every_replica() -> Result<()> {
+    use ubernetes_storage::etcd_process::EtcdProcess;
+    let Some(etcd) = EtcdProcess::start()? else {
+        eprintln!(
+            "SKIPPED: no etcd binary (set ETCD_BIN, install Debian's etcd-server, or unpack \
+             ../shared/kube); scripts/test.sh installs etcd-server"
+        );
+        return Ok(());
+    };
+    let flags = [
+        "--etcd-servers",
+        etcd.url.as_str(),
+        "--etcd-prefix",
+        "/pull-ha",
+        "--cluster-monitor-period",
+        "1s",
+    ];
+    let member = Server::start_with(&["--federation-controllers=false"])?;
+    let mut a = Server::start_with(&flags)?;
+    let leader_a = eventually(WAIT, || leader(&a)).context("a never led")?;
+    let b = Server::start_with_pki(&flags, &a)?;
+    let dir = tempfile::tempdir()?;
+    let agent_kubeconfig = dir.path().join("edge.kubeconfig");
+    join_pull(&a, "edge", &agent_kubeconfig)?;
+    let member_kc = member.kubeconfig().display().to_string();
+    let agent = Agent::start(
+        dir.path(),
+        "edge",
+        &agent_kubeconfig,
+        &[
+            "--kubeconfig",
+            &member_kc,
+            "--federation-server",
+            &a.url(),
+            "--federation-server",
+            &b.url(),
+        ],
+    )?;
+    let ready = |server: &Server| -> Result<Option<()>> {
+        let c = server.kubectl_get(&["cluster", "edge"])?;
+        Ok(
+            c.filter(|c| condition(c, "Ready").is_some_and(|r| r["status"] == "True"))
+                .map(|_| ()),
+        )
+    };
+    eventually(WAIT, || ready(&b))
+        .with_context(|| format!("edge not Ready\nagent:\n{}", agent.log_tail()))?;
+    // Each replica's proxy goes over its own tunnel.
+    let namespace = "/apis/federation/v1beta1/clusters/edge/proxy/api/v1/namespaces/default";
+    for (replica, server) in [("a", &a), ("b", &b)] {
+        eventually(WAIT, || {
+            Ok(server
+                .kubectl(&["get", "--raw", namespace])?
+                .status
+                .success()
+                .then_some(()))
+        })
+        .with_context(|| {
+            format!(
+                "no proxy through replica {replica}\n{}",
+                server
+                    .kubectl_err(&["get", "--raw", namespace])
+                    .unwrap_or_default()
+            )
+        })?;
+    }
+    // The leader dies: the other leads with the tunnel it already holds.
+    a.kill9();
+    eventually(Duration::from_secs(20), || {
+        Ok(leader(&b)?.filter(|h| *h != leader_a).map(|_| ()))
+    })
+    .context("b never took the lead")?;
+    b.kubectl_stdin_ok(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: after-failover, namespace: default}\n\
+         data: {k: v}\n",
+    )?;
+    eventually(WAIT, || {
+        member.kubectl_get(&["configmap", "after-failover"])
+    })
+    .with_context(|| {
+        format!(
+            "the ConfigMap never reached the pull member after the failover\nagent:\n{}\nb:\n{}",
+            agent.log_tail(),
+            b.log_tail()
+        )
+    })?;
+    ensure!(ready(&b)?.is_some(), "edge left Ready on the failover");
     Ok(())
 }
