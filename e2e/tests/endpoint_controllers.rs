@@ -10,7 +10,8 @@
 //!   with the Service;
 //! - a user's Endpoints of a Service without a selector is mirrored into an
 //!   EndpointSlice (`managed-by: endpointslicemirroring-controller.k8s.io`)
-//!   through create, update and delete; one labelled skip-mirror is not;
+//!   through create, update and delete; one labelled skip-mirror is not,
+//!   nor one without a Service, which is left alone;
 //! - in standalone mode (no Cluster) a PodDisruptionBudget gets kube's
 //!   status: `observedGeneration`, expected/desired/current counts,
 //!   `disruptionsAllowed` and the `DisruptionAllowed` condition;
@@ -231,9 +232,22 @@ metadata: {name: db, namespace: default, labels: {endpointslice.kubernetes.io/sk
 subsets:
 - addresses: [{ip: 10.1.2.3}]
   ports: [{port: 80}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: no-service, namespace: default}
+subsets:
+- addresses: [{ip: 10.1.2.5}]
+  ports: [{port: 80}]
 "#,
     )?;
     std::thread::sleep(Duration::from_secs(2));
+    // An Endpoints without a Service is neither deleted nor mirrored.
+    ensure!(
+        get(&s, &["endpoints", "no-service", "-n", "default"])?.is_some(),
+        "an Endpoints without a Service was deleted"
+    );
+    ensure!(slices_of(&s, "default", "no-service")?.is_empty());
     ensure!(
         slices_of(&s, "default", "db")?.is_empty(),
         "a skip-mirror Endpoints was mirrored"

@@ -72,6 +72,10 @@ pub struct ServiceEndpointsController {
     selected: Mutex<HashMap<String, HashSet<String>>>,
     /// kube's `TriggerTimeTracker`.
     triggers: Mutex<HashMap<Key, TriggerState>>,
+    /// Services seen deleted whose Endpoints are still to delete (kube
+    /// deletes the Endpoints on the Service's deletion only: an Endpoints
+    /// written without any Service is left alone).
+    gone: Mutex<HashSet<Key>>,
 }
 
 impl ServiceEndpointsController {
@@ -87,6 +91,7 @@ impl ServiceEndpointsController {
             queue: Queue::new(),
             selected: Mutex::new(HashMap::new()),
             triggers: Mutex::new(HashMap::new()),
+            gone: Mutex::new(HashSet::new()),
         });
         let observer = c.clone();
         follow(stop.clone(), services, move |_, kind, svc| {
@@ -101,6 +106,12 @@ impl ServiceEndpointsController {
                 } else {
                     set.remove(&name);
                 }
+            }
+            let key = (ns.clone(), name.clone());
+            if kind == EventType::Deleted {
+                observer.gone.lock().insert(key);
+            } else {
+                observer.gone.lock().remove(&key);
             }
             observer.queue.add((ns, name));
         });
@@ -259,8 +270,12 @@ impl ServiceEndpointsController {
         let (ns, name) = key;
         let endpoints = self.store("", "endpoints")?;
         let Some(svc) = svc else {
-            // The Service is gone: so is its Endpoints (whoever wrote it).
-            return match endpoints
+            // The Service was deleted: so is its Endpoints (whoever wrote
+            // it). One without a Service all along is left alone.
+            if !self.gone.lock().contains(key) {
+                return Ok(());
+            }
+            let res = match endpoints
                 .delete(Some(ns), name, &DeleteOptions::default())
                 .await
             {
@@ -271,6 +286,10 @@ impl ServiceEndpointsController {
                 Err(e) if e.code == 404 || e.code == 409 => Ok(()),
                 Err(e) => Err(e),
             };
+            if res.is_ok() {
+                self.gone.lock().remove(key);
+            }
+            return res;
         };
         if selector(svc).is_none() {
             // No selector (or ExternalName): the user's Endpoints, if any.
@@ -594,10 +613,10 @@ pub fn subsets_for(svc: &Value, pods: &[Value]) -> Value {
                     continue;
                 };
                 let mut p = endpoint_port(sp, n);
-                if p["name"] == json!("") {
-                    if let Some(o) = p.as_object_mut() {
-                        o.remove("name");
-                    }
+                if p["name"] == json!("")
+                    && let Some(o) = p.as_object_mut()
+                {
+                    o.remove("name");
                 }
                 ports.push(p);
             }
@@ -609,8 +628,9 @@ pub fn subsets_for(svc: &Value, pods: &[Value]) -> Value {
                 .insert(format!("{ip}/{addr}"), (addr.clone(), ready));
         }
     }
-    // address set → ports.
-    let mut by_addrs: BTreeMap<String, (Vec<(Value, bool)>, Vec<Value>)> = BTreeMap::new();
+    // address set → (the addresses with their readiness, the ports).
+    type Addresses = Vec<(Value, bool)>;
+    let mut by_addrs: BTreeMap<String, (Addresses, Vec<Value>)> = BTreeMap::new();
     for (port, addrs) in by_port {
         let set_key = addrs.keys().cloned().collect::<Vec<_>>().join("|");
         let entry = by_addrs

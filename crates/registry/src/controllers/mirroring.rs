@@ -88,7 +88,9 @@ pub(crate) async fn sync(
 /// The slices an Endpoints' subsets call for: per address type and set of
 /// ports, its ready and not-ready addresses (kube's `addressToEndpoint`).
 fn wanted_slices(ep: &Value) -> Vec<Wanted> {
-    let mut by_key: BTreeMap<(String, &'static str), (Vec<Value>, Vec<Value>)> = BTreeMap::new();
+    // (ports, address type) → (ports, endpoints).
+    type Group = (Vec<Value>, Vec<Value>);
+    let mut by_key: BTreeMap<(String, &'static str), Group> = BTreeMap::new();
     for subset in ep
         .get("subsets")
         .and_then(Value::as_array)
