@@ -30,6 +30,32 @@
 //!   member credentials. Secrets are federated too, so the ClusterRole
 //!   already covers them; the Role keeps that right explicit should secrets
 //!   ever leave the federated set.
+//!
+//! # The federation's own kinds in `view` and `edit`
+//!
+//! As a CRD's author labels ClusterRoles to aggregate into kube's
+//! user-facing roles (and as Karmada's `karmada-view` / `karmada-edit` do),
+//! two bootstrap ClusterRoles add the federation's kinds:
+//! - [`AGGREGATE_FEDERATION_TO_VIEW`] (labelled [`AGGREGATE_TO_VIEW`]): read
+//!   (`get`, `list`, `watch`) of `clusters` and `clusters/status` (a Cluster
+//!   holds no credentials: they stay in its Secret, which `view` never
+//!   reads), `propagationrecords` and their `status` (group `federation`),
+//!   `dnsendpoints` (`externaldns.k8s.io`), and `serviceexports`,
+//!   `serviceimports`, `clusterprofiles` with their `status`
+//!   (`multicluster.x-k8s.io`). Clusters are cluster-scoped: as in kube, a
+//!   RoleBinding to `view` does not reach them, a ClusterRoleBinding does.
+//! - [`AGGREGATE_FEDERATION_TO_EDIT`] (labelled [`AGGREGATE_TO_EDIT`]): the
+//!   write verbs on `serviceexports` only, the one federation kind a tenant
+//!   writes (exporting their Service). Clusters (joining names a credentials
+//!   Secret) stay cluster-admin's; propagation records, DNSEndpoints,
+//!   ServiceImports and ClusterProfiles are written by the federation's
+//!   controllers, and a tenant's write would only be overwritten or, for
+//!   DNSEndpoints, bypass the oldest-claim rule. `admin` gets both through
+//!   `edit` (it aggregates `edit`), so it needs no role of its own.
+//! - `clusters/proxy` is in neither (nor in `admin`): see
+//!   `docs/security.md`, rule 4 (through the proxy a caller acts in a member
+//!   under their federation name, so whoever may mint a federation identity
+//!   named like a powerful member one must not hold the proxy by default).
 
 use std::collections::BTreeMap;
 
@@ -80,6 +106,14 @@ pub const FEDERATION_CONTROLLER_ROLE: &str = "ubernetes:federation-controller";
 /// Label that aggregates a ClusterRole into the federation controller's role.
 pub const AGGREGATE_TO_FEDERATION_CONTROLLER: &str =
     "ubernetes.io/aggregate-to-federation-controller";
+/// The ClusterRole adding read of the federation's own kinds to `view`.
+pub const AGGREGATE_FEDERATION_TO_VIEW: &str = "ubernetes:aggregate-to-view";
+/// The ClusterRole adding write of the tenant-written federation kinds to `edit`.
+pub const AGGREGATE_FEDERATION_TO_EDIT: &str = "ubernetes:aggregate-to-edit";
+/// The Multi-cluster Services and Cluster Inventory API group.
+pub const MULTICLUSTER_GROUP: &str = "multicluster.x-k8s.io";
+/// The DNSEndpoint API group (external-dns's).
+pub const EXTERNALDNS_GROUP: &str = "externaldns.k8s.io";
 /// The namespace holding member credentials.
 pub use ubernetes_api::FEDERATION_NAMESPACE;
 /// The Cluster API group.
@@ -435,6 +469,40 @@ pub fn bootstrap_cluster_roles() -> Vec<ClusterRole> {
             &[(AGGREGATE_TO_FEDERATION_CONTROLLER, t)],
             federation_controller_rules(),
         ),
+        cluster_role(
+            AGGREGATE_FEDERATION_TO_VIEW,
+            &[(AGGREGATE_TO_VIEW, t)],
+            vec![
+                rule(
+                    &READ,
+                    &[FEDERATION_GROUP],
+                    &[
+                        "clusters",
+                        "clusters/status",
+                        "propagationrecords",
+                        "propagationrecords/status",
+                    ],
+                ),
+                rule(&READ, &[EXTERNALDNS_GROUP], &["dnsendpoints"]),
+                rule(
+                    &READ,
+                    &[MULTICLUSTER_GROUP],
+                    &[
+                        "clusterprofiles",
+                        "clusterprofiles/status",
+                        "serviceexports",
+                        "serviceexports/status",
+                        "serviceimports",
+                        "serviceimports/status",
+                    ],
+                ),
+            ],
+        ),
+        cluster_role(
+            AGGREGATE_FEDERATION_TO_EDIT,
+            &[(AGGREGATE_TO_EDIT, t)],
+            vec![rule(&WRITE, &[MULTICLUSTER_GROUP], &["serviceexports"])],
+        ),
     ]
 }
 
@@ -635,6 +703,80 @@ mod tests {
                     .map(String::as_str),
                 Some("rbac-defaults")
             );
+        }
+    }
+
+    /// Whether `role` (after aggregation) allows `verb` on `resource` of `group`.
+    fn allows(role: &ClusterRole, verb: &str, group: &str, resource: &str) -> bool {
+        role.rules.as_deref().unwrap_or(&[]).iter().any(|r| {
+            let has = |l: &Option<Vec<String>>, v: &str| {
+                l.as_deref()
+                    .unwrap_or(&[])
+                    .iter()
+                    .any(|x| x == v || x == "*")
+            };
+            has(&Some(r.verbs.clone()), verb)
+                && has(&r.api_groups, group)
+                && has(&r.resources, resource)
+        })
+    }
+
+    #[test]
+    fn view_edit_and_admin_get_the_federation_kinds_by_aggregation() {
+        let mut roles = bootstrap_cluster_roles();
+        crate::aggregate_cluster_roles(&mut roles);
+        let read = [
+            (FEDERATION_GROUP, "clusters"),
+            (FEDERATION_GROUP, "clusters/status"),
+            (FEDERATION_GROUP, "propagationrecords"),
+            (EXTERNALDNS_GROUP, "dnsendpoints"),
+            (MULTICLUSTER_GROUP, "serviceexports"),
+            (MULTICLUSTER_GROUP, "serviceimports"),
+            (MULTICLUSTER_GROUP, "clusterprofiles"),
+        ];
+        for name in ["view", "edit", "admin"] {
+            let role = find(&roles, name);
+            for (group, resource) in read {
+                for verb in READ {
+                    assert!(
+                        allows(role, verb, group, resource),
+                        "{name} may not {verb} {resource}.{group}"
+                    );
+                }
+            }
+            // Never the cluster proxy, never a Cluster write.
+            for verb in ["get", "create", "update", "delete"] {
+                assert!(!allows(role, verb, FEDERATION_GROUP, "clusters/proxy"));
+            }
+            for verb in WRITE {
+                assert!(!allows(role, verb, FEDERATION_GROUP, "clusters"));
+                assert!(!allows(role, verb, FEDERATION_GROUP, "propagationrecords"));
+                assert!(!allows(role, verb, EXTERNALDNS_GROUP, "dnsendpoints"));
+                assert!(!allows(role, verb, MULTICLUSTER_GROUP, "serviceimports"));
+            }
+        }
+        let view = find(&roles, "view");
+        // view still reads no Secret and writes nothing.
+        for verb in READ_WRITE {
+            assert!(
+                !allows(view, verb, "", "secrets"),
+                "view may {verb} secrets"
+            );
+        }
+        for verb in WRITE {
+            assert!(!allows(view, verb, MULTICLUSTER_GROUP, "serviceexports"));
+            assert!(allows(
+                find(&roles, "edit"),
+                verb,
+                MULTICLUSTER_GROUP,
+                "serviceexports"
+            ));
+            assert!(allows(
+                find(&roles, "admin"),
+                verb,
+                MULTICLUSTER_GROUP,
+                "serviceexports"
+            ));
         }
     }
 

@@ -322,3 +322,69 @@ fn the_federation_controller_reads_and_writes_every_kind_custom_resources_includ
         );
     }
 }
+
+#[test]
+fn view_reads_the_federation_kinds_cluster_wide_only_through_a_cluster_role_binding() {
+    let mut rbac = policy();
+    rbac.cluster_role_bindings.push(from_json(json!({
+        "metadata": {"name": "carol-view"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "carol"}]
+    })));
+    let authz = Authorizer::new(rbac);
+    let carol = UserInfo::new("carol", &["system:authenticated"]);
+    for url in [
+        "/apis/federation/v1beta1/clusters",
+        "/apis/federation/v1beta1/clusters/east/status",
+        "/apis/federation/v1beta1/namespaces/shop/propagationrecords",
+        "/apis/externaldns.k8s.io/v1alpha1/dnsendpoints",
+        "/apis/multicluster.x-k8s.io/v1alpha1/namespaces/shop/serviceexports",
+        "/apis/multicluster.x-k8s.io/v1alpha1/serviceimports",
+        "/apis/multicluster.x-k8s.io/v1alpha1/namespaces/federation-system/clusterprofiles",
+    ] {
+        let d = authz.authorize(&request(&carol, "GET", url));
+        assert!(d.is_allowed(), "{url}");
+        assert!(
+            d.reason().contains(r#"ClusterRole "view""#),
+            "{}",
+            d.reason()
+        );
+    }
+    for (method, url) in [
+        (
+            "GET",
+            "/apis/federation/v1beta1/clusters/east/proxy/api/v1/pods",
+        ),
+        ("POST", "/apis/federation/v1beta1/clusters"),
+        ("DELETE", "/apis/federation/v1beta1/clusters/east"),
+        ("GET", "/api/v1/namespaces/federation-system/secrets/east"),
+        ("GET", "/api/v1/secrets"),
+        (
+            "POST",
+            "/apis/multicluster.x-k8s.io/v1alpha1/namespaces/shop/serviceexports",
+        ),
+    ] {
+        assert!(
+            !authz.authorize(&request(&carol, method, url)).is_allowed(),
+            "{method} {url}"
+        );
+    }
+    // bob's view is a RoleBinding in team-a: the cluster-scoped Clusters stay
+    // out of reach (as in kube), the namespaced records of team-a do not.
+    let bob = bob();
+    let clusters = request(&bob, "GET", "/apis/federation/v1beta1/clusters");
+    assert!(!authz.authorize(&clusters).is_allowed());
+    assert_eq!(
+        forbidden_error(&clusters, "").message,
+        r#"clusters.federation is forbidden: User "bob" cannot list resource "clusters" in API group "federation" at the cluster scope"#
+    );
+    assert!(
+        authz
+            .authorize(&request(
+                &bob,
+                "GET",
+                "/apis/federation/v1beta1/namespaces/team-a/propagationrecords"
+            ))
+            .is_allowed()
+    );
+}
