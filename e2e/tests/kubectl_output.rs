@@ -9,7 +9,9 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 use ubernetes_e2e::Server;
 
-use kubectl_support::{header, json, lines, rows};
+use kubectl_support::{
+    SETTLE, header, json, lines, rows, settled_deployment, workload_controllers_run,
+};
 
 const OBJECTS: &str = r#"
 apiVersion: v1
@@ -144,10 +146,33 @@ source:
   component: e2e
 "#;
 
+/// The server with [`OBJECTS`] applied and, where kcm's workload controllers
+/// run ([`workload_controllers_run`]), settled as kcm leaves them: web's
+/// ReplicaSet and two Pending Pods made, rs1's three Pods made (no Node, so
+/// none is ready), so the tables below read a fixed state.
 fn setup() -> Result<Server> {
     let server = Server::start()?;
     server.kubectl_stdin_ok(&["apply", "-f", "-"], OBJECTS)?;
+    settled_deployment(&server, "out", "web")?;
+    if workload_controllers_run() {
+        ubernetes_e2e::eventually(SETTLE, || {
+            let rs = json(&server, &["get", "replicaset", "rs1", "-n", "out"])?;
+            Ok((rs["status"]["replicas"] == 3).then_some(()))
+        })?;
+    }
     Ok(server)
+}
+
+/// web's replica counts (updated, total, unavailable) as kube shows them:
+/// with kcm (a standalone federation) its ReplicaSet made both Pods, which
+/// stay Pending without a Node; with members that run no controllers,
+/// nothing was made.
+fn web_counts() -> (u32, u32, u32) {
+    if workload_controllers_run() {
+        (2, 2, 2)
+    } else {
+        (0, 0, 0)
+    }
 }
 
 /// The tokens of a collapsed table row.
@@ -229,9 +254,10 @@ fn table_headers_and_rows_are_kube_apiservers() -> Result<()> {
         "NAME READY UP-TO-DATE AVAILABLE AGE",
         "{deploy}"
     );
+    let (updated, _, _) = web_counts();
     assert_eq!(
         &only_row(&deploy)[..4],
-        ["web", "0/2", "0", "0"],
+        ["web", "0/2", updated.to_string().as_str(), "0"],
         "{deploy}"
     );
     let deploy_wide = server.kubectl_ok(&["get", "deployments", "-n", "out", "-o", "wide"])?;
@@ -247,9 +273,18 @@ fn table_headers_and_rows_are_kube_apiservers() -> Result<()> {
         "{deploy_wide}"
     );
 
-    let rs = server.kubectl_ok(&["get", "replicasets", "-n", "out"])?;
+    // (with kcm, web's own ReplicaSet is listed too; rs1's Pods exist
+    // but none is ready without a Node)
+    let rs = server.kubectl_ok(&[
+        "get",
+        "replicasets",
+        "-n",
+        "out",
+        "--field-selector=metadata.name=rs1",
+    ])?;
     assert_eq!(header(&rs), "NAME DESIRED CURRENT READY AGE", "{rs}");
-    assert_eq!(&only_row(&rs)[..4], ["rs1", "3", "0", "0"], "{rs}");
+    let current = if workload_controllers_run() { "3" } else { "0" };
+    assert_eq!(&only_row(&rs)[..4], ["rs1", "3", current, "0"], "{rs}");
 
     let ing = server.kubectl_ok(&["get", "ingresses", "-n", "out"])?;
     assert_eq!(header(&ing), "NAME CLASS HOSTS ADDRESS PORTS AGE", "{ing}");
@@ -380,11 +415,15 @@ fn describe_shows_deployment_and_configmap_details() -> Result<()> {
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
+    let (updated, total, unavailable) = web_counts();
+    let replicas = format!(
+        "Replicas: 2 desired | {updated} updated | {total} total | 0 available | {unavailable} unavailable"
+    );
     for want in [
         "Name: web",
         "Namespace: out",
         "Selector: app=web",
-        "Replicas: 2 desired | 0 updated | 0 total | 0 available | 0 unavailable",
+        replicas.as_str(),
         "StrategyType: RollingUpdate",
         "RollingUpdateStrategy: 25% max unavailable, 25% max surge",
         "Labels: app=web",

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 use ubernetes_e2e::Server;
 
-use kubectl_support::{json, kubectl_env_ok, kubectl_status};
+use kubectl_support::{json, kubectl_env_ok, kubectl_status, settled_deployment};
 
 const TWO_CONTAINERS: &str = r#"
 apiVersion: apps/v1
@@ -52,22 +52,29 @@ fn containers(deploy: &Value) -> Vec<Value> {
 fn patch_strategic_merge_and_json_each_change_only_what_they_name() -> Result<()> {
     let server = Server::start()?;
     server.kubectl_stdin_ok(&["apply", "-f", "-"], TWO_CONTAINERS)?;
-    let before = json(&server, &["get", "deployment", "two"])?;
+    // kcm's deployment controller (the federation's own while it stands
+    // alone) writes the revision annotation, and kube bumps a Deployment's
+    // generation on an annotation change too: read the generation once it
+    // is done.
+    let before = settled_deployment(&server, "default", "two")?;
     let generation = before["metadata"]["generation"]
         .as_i64()
         .context("generation")?;
 
-    // Strategic merge: containers merge by name; only "web" changes.
-    let out = server.kubectl_ok(&[
-        "patch",
-        "deployment",
-        "two",
-        "--type=strategic",
-        "-p",
-        r#"{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:1.27"}]}}}}"#,
-    ])?;
-    assert_eq!(out.trim(), "deployment.apps/two patched");
-    let after = json(&server, &["get", "deployment", "two"])?;
+    // Strategic merge: containers merge by name; only "web" changes. The
+    // patch's own answer is read: the controller's next revision
+    // annotation bumps the generation once more right after.
+    let after = json(
+        &server,
+        &[
+            "patch",
+            "deployment",
+            "two",
+            "--type=strategic",
+            "-p",
+            r#"{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:1.27"}]}}}}"#,
+        ],
+    )?;
     let c = containers(&after);
     assert_eq!(c.len(), 2, "{after}");
     assert_eq!(c[0]["name"], "web");
@@ -86,13 +93,14 @@ fn patch_strategic_merge_and_json_each_change_only_what_they_name() -> Result<()
     );
 
     // Strategic merge with a $patch: delete directive removes one container by name.
-    server.kubectl_ok(&[
+    let out = server.kubectl_ok(&[
         "patch",
         "deployment",
         "two",
         "-p",
         r#"{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","$patch":"delete"}]}}}}"#,
     ])?;
+    assert_eq!(out.trim(), "deployment.apps/two patched");
     let names: Vec<Value> = containers(&json(&server, &["get", "deployment", "two"])?)
         .iter()
         .map(|c| c["name"].clone())
@@ -351,10 +359,14 @@ spec:
 
 #[test]
 fn status_and_main_resource_writes_are_isolated() -> Result<()> {
-    let server = Server::start()?;
-    // The test writes the status as a deployment controller would. With
-    // members joined (E2E_JOINED_MEMBERS) the federation is that controller
-    // for federated Deployments, so this one is kept to the federation.
+    // The test writes the status as a deployment controller would, so no
+    // other may run: kube-apiserver without kcm. A federation with no
+    // Cluster runs kcm's deployment controller itself (standalone mode),
+    // which would rewrite the status at once, as kcm does on kube: it is
+    // turned off here.
+    let server = Server::start_with(&["--standalone-controllers=false"])?;
+    // With members joined the federation sums their status into federated
+    // Deployments, so this one is kept to the federation (the annotation).
     let own = TWO_CONTAINERS.replace(
         "  labels:\n    app: two\nspec:",
         "  labels:\n    app: two\n  annotations:\n    federation.kubernetes.io/federation-control-plane: \"true\"\nspec:",

@@ -189,3 +189,39 @@ pub fn wait_gone(server: &Server, args: &[&str]) -> Result<()> {
         }
     })
 }
+
+/// Whether kube-controller-manager's workload controllers (replicaset,
+/// deployment, cronjob...) act on the server's own objects, as with
+/// kube-apiserver + kcm: a federation with no Cluster joined runs them
+/// itself (standalone mode), so a Deployment gets its ReplicaSet, Pods
+/// and status. With members joined (`E2E_JOINED_MEMBERS`) the members would
+/// do that work, and the test's members are plain API servers
+/// (`--federation-controllers=false`, no kcm): nothing fills in workload
+/// status, as on kube-apiserver without kcm.
+pub fn workload_controllers_run() -> bool {
+    std::env::var("E2E_JOINED_MEMBERS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(0)
+        == 0
+}
+
+/// With [`workload_controllers_run`], wait until the Deployment
+/// `namespace/name` is settled as kcm leaves it: its status observed its
+/// generation, its revision annotation written and its new ReplicaSet at
+/// `spec.replicas` (`updatedReplicas`), so the controller writes nothing
+/// more until the Deployment changes. Returns the Deployment. Without the
+/// controllers, returns it as it is.
+pub fn settled_deployment(server: &Server, namespace: &str, name: &str) -> Result<Value> {
+    let get = || json(server, &["get", "deployment", name, "-n", namespace]);
+    if !workload_controllers_run() {
+        return get();
+    }
+    ubernetes_e2e::eventually(SETTLE, || {
+        let d = get()?;
+        let settled = d["status"]["observedGeneration"] == d["metadata"]["generation"]
+            && d["metadata"]["annotations"]["deployment.kubernetes.io/revision"].is_string()
+            && d["status"]["updatedReplicas"] == d["spec"]["replicas"];
+        Ok(settled.then_some(d))
+    })
+}

@@ -384,7 +384,9 @@ pub(crate) fn queue_all(queue: &Queue<Key>, owner: &Store, namespace: Option<&st
 
 /// Run `r` until `stop`: follow its owner kind, its children and the
 /// Clusters; sync queued owners while [`standalone`]; when standalone ends,
-/// delete what `r` made; when it starts again, queue every owner.
+/// delete what `r` made (and again after a sync that was running when it
+/// ended, which may have made something after that cleanup listed); when it
+/// starts again, queue every owner.
 pub fn run<R: Reconciler>(registry: Arc<Registry>, r: Arc<R>, stop: CancellationToken) {
     let queue: Arc<Queue<Key>> = Queue::new();
     let (owner_kind, owners) = r.owner();
@@ -456,7 +458,14 @@ pub fn run<R: Reconciler>(registry: Arc<Registry>, r: Arc<R>, stop: Cancellation
             if !standalone(&registry) {
                 continue;
             }
-            match r.clone().sync(key.clone()).await {
+            let synced = r.clone().sync(key.clone()).await;
+            if !standalone(&registry) {
+                // A Cluster appeared while this sync ran: what it made after
+                // the transition's cleanup listed goes too.
+                delete_made(&registry, r.name()).await;
+                continue;
+            }
+            match synced {
                 Ok(Some(after)) => queue.add_after(key, after),
                 Ok(None) => {}
                 Err(e) => {
