@@ -234,6 +234,18 @@ pub struct ServerOptions {
     )]
     pub shutdown_grace: Duration,
 
+    /// How long an Event is kept after its last write (kube-apiserver's
+    /// --event-ttl): core v1 and events.k8s.io/v1 Events alike, deleted by
+    /// the leader's Event expiry controller. Go-style duration; 0s keeps
+    /// Events forever.
+    #[arg(
+        long = "event-ttl",
+        value_name = "DURATION",
+        default_value = "1h",
+        value_parser = parse_duration
+    )]
+    pub event_ttl: Duration,
+
     /// Serve the dashboard at https://ADDRESS/ui/ (SPEC §3.15: a web page
     /// of the clusters, workloads and DNS names, signed in with a bearer
     /// token, so RBAC decides what it shows; docs/dashboard.md). Its static
@@ -306,6 +318,7 @@ impl Default for ServerOptions {
                 encrypt_secrets_by_default: true,
                 shutdown_delay_duration: Duration::ZERO,
                 shutdown_grace: Duration::from_secs(10),
+                event_ttl: ubernetes_registry::event_ttl::DEFAULT_EVENT_TTL,
                 ui: true,
                 audit: crate::audit::AuditOptions::default(),
                 leader_election: Default::default(),
@@ -435,6 +448,11 @@ mod tests {
         assert_eq!(o.max_request_body_bytes, 3_145_728);
         assert_eq!(o.shutdown_delay_duration, Duration::ZERO);
         assert_eq!(o.shutdown_grace, Duration::from_secs(10));
+        assert_eq!(o.event_ttl, Duration::from_secs(3600));
+        assert_eq!(
+            parse(&["--event-ttl", "3s"]).map(|o| o.event_ttl).ok(),
+            Some(Duration::from_secs(3))
+        );
         assert!(o.tls_cert_file.is_none() && o.token_auth_file.is_none());
         assert_eq!(
             o.service_account_issuer,

@@ -404,6 +404,7 @@ pub async fn build_state_on(
         let jwt = service_accounts.clone();
         let storage = storage.clone();
         let leading = leadership.clone();
+        let event_ttl = options.event_ttl;
         let start_term = move |term: tokio_util::sync::CancellationToken| {
             let registry = &term_registry;
             tracing::info!(
@@ -437,6 +438,8 @@ pub async fn build_state_on(
                 );
             }
             ubernetes_registry::quota::QuotaController::start_until(registry.clone(), term.clone());
+            // --event-ttl: Events go TTL after their last write.
+            ubernetes_registry::event_ttl::EventTtl::start_until(registry, event_ttl, term.clone());
             if let Some(ca) = &root_ca_pem {
                 controllers::RootCaPublisher::start_until(
                     registry.clone(),

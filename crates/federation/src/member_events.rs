@@ -33,7 +33,13 @@
 //! - **Expiring**: a mirror is deleted once its `lastTimestamp` is older
 //!   than `--member-event-ttl` (default 1 h, kube-apiserver's
 //!   `--event-ttl`), by a sweep of the mirrors (label
-//!   [`mirror::MIRROR_LABEL`]).
+//!   [`mirror::MIRROR_LABEL`]). Mirrors are Events of the federation's
+//!   store, so its `--event-ttl` also deletes each one TTL after its last
+//!   write (`ubernetes_registry::event_ttl`); this sweep is kept because it
+//!   counts from the *member's* `lastTimestamp` (a stale member Event
+//!   mirrored late goes at once, not a TTL later), honours
+//!   `--member-event-ttl` when it is set apart, and forgets the limiter's
+//!   and the pending writes' state of expired mirrors.
 //!
 //! It writes, so it runs on the leader ([`crate::run_with`]).
 

@@ -17,6 +17,7 @@ pub mod apiservices;
 pub mod controllers;
 pub mod conversion;
 pub mod csr_signer;
+pub mod event_ttl;
 pub mod ipalloc;
 pub mod jwt;
 pub mod kinds;
