@@ -6,12 +6,15 @@
 //! - one created with them and written again at 2 s outlives them and is
 //!   gone soon after 5 s;
 //! - the federation's own Event (a Cluster whose Secret is missing gets
-//!   `ClusterCredentialsInvalid`) expires too.
+//!   `ClusterCredentialsInvalid`) expires too;
+//! - the same on etcd (`--etcd-servers`, leader election on; skipped with
+//!   a message when there is no etcd binary).
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use ubernetes_e2e::{Server, eventually};
+use ubernetes_storage::etcd_process::EtcdProcess;
 
 const TTL: Duration = Duration::from_secs(3);
 /// How late after its deadline an Event may still be seen: the sweeper's
@@ -57,17 +60,31 @@ fn gone_after(server: &Server, name: &str, since: Instant, limit: Duration) -> R
 #[test]
 fn events_expire_ttl_after_their_last_write() -> Result<()> {
     let server = Server::start_with(&["--event-ttl", "3s"])?;
+    check_expiry(&server)
+}
+
+#[test]
+fn events_expire_on_etcd_too() -> Result<()> {
+    let Some(etcd) = EtcdProcess::start()? else {
+        eprintln!("SKIPPED: no etcd binary (set ETCD_BIN or install etcd-server)");
+        return Ok(());
+    };
+    let server = Server::start_with(&["--event-ttl", "3s", "--etcd-servers", etcd.url.as_str()])?;
+    check_expiry(&server)
+}
+
+fn check_expiry(server: &Server) -> Result<()> {
     server.kubectl_stdin_ok(&["create", "-f", "-"], EVENTS)?;
     let created = Instant::now();
     // The events.k8s.io Event is one of the same objects.
     ensure!(
-        exists(&server, "new-api")?,
+        exists(server, "new-api")?,
         "the events.k8s.io Event is a core Event"
     );
 
     std::thread::sleep(Duration::from_secs(2).saturating_sub(created.elapsed()));
     for name in ["once", "twice", "new-api"] {
-        ensure!(exists(&server, name)?, "{name} expired before its TTL");
+        ensure!(exists(server, name)?, "{name} expired before its TTL");
     }
     server.kubectl_ok(&[
         "patch",
@@ -81,8 +98,8 @@ fn events_expire_ttl_after_their_last_write() -> Result<()> {
     ])?;
     let rewritten = Instant::now();
 
-    let once = gone_after(&server, "once", created, TTL + SLACK)?;
-    let new_api = gone_after(&server, "new-api", created, TTL + SLACK)?;
+    let once = gone_after(server, "once", created, TTL + SLACK)?;
+    let new_api = gone_after(server, "new-api", created, TTL + SLACK)?;
     ensure!(
         once >= Duration::from_secs(2) && new_api >= Duration::from_secs(2),
         "gone at {once:?} / {new_api:?}"
@@ -90,15 +107,15 @@ fn events_expire_ttl_after_their_last_write() -> Result<()> {
     // Past the first two's expiry, the rewritten one is still there.
     std::thread::sleep(Duration::from_secs(2).saturating_sub(rewritten.elapsed()));
     ensure!(
-        exists(&server, "twice")?,
+        exists(server, "twice")?,
         "the write at 2 s restarted its TTL"
     );
-    let twice = gone_after(&server, "twice", rewritten, TTL + SLACK)?;
+    let twice = gone_after(server, "twice", rewritten, TTL + SLACK)?;
     ensure!(twice >= Duration::from_secs(2), "gone at {twice:?}");
 
     // The federation's own Events: a Cluster whose Secret does not exist.
     ubernetes_e2e::federation::create_cluster(
-        &server,
+        server,
         "ghost",
         "https://127.0.0.1:1",
         "no-such-secret",
