@@ -351,6 +351,7 @@ async fn request_deadline(request: Request, next: Next) -> Response {
     // kube's long-running requests: watches and the proxy subresource.
     let long_running = query.flag("watch")
         || crate::proxy::is_proxy_path(path)
+        || crate::tunnel::is_tunnel_path(path)
         || path.starts_with("/api/v1/watch/")
         || (path.starts_with("/apis/") && path.split('/').nth(4) == Some("watch"));
     if long_running {
@@ -358,7 +359,6 @@ async fn request_deadline(request: Request, next: Next) -> Response {
     }
     let timeout = match query.get("timeout").filter(|t| !t.is_empty()) {
         None => REQUEST_TIMEOUT,
-        || crate::tunnel::is_tunnel_path(path)
         Some(t) => match ubernetes_apimachinery::duration::parse_go_duration(t) {
             Err(e) => {
                 return status_response(&ApiError::bad_request(format!(
