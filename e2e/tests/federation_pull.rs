@@ -7,14 +7,21 @@
 //!   Deployment's replicas are split over it and a push member, its copy's
 //!   status is in the federated sum, the Cluster is Ready and `-o wide`
 //!   says Pull; `clusters/NAME/proxy` works, a watch included;
+//! - DNS (the host runs `--dns-bind`, the real `dig`): a LoadBalancer
+//!   Service's copies, given an address and a ready endpoint in each member,
+//!   make the federation name answer both members' addresses and the pull
+//!   member's zone name its own;
 //! - the agent's kubeconfig: 403 for another cluster's tunnel, for a
 //!   Secret of `federation-system`, for listing all Secrets, for federated
 //!   objects; its own tunnel and Lease are allowed;
 //! - an agent restart with everything in sync writes nothing in the member
 //!   (resourceVersions unchanged) and the Cluster never leaves Ready;
 //! - the agent killed: not Ready once its Lease lapses (the host runs with
-//!   `--cluster-lease-duration 4s`), its replicas move to the push member;
-//!   the agent back: Ready, and a change made meanwhile arrives;
+//!   `--cluster-lease-duration 4s`), its replicas move to the push member,
+//!   DNS answers only the push member's address (the pull member's zone
+//!   name too, by CNAMEs up to the federation name);
+//!   the agent back: Ready, a change made meanwhile arrives, DNS answers
+//!   its address again;
 //! - a real kube-apiserver + kube-controller-manager (`../shared/kube`) as
 //!   a pull member (skipped, saying so, when absent); `kubectl exec`,
 //!   `attach` and `port-forward` through `federation@real` get kube's own
@@ -28,6 +35,7 @@
 //!   through each, and after the leader's kill -9 the other leads and a new
 //!   ConfigMap reaches the member with no reconnect.
 
+use std::collections::BTreeSet;
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -35,6 +43,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
+use ubernetes_e2e::dig::{self, dig};
 use ubernetes_e2e::federation::{Federation, condition, write_status};
 use ubernetes_e2e::real_kube::{KubeCluster, kube_sh};
 use ubernetes_e2e::{Server, eventually, kubectl_bin, ubernetes_bin};
@@ -199,6 +208,47 @@ spec:
       containers: [{name: web, image: nginx:1.27}]
 "#;
 
+/// The EndpointSlice of Service `web` the test writes in each member (as a
+/// member's endpoint controller would): one endpoint, ready.
+const ENDPOINTS: &str = r#"
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-abcde
+  namespace: default
+  labels: {kubernetes.io/service-name: web}
+addressType: IPv4
+endpoints: [{addresses: [10.1.0.1], conditions: {ready: true}}]
+ports: [{name: "", port: 8080, protocol: TCP}]
+"#;
+
+/// The load-balancer address of the Service's copy in push and in edge.
+const PUSH_IP: &str = "192.0.2.10";
+const EDGE_IP: &str = "192.0.2.20";
+/// The Service's federation name, and its name in edge's zone `edge-a`.
+const DNS_GLOBAL: &str = "web.default.fed.svc.example.com.";
+const DNS_EDGE_A: &str = "web.default.fed.svc.edge-a.edge-region.example.com.";
+
+/// Waits until the embedded DNS server (on `port`, when `dig` runs here)
+/// answers `name` with exactly the addresses `ips` (a CNAME chain in the
+/// zone followed).
+fn dns_answers(port: Option<u16>, host: &Server, name: &str, ips: &[&str]) -> Result<()> {
+    let Some(port) = port else { return Ok(()) };
+    let want: BTreeSet<String> = ips.iter().map(|ip| ip.to_string()).collect();
+    let mut last = String::new();
+    eventually(WAIT, || {
+        let answer = dig(port, name, "A", false)?;
+        last = format!("{answer:?}");
+        Ok((answer.status == "NOERROR" && answer.addresses() == want).then_some(()))
+    })
+    .with_context(|| {
+        format!(
+            "{name} never answered {want:?}; last: {last}\nhost log:\n{}",
+            host.log_tail()
+        )
+    })
+}
+
 fn available_status(copy: &Value) -> Value {
     let n = copy
         .pointer("/spec/replicas")
@@ -214,7 +264,15 @@ fn available_status(copy: &Value) -> Value {
 
 #[test]
 fn a_pull_member_is_reached_only_through_its_agent() -> Result<()> {
-    let fed = Federation::start(2, &["--cluster-lease-duration", "4s"])?;
+    // The DNS part needs `dig`; without it the rest still runs.
+    let dns = (!dig::missing()).then(dig::free_port).transpose()?;
+    let bind = format!("127.0.0.1:{}", dns.unwrap_or(0));
+    let mut flags = vec!["--cluster-lease-duration", "4s"];
+    if dns.is_some() {
+        flags.extend(["--dns-bind", &bind, "--dns-zone", "example.com"]);
+        flags.extend(["--federation-name", "fed"]);
+    }
+    let fed = Federation::start(2, &flags)?;
     let dir = tempfile::tempdir()?;
     fed.join(0, "push", &[])?;
     let agent_kubeconfig = dir.path().join("edge.kubeconfig");
@@ -301,6 +359,20 @@ fn a_pull_member_is_reached_only_through_its_agent() -> Result<()> {
         Ok((d.pointer("/status/availableReplicas") == Some(&json!(4))).then_some(()))
     })
     .context("the federated status never summed both members")?;
+
+    // DNS: the pull member's copy answers as the push member's does, its
+    // Service and EndpointSlices read over the tunnel.
+    fed.host
+        .kubectl_ok(&["create", "service", "loadbalancer", "web", "--tcp=80:8080"])?;
+    for (m, ip) in fed.members.iter().zip([PUSH_IP, EDGE_IP]) {
+        eventually(WAIT, || m.kubectl_get(&["service", "web"]))
+            .context("the Service never reached both members")?;
+        let status = json!({"loadBalancer": {"ingress": [{"ip": ip}]}});
+        write_status(m, "service", "web", status)?;
+        m.kubectl_stdin_ok(&["apply", "-f", "-"], ENDPOINTS)?;
+    }
+    dns_answers(dns, &fed.host, DNS_GLOBAL, &[PUSH_IP, EDGE_IP])?;
+    dns_answers(dns, &fed.host, DNS_EDGE_A, &[EDGE_IP])?;
 
     // The cluster proxy, over the tunnel; a watch too.
     let proxy = "/apis/federation/v1beta1/clusters/edge/proxy";
@@ -432,6 +504,9 @@ fn a_pull_member_is_reached_only_through_its_agent() -> Result<()> {
         Ok((replicas(fed.member(0)?, "web")? == Some(4)).then_some(()))
     })
     .context("the push member never got edge's replicas")?;
+    // Its address leaves the answers; its zone's name climbs to push's.
+    dns_answers(dns, &fed.host, DNS_GLOBAL, &[PUSH_IP])?;
+    dns_answers(dns, &fed.host, DNS_EDGE_A, &[PUSH_IP])?;
     fed.host.kubectl_ok(&[
         "patch",
         "configmap",
@@ -449,6 +524,7 @@ fn a_pull_member_is_reached_only_through_its_agent() -> Result<()> {
             .filter(|c| c["data"]["color"] == "red"))
     })
     .context("the change made while the agent was away never arrived")?;
+    dns_answers(dns, &fed.host, DNS_GLOBAL, &[PUSH_IP, EDGE_IP])?;
     Ok(())
 }
 
