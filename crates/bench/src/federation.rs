@@ -970,6 +970,14 @@ async fn measured(
         .zip(&after)
         .map(|(b, a)| a.1 as i64 - b.1 as i64 - 1)
         .collect();
+    for (i, w) in writes.iter().enumerate() {
+        if *w != 0 {
+            let seen = crate::federation_pull::writes_since(&member_clients[i], before[i].1)
+                .await
+                .unwrap_or_else(|e| vec![format!("cannot tell: {e:#}")]);
+            println!("restart: member-{i} writes since the restart: {seen:?}");
+        }
+    }
     figures.restart_first = Some(first);
     figures.restart_writes = Some(writes.iter().sum());
     let rewrites: Vec<usize> = rewrites_after

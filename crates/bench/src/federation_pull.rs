@@ -18,7 +18,13 @@ use std::process::Stdio;
 use std::sync::Mutex;
 
 use anyhow::{Context, Result, bail};
+use futures::{StreamExt as _, stream};
+use http::StatusCode;
+use kube::Client;
+use serde_json::Value;
 use tokio::process::{Child, Command};
+
+use crate::client;
 
 use crate::procfs::{self, Process, Sample};
 use crate::server::{ManagedServer, tail_of, terminate};
@@ -198,6 +204,82 @@ impl AgentUsage {
     }
 }
 
+/// What a member's store was written since revision `rv`: one line per
+/// watch event after `rv` (`ADDED v1/ConfigMap ns/name rv N`) of every
+/// watchable resource its discovery lists, so the restart scenario can
+/// name the writes it counts (deletes included). A resource whose watch
+/// window no longer holds `rv` says so (`410`).
+pub(crate) async fn writes_since(member: &Client, rv: u64) -> Result<Vec<String>> {
+    let mut collections = Vec::new();
+    let mut versions = vec!["/api/v1".to_string()];
+    let groups = client::get(member, "/apis")
+        .await?
+        .expect(StatusCode::OK, "discovery /apis")?
+        .json()?;
+    for g in groups["groups"].as_array().into_iter().flatten() {
+        if let Some(gv) = g
+            .pointer("/preferredVersion/groupVersion")
+            .and_then(Value::as_str)
+        {
+            versions.push(format!("/apis/{gv}"));
+        }
+    }
+    for prefix in versions {
+        let list = client::get(member, &prefix)
+            .await?
+            .expect(StatusCode::OK, "discovery")?
+            .json()?;
+        for r in list["resources"].as_array().into_iter().flatten() {
+            let name = r["name"].as_str().unwrap_or_default();
+            let watchable = r["verbs"]
+                .as_array()
+                .is_some_and(|v| v.iter().any(|v| v == "watch"));
+            if watchable && !name.contains('/') {
+                collections.push(format!("{prefix}/{name}"));
+            }
+        }
+    }
+    let found: Vec<Vec<String>> = stream::iter(collections)
+        .map(|c| async move {
+            let uri = format!("{c}?watch=1&resourceVersion={rv}&timeoutSeconds=1");
+            match client::get(member, &uri).await {
+                Ok(reply) if reply.status == StatusCode::OK => watch_lines(&reply.body),
+                Ok(reply) => vec![format!("{c}: HTTP {}", reply.status)],
+                Err(e) => vec![format!("{c}: {e:#}")],
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    let mut lines: Vec<String> = found.into_iter().flatten().collect();
+    lines.sort();
+    Ok(lines)
+}
+
+/// One line per event of a watch body (newline-separated JSON events).
+fn watch_lines(body: &[u8]) -> Vec<String> {
+    body.split(|b| *b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+        .map(|e| {
+            let o = &e["object"];
+            let m = &o["metadata"];
+            let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+            if e["type"] == "ERROR" {
+                return format!("ERROR {} {}", o["code"], s(&o["message"]));
+            }
+            format!(
+                "{} {}/{} {}/{} rv {}",
+                s(&e["type"]),
+                s(&o["apiVersion"]),
+                s(&o["kind"]),
+                s(&m["namespace"]),
+                s(&m["name"]),
+                s(&m["resourceVersion"])
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,6 +312,23 @@ mod tests {
         assert!(
             line.starts_with("2 agents cpu 4.00 s (busiest 3.00 s)"),
             "{line}"
+        );
+    }
+
+    #[test]
+    fn watch_events_are_named() {
+        let body = concat!(
+            r#"{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"bench","resourceVersion":"12"}}}"#,
+            "\n",
+            r#"{"type":"ERROR","object":{"kind":"Status","code":410,"message":"too old"}}"#,
+            "\n"
+        );
+        assert_eq!(
+            watch_lines(body.as_bytes()),
+            vec![
+                "MODIFIED v1/Namespace /bench rv 12".to_string(),
+                "ERROR 410 too old".to_string()
+            ]
         );
     }
 

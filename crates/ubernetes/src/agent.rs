@@ -123,7 +123,39 @@ async fn member_client(args: &AgentArgs) -> anyhow::Result<Client> {
     };
     config.read_timeout = None;
     config.default_retry = false;
-    Client::try_from(config).context("cannot build the member client")
+    nodelay_client(config).context("cannot build the member client")
+}
+
+/// A kube client for `config` whose TCP connections set `TCP_NODELAY`
+/// (kube's own connector does not). The agent relays small HTTP/2 frames
+/// (a response's HEADERS, then its DATA) and small requests: with Nagle's
+/// algorithm on, a second small write waits for the peer's ACK, which a
+/// delayed ACK holds up to 40 ms, so every relayed request paid ~40 ms
+/// (issue 24's bench: single object p50 68 ms pull vs 21 ms push). The
+/// same layers as kube's default stack (base URI, credentials, extra
+/// headers), without its timeouts (both clients turn them off) and
+/// retries (the member client turns them off; the federation client sends
+/// only the tunnel upgrade). Through a configured proxy
+/// (`proxy-url`) kube's stack is used as it is.
+fn nodelay_client(config: Config) -> anyhow::Result<Client> {
+    use kube::client::ConfigExt as _;
+    if config.proxy_url.is_some() {
+        tracing::info!(server = %config.cluster_url, "through the kubeconfig's proxy-url (kube's connector)");
+        return Ok(Client::try_from(config)?);
+    }
+    let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(config.connect_timeout);
+    let https = config.rustls_https_connector_with_connector(http)?;
+    let hyper = hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(https);
+    let service = tower::ServiceBuilder::new()
+        .layer(config.base_uri_layer())
+        .option_layer(config.auth_layer()?)
+        .layer(config.extra_headers_layer()?)
+        .map_err(tower::BoxError::from)
+        .service(hyper);
+    Ok(Client::new(service, config.default_namespace))
 }
 
 /// The federation clients (the agent's own identity), one per replica:
@@ -146,7 +178,7 @@ async fn federation_clients(args: &AgentArgs) -> anyhow::Result<Vec<(String, Cli
     config.write_timeout = None;
     if args.federation_servers.is_empty() {
         let server = config.cluster_url.to_string();
-        let client = Client::try_from(config).context("cannot build the federation client")?;
+        let client = nodelay_client(config).context("cannot build the federation client")?;
         return Ok(vec![(server, client)]);
     }
     let mut clients = Vec::with_capacity(args.federation_servers.len());
@@ -155,7 +187,7 @@ async fn federation_clients(args: &AgentArgs) -> anyhow::Result<Vec<(String, Cli
         config.cluster_url = server
             .parse()
             .with_context(|| format!("--federation-server {server:?} is not a URL"))?;
-        let client = Client::try_from(config)
+        let client = nodelay_client(config)
             .with_context(|| format!("cannot build the federation client for {server}"))?;
         clients.push((server.clone(), client));
     }
@@ -499,6 +531,42 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!(out["impersonate-user"], "bob");
         assert!(out.get(header::AUTHORIZATION).is_none());
+    }
+
+    /// The nodelay client keeps kube's layers: the server's base path and
+    /// the kubeconfig's extra headers (impersonation) reach the server.
+    #[tokio::test]
+    async fn the_nodelay_client_keeps_kubes_layers() -> anyhow::Result<()> {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}/base", listener.local_addr()?);
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await?;
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = socket.read(&mut buf).await?;
+                if n == 0 {
+                    break;
+                }
+                seen.extend_from_slice(&buf[..n]);
+            }
+            socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}")
+                .await?;
+            anyhow::Ok(String::from_utf8_lossy(&seen).to_lowercase())
+        });
+        let mut config = Config::new(url.parse()?);
+        config.auth_info.impersonate = Some("bob".to_string());
+        let client = nodelay_client(config)?;
+        let response = client
+            .send(http::Request::get("/api/v1/x").body(kube::client::Body::empty())?)
+            .await?;
+        assert_eq!(response.status(), 200);
+        let seen = server.await??;
+        assert!(seen.starts_with("get /base/api/v1/x http/1.1"), "{seen}");
+        assert!(seen.contains("impersonate-user: bob"), "{seen}");
+        Ok(())
     }
 
     #[test]
