@@ -103,7 +103,13 @@ fn items(list: &str) -> Result<Vec<(String, String)>> {
     Ok(out)
 }
 
-/// `federation@all`'s server path (kubectl's `--raw` paths are absolute).
+/// `federation@all`'s server path. Raw requests go through the plain
+/// `federation` context: kubectl 1.37 puts a `--raw` path after the
+/// context's server path (1.32 replaced it), so a full path must be sent
+/// through a context whose server has none.
+const FEDERATION: &str = "federation";
+
+/// The merged view's path on the federation.
 const ALL_PROXY: &str = "/apis/federation/v1beta1/clusters/-/proxy";
 
 fn pair(c: &str, n: &str) -> (String, String) {
@@ -178,7 +184,7 @@ fn one_view_across_every_member() -> Result<()> {
     two.sort();
     assert_eq!(two, every, "{paged}");
     let bad = kc.run(
-        all,
+        FEDERATION,
         &[
             "get",
             "--raw",
@@ -211,7 +217,7 @@ fn one_view_across_every_member() -> Result<()> {
         "{err}"
     );
     let delete = kc.run(
-        all,
+        FEDERATION,
         &[
             "delete",
             "--raw",
@@ -313,7 +319,7 @@ fn one_view_across_every_member() -> Result<()> {
         "{refused:?}"
     );
     let m2 = "/apis/federation/v1beta1/clusters/m2/proxy/api/v1/namespaces/shop/configmaps";
-    let refused = kc.run(all, &["get", "--raw", m2, "--as=bob"])?;
+    let refused = kc.run(FEDERATION, &["get", "--raw", m2, "--as=bob"])?;
     assert!(
         String::from_utf8_lossy(&refused.stderr).contains(
             r#"clusters.federation "m2" is forbidden: User "bob" cannot get resource "clusters/proxy""#
@@ -322,7 +328,7 @@ fn one_view_across_every_member() -> Result<()> {
     );
     // Carol may proxy to no member: federation@all is the gate's 403.
     let carol = kc.run(
-        all,
+        FEDERATION,
         &[
             "get",
             "--raw",
