@@ -210,10 +210,7 @@ fn standalone_controllers_act_alone_and_stand_back_for_members() -> Result<()> {
             .is_some_and(Vec::is_empty)
             .then_some(()))
     })?;
-    ensure!(
-        s.kubectl_get(&["rs", "rs", "-n", "default"])?
-            .is_some()
-    );
+    ensure!(s.kubectl_get(&["rs", "rs", "-n", "default"])?.is_some());
     ensure!(
         s.kubectl_get(&["deploy", "web", "-n", "default"])?
             .is_some()

@@ -491,7 +491,11 @@ mod tests {
         // In step: nothing to do.
         let mut p = desired(&c, None, &now);
         p.metadata.uid = Some("p1".into());
-        let (a, _) = plan(std::slice::from_ref(&c), &[Arc::new(p.clone())], now.clone());
+        let (a, _) = plan(
+            std::slice::from_ref(&c),
+            &[Arc::new(p.clone())],
+            now.clone(),
+        );
         assert_eq!(a, []);
         // A user's edit of the status and the label: both put back.
         let mut edited = p.clone();
