@@ -1186,22 +1186,32 @@ async fn scale_subresource_in_protobuf() -> Result<()> {
     )
     .await?;
     let scale_path = format!("{deploys}/web/scale");
-    let r = send(&client, "GET", &scale_path, None, Vec::new()).await?;
-    let (api_version, kind, raw) = r.kind_and_raw()?;
-    ensure!(
-        api_version == "autoscaling/v1" && kind == "Scale",
-        "scale answered a {api_version} {kind}"
-    );
-    let mut scale = autoscaling::Scale::decode(raw.as_slice())?;
-    ensure!(
-        scale.spec.as_ref().and_then(|s| s.replicas) == Some(2),
-        "scale: {scale:?}"
-    );
-
-    // client-go's UpdateScale: the Scale it read, replicas changed.
-    scale.spec = Some(autoscaling::ScaleSpec { replicas: Some(5) });
-    let body = envelope("autoscaling/v1", "Scale", scale.encode_to_vec());
-    let r = send(&client, "PUT", &scale_path, Some(PROTOBUF), body).await?;
+    // client-go's UpdateScale under retry.RetryOnConflict (DefaultRetry, 5
+    // steps): read the Scale, change the replicas, send it back. The
+    // server's own deployment controller (standalone mode, as kcm beside
+    // kube-apiserver) may write the Deployment between the read and the
+    // update, which is a 409 for the update as on kube.
+    let mut attempt = 0;
+    let r = loop {
+        attempt += 1;
+        let r = send(&client, "GET", &scale_path, None, Vec::new()).await?;
+        let (api_version, kind, raw) = r.kind_and_raw()?;
+        ensure!(
+            api_version == "autoscaling/v1" && kind == "Scale",
+            "scale answered a {api_version} {kind}"
+        );
+        let mut scale = autoscaling::Scale::decode(raw.as_slice())?;
+        ensure!(
+            scale.spec.as_ref().and_then(|s| s.replicas) == Some(2),
+            "scale: {scale:?}"
+        );
+        scale.spec = Some(autoscaling::ScaleSpec { replicas: Some(5) });
+        let body = envelope("autoscaling/v1", "Scale", scale.encode_to_vec());
+        let r = send(&client, "PUT", &scale_path, Some(PROTOBUF), body).await?;
+        if r.code != 409 || attempt == 5 {
+            break r;
+        }
+    };
     ensure!(
         r.code == 200,
         "protobuf scale update: {} {}",
