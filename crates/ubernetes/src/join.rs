@@ -279,6 +279,35 @@ impl Outcome {
     }
 }
 
+/// The [`NAMESPACE`] namespace and the ServiceAccount `names.service_account`
+/// in it, applied in `target`: the identity both joins start from (in the
+/// member for a push join, in the federation for a pull join's agent).
+pub(crate) async fn namespace_and_account(
+    names: &JoinNames,
+    target: &Target,
+) -> anyhow::Result<ServiceAccount> {
+    let namespaces: Api<Namespace> = Api::all(target.client.clone());
+    apply(
+        &namespaces,
+        NAMESPACE,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
+        &format!("namespace {NAMESPACE}"),
+        target,
+    )
+    .await?;
+    let accounts: Api<ServiceAccount> = Api::namespaced(target.client.clone(), NAMESPACE);
+    apply(
+        &accounts,
+        &names.service_account,
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": names.service_account, "namespace": NAMESPACE,
+                            "labels": {"app.kubernetes.io/managed-by": "ubernetes"}}}),
+        &format!("service account {NAMESPACE}/{}", names.service_account),
+        target,
+    )
+    .await
+}
+
 /// Server-side apply `obj` (forced, [`FIELD_MANAGER`]) and print what happened.
 pub(crate) async fn apply<K>(
     api: &Api<K>,
@@ -528,26 +557,7 @@ pub async fn join(args: JoinArgs) -> anyhow::Result<()> {
     let client = member.client.clone();
 
     // 1. In the member.
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    apply(
-        &namespaces,
-        NAMESPACE,
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
-        &format!("namespace {NAMESPACE}"),
-        &member,
-    )
-    .await?;
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), NAMESPACE);
-    let account = apply(
-        &accounts,
-        &names.service_account,
-        json!({"apiVersion": "v1", "kind": "ServiceAccount",
-               "metadata": {"name": names.service_account, "namespace": NAMESPACE,
-                            "labels": {"app.kubernetes.io/managed-by": "ubernetes"}}}),
-        &format!("service account {NAMESPACE}/{}", names.service_account),
-        &member,
-    )
-    .await?;
+    let account = namespace_and_account(&names, &member).await?;
     let roles: Api<ClusterRole> = Api::all(client.clone());
     apply(
         &roles,

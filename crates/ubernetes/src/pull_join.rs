@@ -22,7 +22,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::api::Api;
 use serde_json::json;
@@ -30,7 +30,7 @@ use ubernetes_api::Cluster;
 
 use crate::join::{
     JoinNames, NAMESPACE, Target, account_token, apply, context_ca, delete, member_kubeconfig,
-    secret_data,
+    namespace_and_account, secret_data,
 };
 
 /// The names of a pull member's agent identity.
@@ -76,26 +76,7 @@ fn binding(names: &JoinNames, kind: &str, role_kind: &str) -> serde_json::Value 
 pub async fn join_pull(name: &str, fed: &Target, out: &Path) -> anyhow::Result<()> {
     let names = agent_names(name);
     let client = fed.client.clone();
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    apply(
-        &namespaces,
-        NAMESPACE,
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
-        &format!("namespace {NAMESPACE}"),
-        fed,
-    )
-    .await?;
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), NAMESPACE);
-    let account = apply(
-        &accounts,
-        &names.service_account,
-        json!({"apiVersion": "v1", "kind": "ServiceAccount",
-               "metadata": {"name": names.service_account, "namespace": NAMESPACE,
-                            "labels": {"app.kubernetes.io/managed-by": "ubernetes"}}}),
-        &format!("service account {NAMESPACE}/{}", names.service_account),
-        fed,
-    )
-    .await?;
+    let account = namespace_and_account(&names, fed).await?;
     let cluster_roles: Api<ClusterRole> = Api::all(client.clone());
     apply(
         &cluster_roles,
