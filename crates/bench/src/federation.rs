@@ -21,6 +21,14 @@
 //! `ubernetes agent` (see [`crate::federation_pull`]), and the agents' CPU
 //! and memory are read per scenario too; `--compare-push-pull` runs push
 //! then pull on fresh servers and prints both in one table ([`table`]).
+//!
+//! With `--simulated-members M` ([`Mode::Simulated`], issue 21 item 5) the
+//! members are M **simulated** member APIs served by this process
+//! ([`crate::member_sim`], as kwok simulates nodes), joined as real members
+//! are (Secret + Cluster); every printed line starts with `[simulated]`.
+//! The simulator counts each member's writes itself and tells the tracker
+//! of every copy (no member watches), and the host is measured as always;
+//! the simulator's CPU is the "bench client cpu".
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -38,6 +46,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::client;
 use crate::federation_pull::{AgentUsage, Agents, sample_agents};
+use crate::member_sim::{self, Sim, WriteKind};
 use crate::procfs::{self, Process, Sample};
 use crate::server::{ManagedServer, ServerSpec};
 use crate::stats::{Latencies, ms};
@@ -191,6 +200,83 @@ impl Tracker {
                 *self.complete.borrow(),
                 self.per_member()
             ),
+        }
+    }
+}
+
+impl member_sim::Observer for Tracker {
+    /// A simulated member wrote a bench ConfigMap: it arrived, or was rewritten.
+    fn wrote(
+        &self,
+        member: usize,
+        kind: WriteKind,
+        resource: &str,
+        ns: &str,
+        name: &str,
+        labels: &member_sim::Labels,
+    ) {
+        if resource != "api/v1/configmaps"
+            || ns != NAMESPACE
+            || !labels.iter().any(|(k, v)| k == LABEL_KEY && v == "1")
+        {
+            return;
+        }
+        match kind {
+            WriteKind::Created => self.seen(member, name),
+            WriteKind::Modified | WriteKind::Deleted => self.rewrite(member),
+        }
+    }
+}
+
+/// The members as the scenarios read them: real servers (through their
+/// API) or the simulator (directly).
+enum MemberSet<'a> {
+    Real(&'a [Client]),
+    Simulated(&'a Sim),
+}
+
+impl MemberSet<'_> {
+    fn len(&self) -> usize {
+        match self {
+            MemberSet::Real(c) => c.len(),
+            MemberSet::Simulated(s) => s.len(),
+        }
+    }
+
+    /// Each member's store revision, twice (see [`member_revisions`]).
+    async fn revisions(&self) -> Result<Vec<(u64, u64)>> {
+        match self {
+            MemberSet::Real(c) => member_revisions(c).await,
+            MemberSet::Simulated(s) => Ok(s.revisions().into_iter().map(|r| (r, r)).collect()),
+        }
+    }
+
+    /// Member `i`'s writes after revision `rev`, for the report.
+    async fn writes_since(&self, i: usize, rev: u64) -> Vec<String> {
+        match self {
+            MemberSet::Real(c) => crate::federation_pull::writes_since(&c[i], rev)
+                .await
+                .unwrap_or_else(|e| vec![format!("cannot tell: {e:#}")]),
+            MemberSet::Simulated(s) => s.writes_since(i, rev),
+        }
+    }
+
+    /// Whether member `i` has the namespace `ns`.
+    async fn has_namespace(&self, i: usize, ns: &str) -> Result<bool> {
+        match self {
+            MemberSet::Real(c) => Ok(client::get(&c[i], &format!("/api/v1/namespaces/{ns}"))
+                .await?
+                .status
+                == StatusCode::OK),
+            MemberSet::Simulated(s) => Ok(s.has(i, "api/v1/namespaces", "", ns)),
+        }
+    }
+
+    /// `[simulated] ` before every printed line of a simulated run.
+    fn tag(&self) -> &'static str {
+        match self {
+            MemberSet::Real(_) => "",
+            MemberSet::Simulated(_) => "[simulated] ",
         }
     }
 }
@@ -480,6 +566,16 @@ async fn settle(process: Option<&Process>, max: Duration) -> Duration {
     t.elapsed()
 }
 
+/// How to start the host: federation controllers on, members probed every
+/// `opts.monitor_period`.
+fn host_spec(opts: &FederationOptions) -> ServerSpec {
+    let host_args = vec![
+        "--cluster-monitor-period".to_owned(),
+        opts.monitor_period.clone(),
+    ];
+    spec(opts, host_args)
+}
+
 /// Start the host (federation controllers on) and `opts.members` member
 /// servers (`--federation-controllers=false`, small watch caches, 4 at a
 /// time), each ready; every one is killed when its handle drops.
@@ -487,16 +583,12 @@ pub(crate) async fn start_servers(
     opts: &FederationOptions,
 ) -> Result<(ManagedServer, Vec<ManagedServer>)> {
     let t = Instant::now();
-    let host_args = vec![
-        "--cluster-monitor-period".to_owned(),
-        opts.monitor_period.clone(),
-    ];
     let member_args = vec![
         "--federation-controllers=false".to_owned(),
         "--default-watch-cache-size".to_owned(),
         opts.member_watch_cache.to_string(),
     ];
-    let mut host = ManagedServer::start_unready(spec(opts, host_args)).await?;
+    let mut host = ManagedServer::start_unready(host_spec(opts)).await?;
     // Members start 4 at a time (each generates its certificates).
     let members: Vec<ManagedServer> = stream::iter(0..opts.members)
         .map(|_| {
@@ -535,6 +627,10 @@ pub enum Mode {
     /// `ubernetes join --pull` and one `ubernetes agent` per member: the
     /// host is given no member address (SPEC §3.12).
     Pull,
+    /// Declaratively, to members simulated by this process
+    /// ([`crate::member_sim`]): the host's figures at sizes real member
+    /// processes do not fit (issue 21 item 5).
+    Simulated,
 }
 
 impl std::fmt::Display for Mode {
@@ -542,6 +638,7 @@ impl std::fmt::Display for Mode {
         f.write_str(match self {
             Mode::Push => "push",
             Mode::Pull => "pull",
+            Mode::Simulated => "simulated",
         })
     }
 }
@@ -559,6 +656,8 @@ pub(crate) struct Figures {
     pub join: Duration,
     /// One object into every member, p50 and p99.
     pub single: (Duration, Duration),
+    /// The same with every bulk object in sync.
+    pub single_in_sync: Option<(Duration, Duration)>,
     /// The bulk's creates.
     pub bulk_created: Duration,
     /// Until every copy of the bulk was in every member.
@@ -605,6 +704,13 @@ pub(crate) fn table(runs: &[Figures]) -> String {
         (
             "single: p50 / p99",
             Box::new(|f| format!("{} / {}", ms(f.single.0), ms(f.single.1))),
+        ),
+        (
+            "single in sync: p50 / p99",
+            Box::new(|f| {
+                f.single_in_sync
+                    .map_or_else(|| "-".to_owned(), |(a, b)| format!("{} / {}", ms(a), ms(b)))
+            }),
         ),
         ("bulk: created", Box::new(|f| secs(f.bulk_created))),
         (
@@ -707,6 +813,9 @@ pub async fn run(opts: &FederationOptions, mode: Mode) -> Result<Figures> {
     if opts.members == 0 {
         bail!("--members must be at least 1");
     }
+    if mode == Mode::Simulated {
+        return run_simulated(opts).await;
+    }
     let (mut host, mut members) = start_servers(opts).await?;
     let mut agents = None;
     let mut figures = Figures {
@@ -732,9 +841,92 @@ pub async fn run(opts: &FederationOptions, mode: Mode) -> Result<Figures> {
     result.map(|()| figures)
 }
 
+/// [`run`] against `opts.members` simulated members ([`Mode::Simulated`]).
+async fn run_simulated(opts: &FederationOptions) -> Result<Figures> {
+    let t = Instant::now();
+    let tracker = Tracker::new(opts.members);
+    let observer: Arc<dyn member_sim::Observer> = tracker.clone();
+    let sim = Sim::start(opts.members, Some(observer)).await?;
+    let mut host = ManagedServer::start(host_spec(opts)).await?;
+    eprintln!(
+        "federation: host {} and {} simulated members started in {:.1} s",
+        host.url(),
+        sim.len(),
+        t.elapsed().as_secs_f64()
+    );
+    let mut figures = Figures {
+        mode: Mode::Simulated,
+        members: opts.members,
+        objects: opts.objects,
+        ..Figures::default()
+    };
+    let result = simulated_scenarios(opts, &mut host, &sim, &tracker, &mut figures).await;
+    if result.is_err() {
+        eprintln!("federation: host log tail:\n{}", host.log_tail(30));
+    }
+    host.kill9().await;
+    for (shape, count) in sim.requests() {
+        println!("[simulated] the host sent the members (all together): {count:>9}  {shape}");
+    }
+    println!(
+        "[simulated] the simulator holds {} objects over {} members; requests it does not serve (answered 404): {:?}",
+        sim.objects(),
+        sim.len(),
+        sim.unknown_paths()
+    );
+    result.map(|()| figures)
+}
+
+async fn simulated_scenarios(
+    opts: &FederationOptions,
+    host: &mut ManagedServer,
+    sim: &Sim,
+    tracker: &Arc<Tracker>,
+    figures: &mut Figures,
+) -> Result<()> {
+    let m = sim.len();
+    let hc = host.client().await?;
+    let t = Instant::now();
+    let win = Window::open(host.process());
+    let endpoints: Vec<(String, String)> = (0..m)
+        .map(|i| (sim.url(i).to_owned(), sim.kubeconfig(i).to_owned()))
+        .collect();
+    join_endpoints(&hc, &endpoints, opts.timeout).await?;
+    figures.join = t.elapsed();
+    println!(
+        "[simulated] join: {m} clusters Ready in {:.2} s (simulated members); {}",
+        t.elapsed().as_secs_f64(),
+        win.close()
+    );
+    after_join(
+        opts,
+        host,
+        &hc,
+        &MemberSet::Simulated(sim),
+        tracker,
+        figures,
+    )
+    .await
+}
+
 /// Join every member declaratively (Secret `federation-system/member-I` +
 /// Cluster `member-I`, SPEC §3.2) and wait until every Cluster is Ready.
 pub(crate) async fn join(hc: &Client, members: &[ManagedServer], timeout: Duration) -> Result<()> {
+    let mut endpoints = Vec::with_capacity(members.len());
+    for p in members {
+        let kubeconfig = std::fs::read_to_string(p.kubeconfig())
+            .with_context(|| format!("reading {}", p.kubeconfig().display()))?;
+        endpoints.push((p.url().to_owned(), kubeconfig));
+    }
+    join_endpoints(hc, &endpoints, timeout).await
+}
+
+/// [`join`] of members given as (URL, kubeconfig text).
+async fn join_endpoints(
+    hc: &Client,
+    members: &[(String, String)],
+    timeout: Duration,
+) -> Result<()> {
     ensure(
         hc,
         "/api/v1/namespaces",
@@ -742,10 +934,8 @@ pub(crate) async fn join(hc: &Client, members: &[ManagedServer], timeout: Durati
         "namespace federation-system",
     )
     .await?;
-    for (i, p) in members.iter().enumerate() {
+    for (i, (url, kubeconfig)) in members.iter().enumerate() {
         let name = format!("member-{i}");
-        let kubeconfig = std::fs::read_to_string(p.kubeconfig())
-            .with_context(|| format!("reading {}", p.kubeconfig().display()))?;
         ensure(
             hc,
             &format!("/api/v1/namespaces/{FEDERATION_NAMESPACE}/secrets"),
@@ -760,7 +950,7 @@ pub(crate) async fn join(hc: &Client, members: &[ManagedServer], timeout: Durati
             "/apis/federation/v1beta1/clusters",
             json!({"apiVersion": "federation/v1beta1", "kind": "Cluster",
                    "metadata": {"name": name},
-                   "spec": {"serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": p.url()}],
+                   "spec": {"serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": url}],
                             "secretRef": {"name": name}}}),
             "cluster",
         )
@@ -788,7 +978,7 @@ async fn scenarios(
     let t = Instant::now();
     let win = Window::open(host.process());
     match figures.mode {
-        Mode::Push => join(&hc, members, opts.timeout).await?,
+        Mode::Push | Mode::Simulated => join(&hc, members, opts.timeout).await?,
         Mode::Pull => {
             *agents = Some(Agents::join(&opts.bin, &opts.log_level, host, members).await?);
             wait_clusters_ready(&hc, m, opts.timeout).await?;
@@ -802,22 +992,40 @@ async fn scenarios(
         win.close()
     );
 
-    // The namespace, in every member before the scenarios.
+    let tracker = Tracker::new(m);
+    let watchers: Vec<_> = member_clients
+        .iter()
+        .enumerate()
+        .map(|(i, c)| tokio::spawn(watch_member(c.clone(), i, tracker.clone())))
+        .collect();
+    let members = MemberSet::Real(&member_clients);
+    let result = after_join(opts, host, &hc, &members, &tracker, figures).await;
+    for w in watchers {
+        w.abort();
+    }
+    result
+}
+
+/// The bench namespace in every member, then the scenarios.
+async fn after_join(
+    opts: &FederationOptions,
+    host: &mut ManagedServer,
+    hc: &Client,
+    members: &MemberSet<'_>,
+    tracker: &Arc<Tracker>,
+    figures: &mut Figures,
+) -> Result<()> {
     let t = Instant::now();
     ensure(
-        &hc,
+        hc,
         "/api/v1/namespaces",
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
         "namespace",
     )
     .await?;
-    for c in &member_clients {
+    for i in 0..members.len() {
         let deadline = Instant::now() + opts.timeout;
-        while client::get(c, &format!("/api/v1/namespaces/{NAMESPACE}"))
-            .await?
-            .status
-            != StatusCode::OK
-        {
+        while !members.has_namespace(i, NAMESPACE).await? {
             if Instant::now() > deadline {
                 bail!(
                     "namespace {NAMESPACE} not in a member after {:?}",
@@ -831,37 +1039,21 @@ async fn scenarios(
         "federation: namespace {NAMESPACE} in every member in {:.2} s",
         t.elapsed().as_secs_f64()
     );
-
-    let tracker = Tracker::new(m);
-    let watchers: Vec<_> = member_clients
-        .iter()
-        .enumerate()
-        .map(|(i, c)| tokio::spawn(watch_member(c.clone(), i, tracker.clone())))
-        .collect();
-    let result = measured(opts, host, &hc, &member_clients, &tracker, figures).await;
-    for w in watchers {
-        w.abort();
-    }
-    result
+    measured(opts, host, hc, members, tracker, figures).await
 }
 
-async fn measured(
+/// One object at a time into every member, `opts.single_repeats` times,
+/// named `{prefix}-I`: the latencies' summary.
+async fn single(
     opts: &FederationOptions,
-    host: &mut ManagedServer,
     hc: &Client,
-    member_clients: &[Client],
-    tracker: &Arc<Tracker>,
-    figures: &mut Figures,
-) -> Result<()> {
-    let m = member_clients.len();
-    let mut expected = 0usize;
-
-    // 1. One object at a time.
-    let win = Window::open(host.process());
+    tracker: &Tracker,
+    prefix: &str,
+) -> Result<crate::stats::Summary> {
     let mut lat = Latencies::new();
     let t = Instant::now();
     for i in 0..opts.single_repeats {
-        let name = format!("single-{i}");
+        let name = format!("{prefix}-{i}");
         let rx = tracker.wait_for(&name)?;
         let t0 = Instant::now();
         create(hc, &name).await?;
@@ -870,12 +1062,34 @@ async fn measured(
             .with_context(|| format!("{name} not in every member after {:?}", opts.timeout))?
             .context("tracker gone")?;
         lat.record(done.saturating_duration_since(t0));
-        expected += 1;
     }
-    let s = lat.summary(t.elapsed());
+    Ok(lat.summary(t.elapsed()))
+}
+
+async fn measured(
+    opts: &FederationOptions,
+    host: &mut ManagedServer,
+    hc: &Client,
+    members: &MemberSet<'_>,
+    tracker: &Arc<Tracker>,
+    figures: &mut Figures,
+) -> Result<()> {
+    let m = members.len();
+    let tag = members.tag();
+    let mut expected = 0usize;
+    let host_rss = |host: &ManagedServer| {
+        host.process()
+            .and_then(|p| p.sample().ok())
+            .map_or(0, |s| s.rss_bytes)
+    };
+
+    // 1. One object at a time.
+    let win = Window::open(host.process());
+    let s = single(opts, hc, tracker, "single").await?;
+    expected += opts.single_repeats;
     figures.single = (s.p50, s.p99);
     println!(
-        "single: 1 object to {m} members x {}: p50 {}  p99 {}  max {}; {}",
+        "{tag}single: 1 object to {m} members x {}: p50 {}  p99 {}  max {}; {}",
         s.ops,
         ms(s.p50),
         ms(s.p99),
@@ -885,7 +1099,8 @@ async fn measured(
 
     // 2. Bulk.
     let host_rev0 = member_revisions(std::slice::from_ref(hc)).await?;
-    let member_rev0 = member_revisions(member_clients).await?;
+    let member_rev0 = members.revisions().await?;
+    let rss0 = host_rss(host);
     let win = Window::open(host.process());
     let t = Instant::now();
     let n = opts.objects;
@@ -904,7 +1119,7 @@ async fn measured(
     let usage = win.close();
     (figures.bulk_created, figures.bulk_all, figures.bulk) = (created, all, usage);
     println!(
-        "bulk: {n} objects created in {:.2} s ({:.0}/s, concurrency {}); in all {m} members after {:.2} s ({:.0} objects/s, {:.0} member copies/s); {}",
+        "{tag}bulk: {n} objects created in {:.2} s ({:.0}/s, concurrency {}); in all {m} members after {:.2} s ({:.0} objects/s, {:.0} member copies/s); {}",
         created.as_secs_f64(),
         n as f64 / created.as_secs_f64().max(1e-9),
         opts.concurrency,
@@ -915,22 +1130,49 @@ async fn measured(
     );
     let settled = settle(host.process().as_ref(), Duration::from_secs(120)).await;
     let host_rev1 = member_revisions(std::slice::from_ref(hc)).await?;
-    let member_rev1 = member_revisions(member_clients).await?;
+    let member_rev1 = members.revisions().await?;
     let host_writes = rev_delta(&host_rev0, &host_rev1);
     let member_writes = rev_delta(&member_rev0, &member_rev1);
+    let rss1 = host_rss(host);
+    let copies = (expected * m).max(1);
     println!(
-        "bulk: host quiet (< 5% of a core over 1 s) {:.1} s after the last copy arrived; writes per object: host store {:.2} (the create, the propagation record, events), each member {:.2}",
+        "{tag}bulk: host quiet (< 5% of a core over 1 s) {:.1} s after the last copy arrived; writes per object: host store {:.2} (the create, the propagation record, events), each member {:.2}",
         settled.as_secs_f64(),
         host_writes as f64 / n.max(1) as f64,
         member_writes as f64 / (n.max(1) * m) as f64
     );
+    println!(
+        "{tag}memory: host RSS {} with {expected} objects in {m} members ({copies} member copies): {:.2} KiB per member copy overall, {:.2} KiB per copy of the bulk (RSS growth {} over {} copies)",
+        procfs::mib(rss1),
+        rss1 as f64 / 1024.0 / copies as f64,
+        rss1.saturating_sub(rss0) as f64 / 1024.0 / (n * m).max(1) as f64,
+        procfs::mib(rss1.saturating_sub(rss0)),
+        n * m
+    );
 
-    // 3. Idle, in sync.
+    // 3. One object at a time, everything in sync.
+    if opts.single_repeats > 0 {
+        let win = Window::open(host.process());
+        let s = single(opts, hc, tracker, "insync").await?;
+        expected += opts.single_repeats;
+        figures.single_in_sync = Some((s.p50, s.p99));
+        println!(
+            "{tag}single-in-sync: 1 object to {m} members x {} with {} objects in sync: p50 {}  p99 {}  max {}; {}",
+            s.ops,
+            expected - opts.single_repeats,
+            ms(s.p50),
+            ms(s.p99),
+            ms(s.max),
+            win.close()
+        );
+    }
+
+    // 4. Idle, in sync.
     let win = Window::open(host.process());
     tokio::time::sleep(Duration::from_secs(opts.idle_seconds)).await;
     figures.idle = win.close();
     println!(
-        "idle: {m} members joined, probed every {} and in sync with {expected} objects, {} s: {}",
+        "{tag}idle: {m} members joined, probed every {} and in sync with {expected} objects, {} s: {}",
         opts.monitor_period, opts.idle_seconds, figures.idle
     );
 
@@ -938,8 +1180,8 @@ async fn measured(
         return Ok(());
     }
 
-    // 4. Restart with everything in sync.
-    let before = member_revisions(member_clients).await?;
+    // 5. Restart with everything in sync.
+    let before = members.revisions().await?;
     let consistent = before.iter().all(|(a, b)| a == b);
     let rewrites_before = tracker.rewrites();
     let t = Instant::now();
@@ -961,8 +1203,8 @@ async fn measured(
         .context("tracker gone")?;
     let first = done.saturating_duration_since(t);
     let new_obj = done.saturating_duration_since(t1);
-    let quiet = settle(host.process().as_ref(), Duration::from_secs(120)).await;
-    let after = member_revisions(member_clients).await?;
+    let quiet = settle(host.process().as_ref(), Duration::from_secs(600)).await;
+    let after = members.revisions().await?;
     let rewrites_after = tracker.rewrites();
     // The new object is one write (its create) in each member.
     let writes: Vec<i64> = before
@@ -972,10 +1214,8 @@ async fn measured(
         .collect();
     for (i, w) in writes.iter().enumerate() {
         if *w != 0 {
-            let seen = crate::federation_pull::writes_since(&member_clients[i], before[i].1)
-                .await
-                .unwrap_or_else(|e| vec![format!("cannot tell: {e:#}")]);
-            println!("restart: member-{i} writes since the restart: {seen:?}");
+            let seen = members.writes_since(i, before[i].1).await;
+            println!("{tag}restart: member-{i} writes since the restart: {seen:?}");
         }
     }
     figures.restart_first = Some(first);
@@ -985,20 +1225,28 @@ async fn measured(
         .zip(&rewrites_before)
         .map(|(a, b)| a - b)
         .collect();
+    let restart_usage = win.close();
     println!(
-        "restart: SIGTERM exit {:.2} s; /readyz {:.3} s after start; a new object in all {m} members {:.3} s after start ({} after its create); host quiet {:.1} s later; {}",
+        "{tag}restart: SIGTERM exit {:.2} s; /readyz {:.3} s after start; a new object in all {m} members {:.3} s after start ({} after its create); host quiet {:.1} s later; {}",
         stopped.as_secs_f64(),
         ready.as_secs_f64(),
         first.as_secs_f64(),
         ms(new_obj),
         quiet.as_secs_f64(),
-        win.close()
+        restart_usage
     );
+    let total: i64 = writes.iter().sum();
+    let per_member = if m > 20 {
+        format!(
+            "{} of {m} members with writes",
+            writes.iter().filter(|w| **w != 0).count()
+        )
+    } else {
+        format!("{writes:?}")
+    };
+    let rewritten: usize = rewrites.iter().sum();
     println!(
-        "restart: member writes other than the new object's create (revision delta - 1): total {}, per member {:?}; modify/delete events on bench objects: {:?}; list revisions of namespaces and configmaps agree: {consistent}",
-        writes.iter().sum::<i64>(),
-        writes,
-        rewrites
+        "{tag}restart: member writes other than the new object's create (revision delta - 1): total {total}, per member {per_member}; modify/delete events on bench objects: {rewritten} in all; list revisions of namespaces and configmaps agree: {consistent}"
     );
     Ok(())
 }

@@ -20,6 +20,8 @@
 //!   one-object latency, bulk, idle CPU and host restart (see [`federation`]);
 //!   `--pull` joins the members in pull mode with an agent each, and
 //!   `--compare-push-pull` runs both (see [`federation_pull`]);
+//!   `--simulated-members M` joins M simulated member APIs served by the
+//!   bench itself instead of member processes (see [`member_sim`]);
 //! - `bench member-view`: merged lists through `federation@all` over M
 //!   members it starts itself, healthy and with one member hung (see
 //!   [`member_view`]);
@@ -37,6 +39,7 @@ mod federation;
 mod federation_pull;
 mod gate;
 mod kube_apiserver;
+mod member_sim;
 mod member_view;
 mod procfs;
 mod server;
@@ -299,6 +302,13 @@ struct FederationArgs {
     #[arg(long, conflicts_with = "pull")]
     compare_push_pull: bool,
 
+    /// Join this many SIMULATED members instead of starting member
+    /// processes: member APIs served by this bench process (see
+    /// member_sim.rs; issue 21 item 5). Replaces --members; every printed
+    /// line starts with `[simulated]`.
+    #[arg(long, value_name = "M", conflicts_with_all = ["pull", "compare_push_pull", "members"])]
+    simulated_members: Option<usize>,
+
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -307,6 +317,9 @@ impl FederationArgs {
     /// The modes to run, in order.
     fn modes(&self) -> Vec<federation::Mode> {
         use federation::Mode;
+        if self.simulated_members.is_some() {
+            return vec![Mode::Simulated];
+        }
         match (self.pull, self.compare_push_pull) {
             (_, true) => vec![Mode::Push, Mode::Pull],
             (true, false) => vec![Mode::Pull],
@@ -562,7 +575,7 @@ async fn run_federation(args: FederationArgs) -> Result<ExitCode> {
     let spec = args.server.spec();
     let opts = federation::FederationOptions {
         bin: spec.bin,
-        members: args.members,
+        members: args.simulated_members.unwrap_or(args.members),
         objects: args.objects,
         concurrency: args.concurrency,
         single_repeats: args.single_repeats,

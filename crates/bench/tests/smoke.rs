@@ -4,28 +4,12 @@
 //! broke (a scenario failing, a figure no longer printed) fails here. The
 //! figures themselves are not asserted: numbers live in docs/benchmarks.md.
 
-use std::process::Command;
-
 use anyhow::{Context, Result, ensure};
 
 mod common;
-use common::ubernetes_bin;
 
 fn bench(args: &[&str]) -> Result<String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args(args)
-        .arg("--ubernetes-bin")
-        .arg(ubernetes_bin()?)
-        .output()
-        .context("running bench")?;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    ensure!(
-        out.status.success(),
-        "bench {args:?} failed: {}\nstdout:\n{stdout}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(stdout)
+    common::run_bench(args)
 }
 
 fn line<'a>(stdout: &'a str, prefix: &str) -> Result<&'a str> {

@@ -22,3 +22,23 @@ pub fn ubernetes_bin() -> Result<PathBuf> {
     }
     Ok(bin)
 }
+
+/// Run the bench under test with `args` against [`ubernetes_bin`]; its
+/// stdout, or an error with both outputs when it failed.
+#[allow(dead_code)] // not every test crate runs the bench this way
+pub fn run_bench(args: &[&str]) -> Result<String> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(args)
+        .arg("--ubernetes-bin")
+        .arg(ubernetes_bin()?)
+        .output()
+        .context("running bench")?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    anyhow::ensure!(
+        out.status.success(),
+        "bench {args:?} failed: {}\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(stdout)
+}
