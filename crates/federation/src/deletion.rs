@@ -166,16 +166,7 @@ impl DeletionHelper {
             meta.namespace.as_deref(),
             meta.name.as_deref().unwrap_or(""),
         );
-        let check = |r: Arc<PropagationRecord>| {
-            if r.spec.resource.uid == uid
-                && r.metadata.deletion_timestamp.is_none()
-                && version::is_owned(&r)
-            {
-                Tracked::Record(r)
-            } else {
-                Tracked::Wait
-            }
-        };
+        let check = |r: Arc<PropagationRecord>| Self::check(r, &uid);
         if let Some(r) = self.record(&key) {
             return Ok(check(r));
         }
@@ -187,6 +178,79 @@ impl DeletionHelper {
                 match self.api(&ns).get_opt(&new.name_any()).await? {
                     Some(r) => Ok(check(self.remember(r))),
                     None => Ok(Tracked::Wait),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The record of the federated object with metadata `meta`, if it has
+    /// one (`None`: no record yet; sync then writes to the members and
+    /// creates the record once, with their state: [`Self::create_with_status`]).
+    /// Until the record watch has listed, the record is read from the API,
+    /// so a restart never takes a missing cache entry for a missing record.
+    pub async fn lookup(&self, meta: &ObjectMeta) -> Result<Option<Tracked>, kube::Error> {
+        let uid = meta.uid.clone().unwrap_or_default();
+        let key = ObjectKey::new(
+            meta.namespace.as_deref(),
+            meta.name.as_deref().unwrap_or(""),
+        );
+        let found = match self.record(&key) {
+            Some(r) => Some(r),
+            None if !self.ready.load(Ordering::Acquire) => {
+                let ns = version::record_namespace(key.namespace.as_deref());
+                let name = version::record_name(&self.kind, &key.name);
+                self.api(&ns)
+                    .get_opt(&name)
+                    .await?
+                    .map(|r| self.remember(r))
+            }
+            None => None,
+        };
+        Ok(found.map(|r| Self::check(r, &uid)))
+    }
+
+    fn check(r: Arc<PropagationRecord>, uid: &str) -> Tracked {
+        if r.spec.resource.uid == uid
+            && r.metadata.deletion_timestamp.is_none()
+            && version::is_owned(&r)
+        {
+            Tracked::Record(r)
+        } else {
+            Tracked::Wait
+        }
+    }
+
+    /// Create the record of the federated object with metadata `meta`
+    /// with its first `status` in one write (the members were written
+    /// already: a record exists only once there is something to record).
+    /// Should the server drop the status on create, or another writer
+    /// have created the record first, the status is patched on.
+    pub async fn create_with_status(
+        &self,
+        meta: &ObjectMeta,
+        status: Value,
+    ) -> Result<(), kube::Error> {
+        let mut new = version::new_record(&self.kind, meta);
+        new.status = serde_json::from_value(status.clone()).ok();
+        let ns = new.namespace().unwrap_or_default();
+        match self.api(&ns).create(&PostParams::default(), &new).await {
+            Ok(created) => {
+                let kept = created.status == new.status;
+                let created = self.remember(created);
+                if !kept {
+                    self.patch_status(&created, status).await?;
+                }
+                Ok(())
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                let uid = meta.uid.clone().unwrap_or_default();
+                match self.api(&ns).get_opt(&new.name_any()).await? {
+                    Some(r) => match Self::check(self.remember(r), &uid) {
+                        Tracked::Record(r) => self.patch_status(&r, status).await,
+                        Tracked::Wait => Ok(()),
+                    },
+                    None => Ok(()),
                 }
             }
             Err(e) => Err(e),
@@ -441,20 +505,11 @@ impl DeletionHelper {
             if !m.ready || self.informer.is_synced(&m.name) != Some(true) {
                 continue;
             }
-            for copy in self.informer.list(&m.name) {
-                let Some(origin) = copy
-                    .annotations()
-                    .get(crate::member_object::ORIGIN_UID_ANNOTATION)
-                else {
-                    continue;
-                };
-                if recorded.contains(origin) {
+            for (key, origin) in self.informer.origins(&m.name) {
+                if recorded.contains(&origin) {
                     continue;
                 }
-                suspects
-                    .entry((ObjectKey::of(&copy), origin.clone()))
-                    .or_default()
-                    .push(m.clone());
+                suspects.entry((key, origin)).or_default().push(m.clone());
             }
         }
         let mut deleted = 0;

@@ -6,8 +6,20 @@
 //!
 //! Writing an event never blocks or fails a reconcile: it is sent from a
 //! task of its own and a failure is only logged.
+//!
+//! Routine Normal events (a copy created, updated, deleted or adopted:
+//! [`ROUTINE_REASONS`]) share one budget per process, a token bucket of
+//! [`ROUTINE_BURST`] events refilled at [`ROUTINE_PER_SECOND`]: a bulk of
+//! 10,000 new objects would otherwise write 10,000 Events to the host, one
+//! per object, as many as the objects themselves. kube's `EventCorrelator`
+//! spam filter is per object (25 events, then one per 5 minutes) and would
+//! let every one through. Warnings and every other reason are always sent;
+//! the record's status says the same per cluster anyway.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use parking_lot::Mutex;
 
 use k8s_openapi::api::core::v1::Event;
 use kube::api::{Api, PostParams};
@@ -32,11 +44,56 @@ impl EventType {
     }
 }
 
+/// The Normal reasons that share the routine budget.
+pub const ROUTINE_REASONS: &[&str] = &[
+    "CreateInCluster",
+    "UpdateInCluster",
+    "DeleteInCluster",
+    "Adopted",
+];
+/// Routine events sent at once after a quiet time.
+pub const ROUTINE_BURST: f64 = 100.0;
+/// Routine events per second, sustained.
+pub const ROUTINE_PER_SECOND: f64 = 5.0;
+
+/// A token bucket.
+#[derive(Debug)]
+struct Budget {
+    tokens: f64,
+    at: Instant,
+    dropped: u64,
+}
+
+impl Budget {
+    fn new() -> Self {
+        Self {
+            tokens: ROUTINE_BURST,
+            at: Instant::now(),
+            dropped: 0,
+        }
+    }
+
+    /// Take one token at `now`, if there is one.
+    fn take(&mut self, now: Instant) -> bool {
+        let refill = now.saturating_duration_since(self.at).as_secs_f64() * ROUTINE_PER_SECOND;
+        self.tokens = (self.tokens + refill).min(ROUTINE_BURST);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            self.dropped += 1;
+            false
+        }
+    }
+}
+
 /// Records events through the federation's own API.
 #[derive(Clone)]
 pub struct Recorder {
     client: kube::Client,
     seq: std::sync::Arc<AtomicU64>,
+    routine: std::sync::Arc<Mutex<Budget>>,
 }
 
 impl Recorder {
@@ -45,13 +102,26 @@ impl Recorder {
         Self {
             client,
             seq: std::sync::Arc::new(AtomicU64::new(0)),
+            routine: std::sync::Arc::new(Mutex::new(Budget::new())),
         }
     }
 
     /// Record an event about `obj` (a federated object as JSON, with
     /// apiVersion and kind). Cluster-scoped objects get their events in
-    /// namespace `default`, as kube-apiserver's recorders do.
+    /// namespace `default`, as kube-apiserver's recorders do. A routine
+    /// Normal event over the budget (see the module docs) is dropped.
     pub fn record(&self, obj: &Value, kind: EventType, reason: &str, message: String) {
+        if kind == EventType::Normal && ROUTINE_REASONS.contains(&reason) {
+            let mut budget = self.routine.lock();
+            if !budget.take(Instant::now()) {
+                tracing::debug!(
+                    reason,
+                    dropped = budget.dropped,
+                    "routine event over budget, not recorded"
+                );
+                return;
+            }
+        }
         let Some(event) = self.build(obj, kind, reason, &message) else {
             return;
         };
@@ -112,6 +182,24 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_routine_budget_allows_a_burst_then_its_rate() {
+        let mut b = Budget::new();
+        let t0 = b.at;
+        let sent = (0..1000).filter(|_| b.take(t0)).count();
+        assert_eq!(sent as f64, ROUTINE_BURST);
+        // One second later: the sustained rate.
+        let t1 = t0 + Duration::from_secs(1);
+        let sent = (0..1000).filter(|_| b.take(t1)).count();
+        assert_eq!(sent as f64, ROUTINE_PER_SECOND);
+        // A long quiet time refills no more than the burst.
+        let t2 = t1 + Duration::from_secs(3600);
+        let sent = (0..1000).filter(|_| b.take(t2)).count();
+        assert_eq!(sent as f64, ROUTINE_BURST);
+        assert_eq!(b.dropped, 3000 - 2 * 100 - 5);
+    }
 
     #[tokio::test]
     async fn an_event_names_the_object_reason_and_goes_to_its_namespace() {

@@ -1,9 +1,21 @@
 //! The federated informer (seed 000's `util.NewFederatedInformer`): for one
 //! federated kind, one watch per member cluster on the copies the
 //! federation manages there (label `federation.kubernetes.io/managed=true`),
-//! each kept in a cache **with status** (only `managedFields` is dropped),
-//! indexed by object (namespace/name, the same as the federated object's)
-//! and by origin (annotation `federation.kubernetes.io/origin-uid`).
+//! each kept in a **lean** cache, indexed by object (namespace/name, the
+//! same as the federated object's) and by origin (annotation
+//! `federation.kubernetes.io/origin-uid`).
+//!
+//! What the cache keeps of a copy is what sync, status, scheduling and DNS
+//! read ([`lean_copy`]): its resourceVersion, uid, generation and
+//! timestamps, its labels and the federation's own annotations, `status`
+//! and `spec` without pod templates, as compact JSON; plus a hash of its
+//! content ([`CopyState`]: everything but status and server-set
+//! metadata, taken as the watch event arrives) and the resourceVersion at
+//! which that content last changed, so sync knows a status-only change from
+//! a content change without the object. A ConfigMap or Secret copy keeps
+//! no data. The getters ([`FederatedInformer::get`] and friends) build a
+//! `DynamicObject` of what is kept, on demand; sync reads the copy whole
+//! from its member only when the content changed under it.
 //!
 //! Every controller of the kind reads the same caches: sync compares
 //! against them, scheduling and status aggregation read the members'
@@ -43,6 +55,7 @@
 //! is seen), and stops it when the member leaves.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash as _, Hasher as _};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -50,7 +63,7 @@ use futures::StreamExt as _;
 use futures::channel::mpsc;
 use futures::stream::BoxStream;
 use kube::ResourceExt as _;
-use kube::api::{Api, DynamicObject};
+use kube::api::{Api, DynamicObject, ObjectMeta, TypeMeta};
 use kube::discovery::ApiResource;
 use kube::runtime::Controller;
 use kube::runtime::reflector::ObjectRef;
@@ -58,6 +71,8 @@ use kube::runtime::watcher::{self, Event};
 use kube::runtime::{WatchStreamExt as _, watcher as watch_fn};
 use parking_lot::{Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
+
+use serde_json::Value;
 
 use crate::kinds::FederatedKind;
 use crate::member_object::{MANAGED_LABEL, ORIGIN_UID_ANNOTATION};
@@ -108,6 +123,11 @@ pub struct Change {
     pub key: ObjectKey,
     /// The copy's `federation.kubernetes.io/origin-uid`, if it has one.
     pub origin_uid: Option<String>,
+    /// The copy's resourceVersion in the event (`None` after a relist
+    /// found it gone).
+    pub resource_version: Option<String>,
+    /// Whether the copy was deleted.
+    pub deleted: bool,
 }
 
 /// kube-runtime's `Controller`, reconciling on a federated informer's
@@ -150,6 +170,11 @@ pub enum InformerEvent {
         key: ObjectKey,
         /// The copy's `federation.kubernetes.io/origin-uid`.
         origin_uid: Option<String>,
+        /// The copy's resourceVersion in the event (`None` after a relist
+        /// found it gone).
+        resource_version: Option<String>,
+        /// Whether the copy was deleted.
+        deleted: bool,
     },
     /// A member joined (its watch starts).
     ClusterAdded(Arc<Member>),
@@ -178,38 +203,227 @@ pub struct Selection {
 }
 
 impl Default for Selection {
-    /// The federation's copies ([`MANAGED_LABEL`]), kept with status
-    /// ([`lean`]).
+    /// The federation's copies ([`MANAGED_LABEL`]), kept lean
+    /// ([`lean_copy`]).
     fn default() -> Self {
         Self {
             labels: format!("{MANAGED_LABEL}=true"),
-            modify: lean,
+            modify: lean_copy,
         }
+    }
+}
+
+/// What a cache keeps of one member object (see the module docs): a few
+/// metadata fields, compactly, and the rest [`Selection::modify`] left as
+/// compact JSON. About 300 bytes for a copy of a ConfigMap.
+#[derive(Debug)]
+struct Entry {
+    uid: Option<Box<str>>,
+    resource_version: Box<str>,
+    /// The resourceVersion at which `content_hash` was first seen.
+    content_version: Box<str>,
+    content_hash: u64,
+    labels: Box<[(Box<str>, Box<str>)]>,
+    annotations: Box<[(Box<str>, Box<str>)]>,
+    /// What `modify` kept beside the fields above (other metadata,
+    /// `spec`, `status`), as JSON; `None` when nothing.
+    rest: Option<Box<str>>,
+}
+
+fn compact(map: Option<BTreeMap<String, String>>) -> Box<[(Box<str>, Box<str>)]> {
+    map.unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
+        .collect()
+}
+
+fn expand(pairs: &[(Box<str>, Box<str>)]) -> Option<BTreeMap<String, String>> {
+    (!pairs.is_empty()).then(|| {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    })
+}
+
+impl Entry {
+    /// The lean entry of `obj` (its content hashed first, then `modify`
+    /// applied).
+    fn of(mut obj: DynamicObject, modify: fn(&mut DynamicObject)) -> (ObjectKey, Self) {
+        let content_hash = content_hash(&obj);
+        modify(&mut obj);
+        let key = ObjectKey::of(&obj);
+        let meta = &mut obj.metadata;
+        let uid = meta.uid.take().map(String::into_boxed_str);
+        let rv: Box<str> = meta.resource_version.take().unwrap_or_default().into();
+        let labels = compact(meta.labels.take());
+        let annotations = compact(meta.annotations.take());
+        meta.name = None;
+        meta.namespace = None;
+        meta.managed_fields = None;
+        obj.types = None;
+        let empty_meta = obj.metadata == ObjectMeta::default();
+        let empty_data = obj.data.as_object().is_none_or(serde_json::Map::is_empty);
+        let rest = if empty_meta && empty_data {
+            None
+        } else {
+            let mut v = std::mem::take(&mut obj.data);
+            if !v.is_object() {
+                v = Value::Object(serde_json::Map::new());
+            }
+            if !empty_meta
+                && let (Some(o), Ok(m)) = (v.as_object_mut(), serde_json::to_value(&obj.metadata))
+            {
+                o.insert("metadata".into(), m);
+            }
+            serde_json::to_string(&v).ok().map(String::into_boxed_str)
+        };
+        let entry = Self {
+            uid,
+            content_version: rv.clone(),
+            resource_version: rv,
+            content_hash,
+            labels,
+            annotations,
+            rest,
+        };
+        (key, entry)
+    }
+
+    fn annotation(&self, name: &str) -> Option<&str> {
+        self.annotations
+            .iter()
+            .find(|(k, _)| &**k == name)
+            .map(|(_, v)| &**v)
+    }
+
+    fn label(&self, name: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| &**k == name)
+            .map(|(_, v)| &**v)
+    }
+
+    fn origin_uid(&self) -> Option<String> {
+        self.annotation(ORIGIN_UID_ANNOTATION).map(str::to_string)
+    }
+
+    /// The object as a `DynamicObject` of what is kept.
+    fn to_object(&self, key: &ObjectKey, ar: &ApiResource) -> DynamicObject {
+        let mut data = self
+            .rest
+            .as_deref()
+            .and_then(|r| serde_json::from_str::<Value>(r).ok())
+            .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+        let mut metadata: ObjectMeta = data
+            .as_object_mut()
+            .and_then(|o| o.remove("metadata"))
+            .and_then(|m| serde_json::from_value(m).ok())
+            .unwrap_or_default();
+        metadata.name = Some(key.name.clone());
+        metadata.namespace = key.namespace.clone();
+        metadata.uid = self.uid.as_deref().map(str::to_string);
+        metadata.resource_version = Some(self.resource_version.to_string());
+        metadata.labels = expand(&self.labels);
+        metadata.annotations = expand(&self.annotations);
+        DynamicObject {
+            types: Some(TypeMeta {
+                api_version: ar.api_version.clone(),
+                kind: ar.kind.clone(),
+            }),
+            metadata,
+            data,
+        }
+    }
+
+    fn state(&self) -> CopyState {
+        CopyState {
+            resource_version: self.resource_version.to_string(),
+            content_version: self.content_version.to_string(),
+            managed: self.label(MANAGED_LABEL) == Some("true"),
+            origin_uid: self.origin_uid(),
+        }
+    }
+}
+
+/// What sync needs of a cached copy, without the copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CopyState {
+    /// The copy's resourceVersion.
+    pub resource_version: String,
+    /// The resourceVersion at which the copy's content (everything but
+    /// status and server-set metadata) was first as it is now: equal to
+    /// the resourceVersion an apply of ours returned means nobody changed
+    /// the content since (a member controller may have written status).
+    pub content_version: String,
+    /// Whether it carries [`MANAGED_LABEL`]`=true`.
+    pub managed: bool,
+    /// Its `federation.kubernetes.io/origin-uid`.
+    pub origin_uid: Option<String>,
+}
+
+/// A hash of what a member object holds beside its status and the
+/// metadata its server sets: labels, annotations and every other
+/// top-level field (as the watch event brought them).
+pub fn content_hash(obj: &DynamicObject) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    obj.metadata.labels.hash(&mut h);
+    obj.metadata.annotations.hash(&mut h);
+    if let Some(o) = obj.data.as_object() {
+        for (k, v) in o {
+            if k == "status" {
+                continue;
+            }
+            k.hash(&mut h);
+            let mut w = HashWriter(&mut h);
+            let _ = serde_json::to_writer(&mut w, v);
+        }
+    }
+    h.finish()
+}
+
+/// Feeds serialized bytes to a hasher.
+struct HashWriter<'a>(&'a mut std::hash::DefaultHasher);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
 /// The copies of one member cluster.
 #[derive(Default)]
 struct Copies {
-    by_key: HashMap<ObjectKey, Arc<DynamicObject>>,
+    by_key: HashMap<ObjectKey, Entry>,
     by_origin: HashMap<String, ObjectKey>,
 }
 
 impl Copies {
-    fn insert(&mut self, obj: DynamicObject) -> (ObjectKey, Option<String>) {
-        let key = ObjectKey::of(&obj);
-        let origin = origin_uid(&obj);
-        if let Some(old) = self.by_key.get(&key)
-            && let Some(old_origin) = origin_uid(old)
-            && Some(&old_origin) != origin.as_ref()
-        {
-            self.by_origin.remove(&old_origin);
+    /// Keep `entry` under `key`; its content version carries over from the
+    /// entry it replaces when the content is the same. (Not over a relist:
+    /// the versions in between were not seen, so the content may have
+    /// changed and changed back.)
+    fn insert(&mut self, key: ObjectKey, mut entry: Entry) -> Option<String> {
+        let origin = entry.origin_uid();
+        if let Some(old) = self.by_key.get(&key) {
+            if old.content_hash == entry.content_hash {
+                entry.content_version = old.content_version.clone();
+            }
+            if let Some(old_origin) = old.origin_uid()
+                && Some(&old_origin) != origin.as_ref()
+            {
+                self.by_origin.remove(&old_origin);
+            }
         }
         if let Some(o) = &origin {
             self.by_origin.insert(o.clone(), key.clone());
         }
-        self.by_key.insert(key.clone(), Arc::new(obj));
-        (key, origin)
+        self.by_key.insert(key, entry);
+        origin
     }
 
     fn remove(&mut self, obj: &DynamicObject) -> (ObjectKey, Option<String>) {
@@ -217,7 +431,7 @@ impl Copies {
         let origin = self
             .by_key
             .remove(&key)
-            .and_then(|o| origin_uid(&o))
+            .and_then(|o| o.origin_uid())
             .or_else(|| origin_uid(obj));
         if let Some(o) = &origin
             && self.by_origin.get(o) == Some(&key)
@@ -324,10 +538,14 @@ impl FederatedInformer {
                         cluster,
                         key,
                         origin_uid,
+                        resource_version,
+                        deleted,
                     } => mapper(Change {
                         cluster,
                         key,
                         origin_uid,
+                        resource_version,
+                        deleted,
                     })
                     .into_iter()
                     .collect(),
@@ -359,15 +577,28 @@ impl FederatedInformer {
             .boxed()
     }
 
-    /// The copy of `key` in `cluster`, as last seen (status included).
+    /// The copy of `key` in `cluster`, as last seen: what the cache keeps
+    /// of it (see the module docs), built on each call.
     pub fn get(&self, cluster: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
         let clusters = self.clusters.read();
         let cache = clusters.get(cluster)?;
-        cache.copies.read().by_key.get(key).cloned()
+        let copies = cache.copies.read();
+        let e = copies.by_key.get(key)?;
+        Some(Arc::new(e.to_object(key, &self.kind.resource)))
+    }
+
+    /// What sync needs of the copy of `key` in `cluster` (its versions and
+    /// whose it is), without building the copy.
+    pub fn state(&self, cluster: &str, key: &ObjectKey) -> Option<CopyState> {
+        let clusters = self.clusters.read();
+        let cache = clusters.get(cluster)?;
+        let copies = cache.copies.read();
+        copies.by_key.get(key).map(Entry::state)
     }
 
     /// Every cached copy of `key`, by cluster.
     pub fn copies(&self, key: &ObjectKey) -> BTreeMap<String, Arc<DynamicObject>> {
+        let ar = &self.kind.resource;
         self.clusters
             .read()
             .iter()
@@ -376,7 +607,7 @@ impl FederatedInformer {
                     .read()
                     .by_key
                     .get(key)
-                    .map(|o| (name.clone(), o.clone()))
+                    .map(|o| (name.clone(), Arc::new(o.to_object(key, ar))))
             })
             .collect()
     }
@@ -384,23 +615,47 @@ impl FederatedInformer {
     /// Every cached copy whose origin is the federated object with uid
     /// `origin_uid`, by cluster.
     pub fn copies_of_origin(&self, origin_uid: &str) -> BTreeMap<String, Arc<DynamicObject>> {
+        let ar = &self.kind.resource;
         self.clusters
             .read()
             .iter()
             .filter_map(|(name, c)| {
                 let copies = c.copies.read();
                 let key = copies.by_origin.get(origin_uid)?;
-                copies.by_key.get(key).map(|o| (name.clone(), o.clone()))
+                copies
+                    .by_key
+                    .get(key)
+                    .map(|o| (name.clone(), Arc::new(o.to_object(key, ar))))
             })
             .collect()
     }
 
     /// Every cached copy in `cluster`.
     pub fn list(&self, cluster: &str) -> Vec<Arc<DynamicObject>> {
+        let ar = &self.kind.resource;
+        self.each(cluster, |k, o| Some(Arc::new(o.to_object(k, ar))))
+    }
+
+    /// The key and origin uid of every cached copy in `cluster` that has
+    /// one, without building the copies (the orphan sweep reads only
+    /// these).
+    pub fn origins(&self, cluster: &str) -> Vec<(ObjectKey, String)> {
+        self.each(cluster, |k, o| o.origin_uid().map(|u| (k.clone(), u)))
+    }
+
+    /// `f` of every cached entry in `cluster` that it maps to something.
+    fn each<T>(&self, cluster: &str, f: impl Fn(&ObjectKey, &Entry) -> Option<T>) -> Vec<T> {
         self.clusters
             .read()
             .get(cluster)
-            .map(|c| c.copies.read().by_key.values().cloned().collect())
+            .map(|c| {
+                c.copies
+                    .read()
+                    .by_key
+                    .iter()
+                    .filter_map(|(k, o)| f(k, o))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -525,7 +780,7 @@ impl FederatedInformer {
         let cluster = member.name.clone();
         let kind = self.kind.id();
         tokio::spawn(async move {
-            let mut stream = watch_fn(api, wc).modify(modify).default_backoff().boxed();
+            let mut stream = watch_fn(api, wc).default_backoff().boxed();
             let mut buffer: Option<Copies> = None;
             loop {
                 let event = tokio::select! {
@@ -536,24 +791,34 @@ impl FederatedInformer {
                 match event {
                     None => break,
                     Some(Ok(Event::Apply(o))) => {
-                        let (key, origin_uid) = copies.write().insert(o);
+                        let (key, entry) = Entry::of(o, modify);
+                        let rv = entry.resource_version.to_string();
+                        let origin_uid = copies.write().insert(key.clone(), entry);
                         this.publish(InformerEvent::Changed {
                             cluster: cluster.clone(),
                             key,
                             origin_uid,
+                            resource_version: Some(rv),
+                            deleted: false,
                         });
                     }
                     Some(Ok(Event::Delete(o))) => {
+                        let rv = o.metadata.resource_version.clone();
                         let (key, origin_uid) = copies.write().remove(&o);
                         this.publish(InformerEvent::Changed {
                             cluster: cluster.clone(),
                             key,
                             origin_uid,
+                            resource_version: rv,
+                            deleted: true,
                         });
                     }
                     Some(Ok(Event::Init)) => buffer = Some(Copies::default()),
                     Some(Ok(Event::InitApply(o))) => {
-                        buffer.get_or_insert_with(Copies::default).insert(o);
+                        let (key, entry) = Entry::of(o, modify);
+                        buffer
+                            .get_or_insert_with(Copies::default)
+                            .insert(key, entry);
                     }
                     Some(Ok(Event::InitDone)) => {
                         let fresh = buffer.take().unwrap_or_default();
@@ -564,7 +829,7 @@ impl FederatedInformer {
                             old.by_key
                                 .iter()
                                 .filter(|(k, _)| !now.by_key.contains_key(*k))
-                                .map(|(k, o)| (k.clone(), origin_uid(o)))
+                                .map(|(k, o)| (k.clone(), o.origin_uid()))
                                 .collect()
                         };
                         for (key, origin_uid) in gone {
@@ -572,6 +837,8 @@ impl FederatedInformer {
                                 cluster: cluster.clone(),
                                 key,
                                 origin_uid,
+                                resource_version: None,
+                                deleted: true,
                             });
                         }
                         synced.store(true, Ordering::Release);
@@ -587,12 +854,43 @@ impl FederatedInformer {
     }
 }
 
-/// What a cache keeps of a member copy: everything (status included) but
-/// `managedFields`, which no controller reads and which is the largest
+/// What a cache of member objects that are not copies may keep: everything
+/// but `managedFields`, which no controller reads and which is the largest
 /// part of a small object.
 pub fn lean(obj: &mut DynamicObject) {
     obj.metadata.managed_fields = None;
 }
+
+/// What a cache keeps of a federation's copy (the default
+/// [`Selection`]): what sync, status, scheduling, rollouts, MCS and DNS
+/// read. Metadata: name, namespace, uid, resourceVersion, generation,
+/// creation and deletion timestamps, labels and the federation's own
+/// annotations (`federation.kubernetes.io/…`); `status`; and `spec`
+/// without its pod templates (`template`, `jobTemplate`: replicas, update
+/// strategy, a Service's ports and an Ingress's rules stay). Data of a
+/// ConfigMap or Secret, and every other top-level field, is dropped: sync
+/// reads a copy whole from its member when it needs it.
+pub fn lean_copy(obj: &mut DynamicObject) {
+    let meta = &mut obj.metadata;
+    meta.managed_fields = None;
+    meta.owner_references = None;
+    meta.finalizers = None;
+    meta.generate_name = None;
+    meta.self_link = None;
+    if let Some(a) = meta.annotations.as_mut() {
+        a.retain(|k, _| k.starts_with(FEDERATION_PREFIX));
+    }
+    if let Some(o) = obj.data.as_object_mut() {
+        o.retain(|k, _| k == "spec" || k == "status");
+        if let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.remove("template");
+            spec.remove("jobTemplate");
+        }
+    }
+}
+
+/// The prefix of the annotations the federation reads on a copy.
+const FEDERATION_PREFIX: &str = "federation.kubernetes.io/";
 
 /// The federated informers of a process, one per kind, shared by every
 /// controller of that kind. An informer starts on first use.
@@ -717,15 +1015,21 @@ mod tests {
         .unwrap()
     }
 
+    fn insert(c: &mut Copies, obj: DynamicObject) -> (ObjectKey, Option<String>) {
+        let (key, entry) = Entry::of(obj, lean_copy);
+        let origin = c.insert(key.clone(), entry);
+        (key, origin)
+    }
+
     #[test]
     fn copies_are_indexed_by_key_and_origin() {
         let mut c = Copies::default();
-        let (key, origin) = c.insert(copy("app", "cfg", "u1"));
+        let (key, origin) = insert(&mut c, copy("app", "cfg", "u1"));
         assert_eq!(key, ObjectKey::new(Some("app"), "cfg"));
         assert_eq!(origin.as_deref(), Some("u1"));
         assert_eq!(c.by_origin.get("u1"), Some(&key));
         // Re-created federated object: the copy now points at a new origin.
-        c.insert(copy("app", "cfg", "u2"));
+        insert(&mut c, copy("app", "cfg", "u2"));
         assert!(!c.by_origin.contains_key("u1"));
         assert_eq!(c.by_origin.get("u2"), Some(&key));
         let (_, origin) = c.remove(&copy("app", "cfg", "u2"));
@@ -739,6 +1043,104 @@ mod tests {
         lean(&mut o);
         assert!(o.metadata.managed_fields.is_none());
         assert_eq!(o.data["status"]["ready"], true);
+    }
+
+    fn deployment(rv: &str, replicas: i64, ready: i64) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "app", "uid": "m1",
+                "resourceVersion": rv, "generation": 2,
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {MANAGED_LABEL: "true", "app": "web"},
+                "annotations": {ORIGIN_UID_ANNOTATION: "u1", "note": "big text"},
+                "managedFields": [{"manager": "x"}],
+                "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "x", "uid": "o"}]},
+            "spec": {"replicas": replicas, "strategy": {"type": "RollingUpdate"},
+                "template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
+            "status": {"readyReplicas": ready}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_copy_is_kept_lean_and_built_back_with_what_readers_use() {
+        let (key, e) = Entry::of(deployment("5", 3, 1), lean_copy);
+        let kind = FederatedKind::new("apps", "v1", "Deployment", "deployments", true);
+        let o = e.to_object(&key, &kind.resource);
+        assert_eq!(o.metadata.name.as_deref(), Some("web"));
+        assert_eq!(o.metadata.namespace.as_deref(), Some("app"));
+        assert_eq!(o.metadata.uid.as_deref(), Some("m1"));
+        assert_eq!(o.metadata.resource_version.as_deref(), Some("5"));
+        assert_eq!(o.metadata.generation, Some(2));
+        assert!(o.metadata.creation_timestamp.is_some());
+        assert_eq!(o.labels().get("app").map(String::as_str), Some("web"));
+        assert_eq!(
+            o.annotations()
+                .get(ORIGIN_UID_ANNOTATION)
+                .map(String::as_str),
+            Some("u1")
+        );
+        assert!(
+            !o.annotations().contains_key("note"),
+            "not the federation's"
+        );
+        assert!(o.metadata.managed_fields.is_none() && o.metadata.owner_references.is_none());
+        assert_eq!(o.data["spec"]["replicas"], 3);
+        assert_eq!(o.data["spec"]["strategy"]["type"], "RollingUpdate");
+        assert!(o.data["spec"].get("template").is_none(), "no pod template");
+        assert_eq!(o.data["status"]["readyReplicas"], 1);
+        assert_eq!(
+            o.types.as_ref().map(|t| t.kind.as_str()),
+            Some("Deployment")
+        );
+        // A ConfigMap copy keeps no data.
+        let cm: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "app", "resourceVersion": "1",
+                "annotations": {ORIGIN_UID_ANNOTATION: "u1"}},
+            "data": {"k": "v".repeat(1000)}
+        }))
+        .unwrap();
+        let (_, e) = Entry::of(cm, lean_copy);
+        assert!(e.rest.is_none(), "{:?}", e.rest);
+    }
+
+    #[test]
+    fn a_status_only_change_keeps_the_content_version() {
+        let mut c = Copies::default();
+        let key = ObjectKey::new(Some("app"), "web");
+        let (k, e) = Entry::of(deployment("5", 3, 0), lean_copy);
+        c.insert(k, e);
+        // The member's controller writes status: content unchanged since 5.
+        let (k, e) = Entry::of(deployment("6", 3, 3), lean_copy);
+        c.insert(k, e);
+        let st = c.by_key[&key].state();
+        assert_eq!(
+            (st.resource_version.as_str(), st.content_version.as_str()),
+            ("6", "5")
+        );
+        assert!(st.managed);
+        assert_eq!(st.origin_uid.as_deref(), Some("u1"));
+        // Someone scales the copy: the content changed at 7.
+        let (k, e) = Entry::of(deployment("7", 5, 3), lean_copy);
+        c.insert(k, e);
+        assert_eq!(c.by_key[&key].state().content_version, "7");
+        // Pod template edits (not kept) still change the content.
+        let mut d = deployment("9", 5, 4);
+        d.data["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:2");
+        let (k, e) = Entry::of(d, lean_copy);
+        c.insert(k, e);
+        assert_eq!(c.by_key[&key].state().content_version, "9");
+        // So do labels; annotations too, even those not kept.
+        let mut d = deployment("10", 5, 4);
+        d.data["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:2");
+        d.metadata
+            .annotations
+            .get_or_insert_default()
+            .insert("note".into(), "x".into());
+        let (k, e) = Entry::of(d, lean_copy);
+        c.insert(k, e);
+        assert_eq!(c.by_key[&key].state().content_version, "10");
     }
 
     #[tokio::test]
@@ -757,6 +1159,8 @@ mod tests {
             cluster: "east".into(),
             key: ObjectKey::new(ns, name),
             origin_uid: Some("u1".into()),
+            resource_version: Some("1".into()),
+            deleted: false,
         };
         informer.publish(changed(Some("app"), "web"));
         informer.publish(InformerEvent::ClusterSynced("east".into()));

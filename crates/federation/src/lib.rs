@@ -12,7 +12,8 @@
 //!   - [`members`]: the live set of member clusters ([`members::Members`];
 //!     [`members::follow`] builds one in a process of its own);
 //!   - [`informer`]: the federated informer, one per kind, shared: per
-//!     member, a cache of our copies **with status**, indexed by origin,
+//!     member, a lean cache of our copies (versions, a content hash, the
+//!     federation's labels and annotations, status), indexed by origin,
 //!     and an event stream (a copy changed → re-queue its federated object;
 //!     cluster added / ready / not ready / removed / synced), also as
 //!     kube-runtime triggers ([`informer::Federated`]);

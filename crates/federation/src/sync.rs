@@ -63,7 +63,7 @@ use crate::Context;
 use crate::deletion::{DeletionHelper, Tracked, event_message};
 use crate::dispatch::{self, MemberError};
 use crate::events::EventType;
-use crate::informer::{Federated as _, FederatedInformer, ObjectKey};
+use crate::informer::{Change, FederatedInformer, ObjectKey};
 use crate::kinds::{self, FederatedKind};
 use crate::member_object::{
     self, CONFLICT_RESOLUTION_ANNOTATION, ClusterFields, FEDERATED_CRD_LABEL, NamespaceDenylist,
@@ -243,7 +243,15 @@ pub struct SyncController {
     denylist: NamespaceDenylist,
     /// The uids whose `NotPropagated` event was recorded (no repeats).
     denied_reported: Mutex<HashSet<String>>,
+    /// Our applies whose watch event has not come yet: (cluster, key) →
+    /// the resourceVersion the apply returned. That event is our own write
+    /// coming back and re-queues nothing.
+    applied: Mutex<HashMap<(String, ObjectKey), String>>,
 }
+
+/// More pending applies than this (events that never came: a relist, a
+/// member gone) and the map is dropped (the cost: a few extra reconciles).
+const APPLIED_MAX: usize = 1 << 18;
 
 #[derive(Debug, thiserror::Error)]
 enum Error {
@@ -275,13 +283,23 @@ impl SyncController {
             rollout_errors: Mutex::new(HashMap::new()),
             denylist: NamespaceDenylist::new(&ctx.options.member_namespace_denylist),
             denied_reported: Mutex::new(HashSet::new()),
+            applied: Mutex::new(HashMap::new()),
         });
         let deletions = tokio::spawn(deletion.run(stop.clone()));
         let objects = ctx.objects.for_kind(&this.kind);
+        // A copy's change re-queues its object, except the watch event of
+        // our own apply (the reconcile that applied it recorded it).
+        let own = Arc::downgrade(&this);
+        let copy_ar = ar.clone();
+        let copies = informer.watches(move |c: Change| {
+            let ours = own.upgrade().is_some_and(|s| s.is_own_write(&c));
+            (!ours).then(|| c.key.to_ref(&copy_ar))
+        });
         let mut controller = objects
             .controller()
             .with_config(ControllerConfig::default().concurrency(CONCURRENCY))
-            .federated(&informer);
+            .reconcile_on(copies)
+            .reconcile_all_on(informer.cluster_triggers());
         if let Some(keys) = ctx.scheduler.as_ref().and_then(|s| s.wakeups(&this.kind)) {
             controller = controller.reconcile_on(keys.map(move |k| k.to_ref(&ar)));
         }
@@ -297,6 +315,32 @@ impl SyncController {
 
     fn timeout(&self) -> Duration {
         self.ctx.options.member_request_timeout
+    }
+
+    /// Remember that our apply of `key` to `cluster` returned
+    /// `resource_version`.
+    fn note_applied(&self, cluster: &str, key: ObjectKey, resource_version: Option<&str>) {
+        let Some(rv) = resource_version else { return };
+        let mut applied = self.applied.lock();
+        if applied.len() >= APPLIED_MAX {
+            applied.clear();
+        }
+        applied.insert((cluster.to_string(), key), rv.to_string());
+    }
+
+    /// Whether `c` is the watch event of our own last apply.
+    fn is_own_write(&self, c: &Change) -> bool {
+        if c.deleted {
+            return false;
+        }
+        let Some(rv) = c.resource_version.as_deref() else {
+            return false;
+        };
+        let mut applied = self.applied.lock();
+        match applied.remove(&(c.cluster.clone(), c.key.clone())) {
+            Some(ours) => ours == rv,
+            None => false,
+        }
     }
 
     fn note_failure(&self, uid: &str, cluster: &str) -> Duration {
@@ -513,10 +557,13 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
     if obj.meta().deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    let record = match ctx.deletion.track(obj.meta()).await? {
-        Tracked::Record(r) => r,
+    // The record is created once, after the first round of member writes,
+    // with their state (one write instead of a create and a status patch).
+    let record = match ctx.deletion.lookup(obj.meta()).await? {
+        Some(Tracked::Record(r)) => Some(r),
         // The record of an earlier object of this name is being finalized.
-        Tracked::Wait => return Ok(Action::requeue(Duration::from_secs(1))),
+        Some(Tracked::Wait) => return Ok(Action::requeue(Duration::from_secs(1))),
+        None => None,
     };
     let fed = kinds::to_value(&obj, &ctx.kind)?;
 
@@ -562,7 +609,10 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
             DriftPolicy::Repair
         }
     };
-    let previous = crate::version::state_of(&record);
+    let previous = record
+        .as_deref()
+        .map(crate::version::state_of)
+        .unwrap_or_default();
     let generation = obj.meta().generation.unwrap_or(0);
     let choices: Vec<ClusterChoice> = members
         .iter()
@@ -588,7 +638,10 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
         generation,
         drift: drift_policy,
     };
-    let prev_rollout = record.status.as_ref().and_then(|s| s.rollout.as_ref());
+    let prev_rollout = record
+        .as_deref()
+        .and_then(|r| r.status.as_ref())
+        .and_then(|s| s.rollout.as_ref());
     let rollout = ctx.rollout_plan(&fed, &uid, &choices, &previous, prev_rollout);
     // Per cluster: the object as that cluster's copy is made from (a later
     // wave keeps its pod template), and the template's hash.
@@ -733,12 +786,15 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
             retry = Some(retry.map_or(d, |r| r.min(d)));
         }
     }
-    if next != previous || rollout_patch.is_some() {
+    if record.is_none() || next != previous || rollout_patch.is_some() {
         let mut status = serde_json::to_value(crate::version::status_of(&next))?;
         if let (Some(patch), Some(o)) = (rollout_patch, status.as_object_mut()) {
             o.insert("rollout".into(), patch);
         }
-        ctx.deletion.patch_status(&record, status).await?;
+        match &record {
+            Some(r) => ctx.deletion.patch_status(r, status).await?,
+            None => ctx.deletion.create_with_status(obj.meta(), status).await?,
+        }
     }
     Ok(match retry {
         Some(d) => Action::requeue(d),
@@ -815,9 +871,30 @@ async fn sync_cluster(
         }
         Some(true) => {}
     }
-    let actual: Option<Value> = match ctx.informer.get(&member.name, &t.key()) {
-        Some(o) => serde_json::to_value(&*o).ok(),
-        None => match dispatch::get_copy(member, &ctx.kind, t.name, t.ns, ctx.timeout()).await {
+    let same_source = prev.hash.as_deref() == Some(hash.as_str());
+    // The cache keeps a copy lean (see `informer`): its versions tell
+    // whether its content is still what our last apply made of it.
+    let cached = ctx.informer.state(&member.name, &t.key());
+    let cached_ours = cached
+        .as_ref()
+        .is_some_and(|c| c.managed && c.origin_uid.as_deref() == Some(t.uid));
+    if let Some(c) = &cached
+        && cached_ours
+        && same_source
+        && prev.drift.is_empty()
+        && content_unchanged_since(c, prev.resource_version.as_deref())
+    {
+        return in_sync(ctx, member, t, prev, replicas);
+    }
+    // Otherwise the copy whole: a copy that is not ours (adoption, or
+    // another origin's) as cached (its metadata decides); ours, changed
+    // since, or a cache miss (confirmed) from the member.
+    let actual: Option<Value> = match &cached {
+        Some(_) if !cached_ours => ctx
+            .informer
+            .get(&member.name, &t.key())
+            .and_then(|o| serde_json::to_value(&*o).ok()),
+        _ => match dispatch::get_copy(member, &ctx.kind, t.name, t.ns, ctx.timeout()).await {
             Ok(v) => v,
             Err(e) => return failed(e.message, "FailedUpdateInCluster"),
         },
@@ -826,7 +903,6 @@ async fn sync_cluster(
     let (managed, origin) = actual
         .as_ref()
         .map_or((false, false), |a| dispatch::is_ours(a, t.uid));
-    let same_source = prev.hash.as_deref() == Some(hash.as_str());
     // Drift policy Report: the member's values of our fields stay. The
     // copy is applied only when the federated object changed, with the
     // member's values of the fields the change left alone put back.
@@ -870,14 +946,7 @@ async fn sync_cluster(
         && (prev.resource_version.as_deref() == str_at(actual, "/metadata/resourceVersion")
             || member_object::is_subset(&desired, actual))
     {
-        ctx.note_success(t.uid, &member.name);
-        return Outcome::keep(ClusterRecord {
-            state: SyncState::InSync,
-            observed_generation: t.generation,
-            message: String::new(),
-            replicas,
-            ..prev
-        });
+        return in_sync(ctx, member, t, prev, replicas);
     }
     let adopting = actual.is_some() && !managed;
     if adopting && ctx.conflict_resolution(t.fed) == ConflictResolution::Abort {
@@ -922,6 +991,11 @@ async fn sync_cluster(
     match result {
         Ok(applied) => {
             ctx.note_success(t.uid, &member.name);
+            ctx.note_applied(
+                &member.name,
+                t.key(),
+                str_at(&applied, "/metadata/resourceVersion"),
+            );
             let reason = if created {
                 "CreateInCluster"
             } else if adopting {
@@ -957,6 +1031,47 @@ async fn sync_cluster(
             ))
         },
         Err(e) => failed(e.message, failed_reason),
+    }
+}
+
+/// The cluster is in sync: its record says so (and nothing is sent).
+fn in_sync(
+    ctx: &SyncController,
+    member: &Member,
+    t: &Target<'_>,
+    prev: ClusterRecord,
+    replicas: Option<i64>,
+) -> Outcome {
+    ctx.note_success(t.uid, &member.name);
+    Outcome::keep(ClusterRecord {
+        state: SyncState::InSync,
+        observed_generation: t.generation,
+        message: String::new(),
+        replicas,
+        ..prev
+    })
+}
+
+/// Whether the content of the cached copy `c` (everything but status and
+/// server-set metadata) is still what it was at `applied`, the
+/// resourceVersion our last apply returned: the copy is at that version,
+/// its content has not changed since that version, or (numeric versions,
+/// as our members' and kube's) the content was the same from before it
+/// until now.
+fn content_unchanged_since(c: &crate::informer::CopyState, applied: Option<&str>) -> bool {
+    let Some(applied) = applied else {
+        return false;
+    };
+    if applied == c.resource_version || applied == c.content_version {
+        return true;
+    }
+    match (
+        c.content_version.parse::<u64>(),
+        applied.parse::<u64>(),
+        c.resource_version.parse::<u64>(),
+    ) {
+        (Ok(since), Ok(at), Ok(now)) => since <= at && at <= now,
+        _ => false,
     }
 }
 
@@ -1082,6 +1197,28 @@ async fn remove_unselected(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_copy_is_in_sync_while_its_content_is_what_we_applied() {
+        let c = |rv: &str, since: &str| crate::informer::CopyState {
+            resource_version: rv.into(),
+            content_version: since.into(),
+            managed: true,
+            origin_uid: Some("u".into()),
+        };
+        // Our apply's own event.
+        assert!(content_unchanged_since(&c("5", "5"), Some("5")));
+        // A status write by the member's controller after it.
+        assert!(content_unchanged_since(&c("9", "5"), Some("5")));
+        // Our apply was a no-op on content already there since 3.
+        assert!(content_unchanged_since(&c("9", "3"), Some("6")));
+        // Someone changed the content after our apply.
+        assert!(!content_unchanged_since(&c("9", "7"), Some("5")));
+        // Never applied, or opaque versions that differ.
+        assert!(!content_unchanged_since(&c("9", "9"), None));
+        assert!(!content_unchanged_since(&c("b", "a"), Some("x")));
+        assert!(content_unchanged_since(&c("b", "a"), Some("a")));
+    }
 
     #[test]
     fn backoff_starts_at_five_seconds_and_doubles_to_a_minute() {

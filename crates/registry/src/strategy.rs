@@ -66,6 +66,13 @@ pub trait Strategy: Send + Sync {
         self.info().has_subresource("status")
     }
 
+    /// Whether a create keeps the status it is given although the kind
+    /// has a `status` subresource (the federation's PropagationRecord: its
+    /// only writer creates it with its first state in one write).
+    fn keeps_status_on_create(&self) -> bool {
+        false
+    }
+
     /// Kind-specific preparation at create (after the store's generic part:
     /// uid, timestamps, generation; status already cleared if the kind has a
     /// status subresource). E.g. a namespace's `status.phase: Active`.

@@ -143,6 +143,7 @@ pub struct Builtin<T> {
     secret_bodies: &'static [&'static str],
     stored_as: Option<StoredAs>,
     status_writes_metadata: bool,
+    keeps_status_on_create: bool,
     printer: Option<printers::TablePrinter>,
     protobuf: Option<String>,
     federated: bool,
@@ -193,6 +194,7 @@ where
             secret_bodies: &[],
             stored_as: None,
             status_writes_metadata: false,
+            keeps_status_on_create: false,
             printer: None,
             protobuf,
             federated: false,
@@ -351,6 +353,13 @@ where
     /// audited above `Metadata` (see [`Strategy::secret_bodies`]).
     pub fn secret_bodies(mut self, subresources: &'static [&'static str]) -> Self {
         self.secret_bodies = subresources;
+        self
+    }
+
+    /// A create keeps the status it is given (see
+    /// [`Strategy::keeps_status_on_create`]).
+    pub fn keep_status_on_create(mut self) -> Self {
+        self.keeps_status_on_create = true;
         self
     }
 
@@ -591,6 +600,10 @@ where
 
     fn status_writes_metadata(&self) -> bool {
         self.status_writes_metadata
+    }
+
+    fn keeps_status_on_create(&self) -> bool {
+        self.keeps_status_on_create
     }
 
     fn printer(&self) -> Option<printers::TablePrinter> {

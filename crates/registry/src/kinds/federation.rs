@@ -39,6 +39,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             ))
             .printer(printers::PROPAGATION_RECORD)
             .without_protobuf()
+            // The federation creates a record with its first state.
+            .keep_status_on_create()
             .validate(validate_record),
         ),
     ]
