@@ -1203,7 +1203,7 @@ async fn measured(
         .context("tracker gone")?;
     let first = done.saturating_duration_since(t);
     let new_obj = done.saturating_duration_since(t1);
-    let quiet = settle(host.process().as_ref(), Duration::from_secs(600)).await;
+    let quiet = settle(host.process().as_ref(), Duration::from_secs(180)).await;
     let after = members.revisions().await?;
     let rewrites_after = tracker.rewrites();
     // The new object is one write (its create) in each member.
