@@ -195,11 +195,19 @@ impl CachedObject {
                 set_resource_version(&mut v, mod_revision);
                 let mut a = attrs(&v);
                 a.shrink();
-                match encode_exact(&v, value.len()) {
-                    Ok(bytes) => (bytes, a),
-                    Err(e) => {
-                        tracing::warn!(%key, error = %e, "re-encoding a cached object failed");
-                        (Bytes::copy_from_slice(value), a)
+                // The stored bytes with the resourceVersion put in place (no
+                // second encoding of what the writer just encoded); the
+                // decoded value re-encoded only when the bytes do not allow
+                // it (no metadata object, or one that has a resourceVersion).
+                if let Some(bytes) = with_resource_version(value, mod_revision) {
+                    (bytes, a)
+                } else {
+                    match encode_exact(&v, value.len()) {
+                        Ok(bytes) => (bytes, a),
+                        Err(e) => {
+                            tracing::warn!(%key, error = %e, "re-encoding a cached object failed");
+                            (Bytes::copy_from_slice(value), a)
+                        }
                     }
                 }
             }
@@ -318,6 +326,144 @@ fn encode_exact(v: &serde_json::Value, hint: usize) -> Result<Bytes, serde_json:
     serde_json::to_writer(&mut buf, v)?;
     buf.shrink_to_fit();
     Ok(Bytes::from(buf))
+}
+
+/// `json` (an object, as a writer stored it) with
+/// `"resourceVersion":"<revision>"` added as the last member of its
+/// top-level `metadata` object: the bytes a decode, an insert into the
+/// (insertion-ordered) metadata map and a compact re-encoding give for a
+/// compactly encoded object, without either step. `None` when `json` is not
+/// an object with a `metadata` object, or its metadata already has a
+/// `resourceVersion` (the caller then decodes and re-encodes).
+fn with_resource_version(json: &[u8], revision: Revision) -> Option<Bytes> {
+    let open = skip_ws(json, 0);
+    if json.get(open) != Some(&b'{') {
+        return None;
+    }
+    let (mut meta, mut metas) = (None, 0);
+    let close = scan_object(json, open, &mut |key, at| {
+        if key == b"metadata" {
+            metas += 1;
+            meta = (json.get(at) == Some(&b'{')).then_some(at);
+        }
+    })?;
+    if metas != 1 {
+        return None;
+    }
+    if json[close + 1..].iter().any(|b| !b.is_ascii_whitespace()) {
+        return None;
+    }
+    let meta_open = meta?;
+    let mut has_rv = false;
+    let meta_close = scan_object(json, meta_open, &mut |key, _| {
+        has_rv |= key == b"resourceVersion";
+    })?;
+    if has_rv {
+        return None;
+    }
+    let empty = json[meta_open + 1..meta_close]
+        .iter()
+        .all(u8::is_ascii_whitespace);
+    let rv = revision.to_string();
+    let mut out = Vec::with_capacity(json.len() + rv.len() + 22);
+    out.extend_from_slice(&json[..meta_close]);
+    if !empty {
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\"resourceVersion\":\"");
+    out.extend_from_slice(rv.as_bytes());
+    out.push(b'"');
+    out.extend_from_slice(&json[meta_close..]);
+    Some(Bytes::from(out))
+}
+
+/// The index of the first byte at or after `i` that is not JSON whitespace.
+fn skip_ws(json: &[u8], mut i: usize) -> usize {
+    while json.get(i).is_some_and(u8::is_ascii_whitespace) {
+        i += 1;
+    }
+    i
+}
+
+/// The index just past the string whose opening quote is at `i`.
+fn skip_string(json: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        match json.get(j)? {
+            b'"' => return Some(j + 1),
+            b'\\' => j += 2,
+            _ => j += 1,
+        }
+    }
+}
+
+/// The index just past the JSON value starting at `i` (not validated
+/// beyond what finding its end needs).
+fn skip_value(json: &[u8], i: usize) -> Option<usize> {
+    match json.get(i)? {
+        b'"' => skip_string(json, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            loop {
+                match json.get(j)? {
+                    b'"' => {
+                        j = skip_string(json, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        _ => {
+            let mut j = i;
+            while json
+                .get(j)
+                .is_some_and(|b| !matches!(b, b',' | b'}' | b']') && !b.is_ascii_whitespace())
+            {
+                j += 1;
+            }
+            (j > i).then_some(j)
+        }
+    }
+}
+
+/// Walk the members of the object whose `{` is at `open`, calling
+/// `member(raw key, index of its value)` for each (the key as written,
+/// without its quotes; a key with escapes never equals a plain name), and
+/// return the index of its closing `}`. `None` for malformed input.
+fn scan_object(json: &[u8], open: usize, member: &mut dyn FnMut(&[u8], usize)) -> Option<usize> {
+    let mut i = skip_ws(json, open + 1);
+    if json.get(i) == Some(&b'}') {
+        return Some(i);
+    }
+    loop {
+        if json.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = skip_string(json, i)?;
+        let key = &json[i + 1..key_end - 1];
+        i = skip_ws(json, key_end);
+        if json.get(i) != Some(&b':') {
+            return None;
+        }
+        let at = skip_ws(json, i + 1);
+        member(key, at);
+        i = skip_ws(json, skip_value(json, at)?);
+        match json.get(i)? {
+            b',' => i = skip_ws(json, i + 1),
+            b'}' => return Some(i),
+            _ => return None,
+        }
+    }
 }
 
 fn set_resource_version(v: &mut serde_json::Value, revision: Revision) {
@@ -815,6 +961,50 @@ mod tests {
         assert_eq!(o.attrs.labels.get("app"), Some("x"));
         let no_meta = CachedObject::build("/k".into(), b"{\"a\":1}", 1, 7, &attrs_fn());
         assert_eq!(json(&no_meta)["metadata"]["resourceVersion"], "7");
+    }
+
+    #[test]
+    fn the_resource_version_is_spliced_as_a_re_encoding_would_put_it() {
+        let reencoded = |json: &str, rev: Revision| {
+            let mut v: serde_json::Value = serde_json::from_str(json).expect("json");
+            set_resource_version(&mut v, rev);
+            serde_json::to_vec(&v).expect("encode")
+        };
+        for json in [
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","labels":{"metadata":"{x}"}},"data":{"k":"v \" } { [","metadata":"no"}}"#,
+            r#"{"metadata":{},"kind":"X"}"#,
+            r#"{"kind":"X","list":[{"metadata":{}},[1,2,{"a":"]"}]],"n":-1.5,"t":true,"z":null,"metadata":{"uid":"u\\"}}"#,
+        ] {
+            let spliced = with_resource_version(json.as_bytes(), 42).expect("spliced");
+            assert_eq!(
+                std::str::from_utf8(&spliced).expect("utf8"),
+                std::str::from_utf8(&reencoded(json, 42)).expect("utf8"),
+                "{json}"
+            );
+        }
+        // Not spliced: the caller decodes and re-encodes.
+        for json in [
+            r#"{"kind":"X"}"#,
+            r#"{"metadata":"x"}"#,
+            r#"{"metadata":{"resourceVersion":"3"}}"#,
+            r#"{"metadata":{"a":1},"metadata":{"b":2}}"#,
+            r#"[{"metadata":{}}]"#,
+            r#"{"metadata":{"a":1}} trailing"#,
+        ] {
+            assert!(
+                with_resource_version(json.as_bytes(), 7).is_none(),
+                "{json}"
+            );
+        }
+        // Through the cache's build, both ways give the same object.
+        let attrs: AttrsFn = Arc::new(|_| Attrs::default());
+        for (json, rev) in [
+            (r#"{"metadata":{"name":"a"},"data":{}}"#, 5),
+            (r#"{"metadata":{"resourceVersion":"1","name":"a"}}"#, 6),
+        ] {
+            let o = CachedObject::build("k".into(), json.as_bytes(), 1, rev, &attrs);
+            assert_eq!(&o.json[..], &reencoded(json, rev)[..]);
+        }
     }
 
     #[test]
