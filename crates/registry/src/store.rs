@@ -1063,9 +1063,9 @@ impl Store {
             let mut w = Vec::new();
             let res = self
                 .guaranteed_update_admitted(namespace, name, opts.dry_run, Some(&ctx), |current| {
-                    let merged = fm.apply(&info, Some(&current), &applied, &manager, force, sub)?;
+                    let merged = fm.apply(&info, Some(current), &applied, &manager, force, sub)?;
                     let (new_obj, more) =
-                        self.apply_update(&current, merged, namespace, subresource, &tracked)?;
+                        self.apply_update(current, merged, namespace, subresource, &tracked)?;
                     w = more;
                     Ok(Some(new_obj))
                 })
@@ -1159,6 +1159,7 @@ impl Store {
             }
         }
         if self.strategy.has_status_subresource()
+            && !self.strategy.keeps_status_on_create()
             && let Some(m) = obj.as_object_mut()
         {
             m.remove("status");
@@ -1224,13 +1225,18 @@ impl Store {
     where
         F: FnMut(Value) -> Result<Option<Value>, ApiError> + Send,
     {
-        self.guaranteed_update_admitted(namespace, name, dry_run, None, change)
-            .await
+        let mut change = change;
+        self.guaranteed_update_admitted(namespace, name, dry_run, None, |current| {
+            change(current.clone())
+        })
+        .await
     }
 
     /// [`Store::guaranteed_update`] with admission (`admit`) run on each
     /// attempt's new object, after `change` produced it; the result carries
-    /// the plugins' warnings.
+    /// the plugins' warnings. `change` borrows the current object: the
+    /// request paths (update, patch, apply) build a new one from it, so no
+    /// copy of it is made for them.
     async fn guaranteed_update_admitted<F>(
         &self,
         namespace: Option<&str>,
@@ -1240,7 +1246,7 @@ impl Store {
         mut change: F,
     ) -> Result<WriteResult, ApiError>
     where
-        F: FnMut(Value) -> Result<Option<Value>, ApiError> + Send,
+        F: FnMut(&Value) -> Result<Option<Value>, ApiError> + Send,
     {
         let info = self.info().clone();
         let key = self.key(namespace, name);
@@ -1255,7 +1261,7 @@ impl Store {
                 .map_err(|e| storage_error(&info, name, e))?
                 .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))?;
             let cur_obj = decode_stored(&current)?;
-            let Some(mut new_obj) = change(cur_obj.clone())? else {
+            let Some(mut new_obj) = change(&cur_obj)? else {
                 return Ok(WriteResult {
                     object: cur_obj,
                     warnings: Vec::new(),
@@ -1271,9 +1277,7 @@ impl Store {
             };
             // Drop the resourceVersion before comparing and storing.
             meta_mut(&mut new_obj).remove("resourceVersion");
-            let mut cur_cmp = cur_obj.clone();
-            meta_mut(&mut cur_cmp).remove("resourceVersion");
-            if new_obj == cur_cmp && !stale {
+            if equal_but_resource_version(&new_obj, &cur_obj) && !stale {
                 return Ok(WriteResult {
                     object: cur_obj,
                     warnings,
@@ -1482,7 +1486,7 @@ impl Store {
         let mut result = self
             .guaranteed_update_admitted(namespace, name, opts.dry_run, Some(&ctx), |current| {
                 let (new_obj, w) =
-                    self.apply_update(&current, obj.clone(), namespace, subresource, opts)?;
+                    self.apply_update(current, obj.clone(), namespace, subresource, opts)?;
                 warnings = w;
                 Ok(Some(new_obj))
             })
@@ -1514,10 +1518,15 @@ impl Store {
         };
         let mut result = self
             .guaranteed_update_admitted(namespace, name, opts.dry_run, Some(&ctx), |current| {
-                let patched = patch_fn(&current)?;
+                let patched = patch_fn(current)?;
+                // The patched object is moved, not copied: on the (rare)
+                // error the patch is applied again for the error's detail.
                 let (new_obj, w) = self
-                    .apply_update(&current, patched.clone(), namespace, subresource, opts)
-                    .map_err(|e| patched_decode_error(e, &patched))?;
+                    .apply_update(current, patched, namespace, subresource, opts)
+                    .map_err(|e| match patch_fn(current) {
+                        Ok(patched) => patched_decode_error(e, &patched),
+                        Err(_) => e,
+                    })?;
                 warnings = w;
                 Ok(Some(new_obj))
             })
@@ -1748,6 +1757,33 @@ impl Store {
     }
 }
 
+/// `new` and `current` are the same object but for `current`'s
+/// `metadata.resourceVersion` (`new` has none): the guaranteed update's
+/// "nothing changed" test, without a copy of `current` to drop it from.
+fn equal_but_resource_version(new: &Value, current: &Value) -> bool {
+    let (Some(n), Some(c)) = (new.as_object(), current.as_object()) else {
+        return new == current;
+    };
+    n.len() == c.len()
+        && n.iter().all(|(k, nv)| match (c.get(k), k.as_str()) {
+            (None, _) => false,
+            (Some(cv), "metadata") => match (nv.as_object(), cv.as_object()) {
+                (Some(nm), Some(cm)) => {
+                    let fields = |m: &serde_json::Map<String, Value>| {
+                        m.len() - usize::from(m.contains_key("resourceVersion"))
+                    };
+                    fields(nm) == fields(cm)
+                        && nm
+                            .iter()
+                            .filter(|(k, _)| k.as_str() != "resourceVersion")
+                            .all(|(k, v)| cm.get(k) == Some(v))
+                }
+                _ => nv == cv,
+            },
+            (Some(cv), _) => nv == cv,
+        })
+}
+
 /// A patch whose result does not decode as the kind is, in kube-apiserver,
 /// a 422 on the field `patch` carrying the patched JSON and the decoder's
 /// complaint (`patch.go`: `field.Invalid(field.NewPath("patch"), …)`).
@@ -1786,6 +1822,28 @@ pub fn event_type_name(t: EventType) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nothing_changed_ignores_only_the_current_resource_version() {
+        let cur = json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "7"}, "data": {"k": "v"}});
+        let same = json!({"data": {"k": "v"}, "metadata": {"name": "a"}, "kind": "ConfigMap"});
+        assert!(equal_but_resource_version(&same, &cur));
+        for changed in [
+            json!({"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "w"}}),
+            json!({"kind": "ConfigMap", "metadata": {"name": "a", "uid": "u"}, "data": {"k": "v"}}),
+            json!({"kind": "ConfigMap", "metadata": {"name": "b"}, "data": {"k": "v"}}),
+            json!({"kind": "ConfigMap", "metadata": {"name": "a"}}),
+            json!({"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}, "x": 1}),
+        ] {
+            assert!(!equal_but_resource_version(&changed, &cur), "{changed}");
+        }
+        let no_rv = json!({"metadata": {}});
+        assert!(equal_but_resource_version(&json!({"metadata": {}}), &no_rv));
+        assert!(equal_but_resource_version(
+            &json!({"metadata": {}}),
+            &json!({"metadata": {"resourceVersion": "1"}})
+        ));
+    }
 
     #[test]
     fn continue_tokens_round_trip_and_reject_garbage() {
