@@ -348,10 +348,11 @@ pub use crate::response::NoRoute;
 fn record(labels: &RequestLabels, code: StatusCode, elapsed: Duration) {
     let m = &*REQUESTS;
     let values = labels.values();
-    let mut with_code = values.to_vec();
-    let code = code.as_u16().to_string();
-    with_code.push(&code);
-    m.total.with_label_values(&with_code).inc();
+    let [a, b, c, d, e, f, g, h] = values;
+    // `as_str`: the code's digits, static (no string per request).
+    m.total
+        .with_label_values(&[a, b, c, d, e, f, g, h, code.as_str()])
+        .inc();
     m.duration
         .with_label_values(&values)
         .observe(elapsed.as_secs_f64());
@@ -465,22 +466,37 @@ impl HttpBody for Tracked {
 /// `axum::middleware::from_fn(instrument)` right inside authorization.
 pub async fn instrument(request: Request, next: Next) -> Response {
     let start = Instant::now();
-    let query = request.uri().query().unwrap_or("").to_string();
-    // Authorization leaves the request info it parsed; the fallback (the
-    // same parser) is for chains without it.
-    let info = match request.extensions().get::<RequestInfo>() {
-        Some(info) => info.clone(),
-        None => RequestInfo::parse_lenient(request.method().as_str(), request.uri().path(), &query),
+    // Read from the request in place (no copy of its query, request info
+    // or content type): the labels are all that outlives this block.
+    let (labels, long_running, mutating) = {
+        let query = request.uri().query().unwrap_or("");
+        // Authorization leaves the request info it parsed; the fallback
+        // (the same parser) is for chains without it.
+        let parsed;
+        let info = match request.extensions().get::<RequestInfo>() {
+            Some(info) => info,
+            None => {
+                parsed = RequestInfo::parse_lenient(
+                    request.method().as_str(),
+                    request.uri().path(),
+                    query,
+                );
+                &parsed
+            }
+        };
+        let content_type = request
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(';').next().unwrap_or(v).trim());
+        (
+            RequestLabels::of(request.method(), query, content_type, info),
+            is_long_running(info),
+            !matches!(info.verb.as_str(), "get" | "list" | "watch"),
+        )
     };
-    let content_type = request
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or(v).trim().to_string());
-    let labels = RequestLabels::of(request.method(), &query, content_type.as_deref(), &info);
 
-    if !is_long_running(&info) {
-        let mutating = !matches!(info.verb.as_str(), "get" | "list" | "watch");
+    if !long_running {
         let _inflight = InflightGuard::enter(mutating);
         let response = next.run(request).await;
         if let Some(labels) = labels

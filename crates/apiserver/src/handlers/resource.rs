@@ -853,12 +853,17 @@ pub fn render_value(
     warnings: &[String],
 ) -> HandlerResult {
     let is_status = obj.get("kind").and_then(Value::as_str) == Some("Status");
+    // The object itself is encoded as it is (borrowed: a create or patch
+    // answer used to deep-copy the whole object here).
     let rendered = match output {
-        Output::Table if !is_status => {
-            crate::table::table(info, std::slice::from_ref(obj), None, true)
-        }
-        Output::PartialMetadata if !is_status => partial_metadata(obj),
-        _ => obj.clone(),
+        Output::Table if !is_status => std::borrow::Cow::Owned(crate::table::table(
+            info,
+            std::slice::from_ref(obj),
+            None,
+            true,
+        )),
+        Output::PartialMetadata if !is_status => std::borrow::Cow::Owned(partial_metadata(obj)),
+        _ => std::borrow::Cow::Borrowed(obj),
     };
     let out = match output {
         Output::Yaml => Output::Yaml,
