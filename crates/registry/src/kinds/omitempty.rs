@@ -32,6 +32,11 @@ type Struct<'s, 'v> = (
 pub struct SchemaTree {
     root: Value,
     defs: Map<String, Value>,
+    /// Whether any object the schema describes has a required time field
+    /// (worked out once): without one, [`SchemaTree::fill_zero_times`] has
+    /// nothing to fill and does not walk the object (most kinds: only
+    /// conditions and a few status types require a time).
+    required_time: bool,
 }
 
 impl SchemaTree {
@@ -44,7 +49,60 @@ impl SchemaTree {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        Self { root, defs }
+        let mut tree = Self {
+            root,
+            defs,
+            required_time: true,
+        };
+        tree.required_time = tree.has_required_time(&tree.root, &mut Vec::new(), 0);
+        tree
+    }
+
+    /// Whether `schema` (or any schema below it: properties, list items,
+    /// map values, definitions it refers to) has a required `date-time`
+    /// property. `seen`: definitions already walked (a definition is walked
+    /// once, so recursive schemas end). Past 64 levels: `true` (walk).
+    fn has_required_time(&self, schema: &Value, seen: &mut Vec<String>, depth: usize) -> bool {
+        if depth > 64 {
+            return true;
+        }
+        let mut s = schema;
+        for _ in 0..16 {
+            if let Some(r) = s.get("$ref").and_then(Value::as_str) {
+                let name = r.rsplit('/').next().unwrap_or(r);
+                if seen.iter().any(|n| n == name) {
+                    return false;
+                }
+                seen.push(name.to_string());
+                match self.defs.get(name) {
+                    Some(next) => s = next,
+                    None => return false,
+                }
+                continue;
+            }
+            match s.get("allOf").and_then(Value::as_array) {
+                Some(all) if all.len() == 1 => s = &all[0],
+                _ => break,
+            }
+        }
+        if let Some(props) = s.get("properties").and_then(Value::as_object) {
+            let required = |k: &str| {
+                s.get("required")
+                    .and_then(Value::as_array)
+                    .is_some_and(|r| r.iter().any(|x| x.as_str() == Some(k)))
+            };
+            for (k, child) in props {
+                let is_time = self.resolve(child).get("format") == Some(&Value::from("date-time"));
+                if (is_time && required(k)) || self.has_required_time(child, seen, depth + 1) {
+                    return true;
+                }
+            }
+        }
+        ["items", "additionalProperties"].iter().any(|key| {
+            s.get(*key)
+                .filter(|c| c.is_object())
+                .is_some_and(|c| self.has_required_time(c, seen, depth + 1))
+        })
     }
 
     fn resolve<'a>(&'a self, mut s: &'a Value) -> &'a Value {
@@ -129,13 +187,19 @@ impl SchemaTree {
     /// decodes it as `time.Time{}`; `k8s-openapi`'s non-`Option` field needs
     /// a value, so [`GO_ZERO_TIME`] stands for it.
     pub fn fill_zero_times(&self, obj: &mut Value) {
-        self.zero_times(&self.root, obj, 0, true);
+        if self.required_time {
+            self.zero_times(&self.root, obj, 0, true);
+        }
     }
 
     /// After the typed encode: a time field holding [`GO_ZERO_TIME`] is
     /// `null`, as Go's `metav1.Time` marshals its zero value.
     pub fn null_zero_times(&self, obj: &mut Value) {
-        self.zero_times(&self.root, obj, 0, false);
+        // Only a value that holds the zero time anywhere has one to null: a
+        // plain walk of the value is cheaper than the schema-driven one.
+        if holds_zero_time(obj) {
+            self.zero_times(&self.root, obj, 0, false);
+        }
     }
 
     fn zero_times(&self, schema: &Value, v: &mut Value, depth: usize, fill: bool) {
@@ -177,6 +241,16 @@ impl SchemaTree {
             Value::Object(m) => m.is_empty() && self.resolve(schema).get("properties").is_none(),
             _ => false,
         }
+    }
+}
+
+/// Whether [`GO_ZERO_TIME`] is a string anywhere in `v`.
+fn holds_zero_time(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s == GO_ZERO_TIME,
+        Value::Array(items) => items.iter().any(holds_zero_time),
+        Value::Object(map) => map.values().any(holds_zero_time),
+        _ => false,
     }
 }
 
@@ -268,6 +342,23 @@ mod tests {
                 .get("lastTransitionTime")
                 .is_none()
         );
+    }
+
+    #[test]
+    fn only_schemas_with_a_required_time_are_walked_to_fill_one() {
+        use k8s_openapi::api::core::v1::{ConfigMap, Service};
+        assert!(SchemaTree::of::<Service>().required_time, "its conditions");
+        assert!(!SchemaTree::of::<ConfigMap>().required_time);
+        let mut cm = json!({"metadata": {"name": "c"}, "data": {"a": GO_ZERO_TIME}});
+        let before = cm.clone();
+        SchemaTree::of::<ConfigMap>().fill_zero_times(&mut cm);
+        assert_eq!(cm, before);
+        // Nulling still finds a zero time in an optional time field.
+        let mut cm = json!({"metadata": {"name": "c", "creationTimestamp": GO_ZERO_TIME}});
+        SchemaTree::of::<ConfigMap>().null_zero_times(&mut cm);
+        assert_eq!(cm["metadata"]["creationTimestamp"], Value::Null);
+        assert!(holds_zero_time(&json!([{"a": [GO_ZERO_TIME]}])));
+        assert!(!holds_zero_time(&json!({"a": "2024-01-01T00:00:00Z"})));
     }
 
     #[test]
