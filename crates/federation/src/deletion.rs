@@ -28,8 +28,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt as _;
 use futures::channel::mpsc;
+use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
@@ -149,6 +149,16 @@ impl DeletionHelper {
 
     fn api(&self, ns: &str) -> Api<PropagationRecord> {
         Api::namespaced(self.fed.clone(), ns)
+    }
+
+    /// Drop what this process wrote of `seen`'s record once the watch has
+    /// brought it (or a newer version).
+    fn forget_written(&self, seen: &PropagationRecord) {
+        let key = (seen.namespace().unwrap_or_default(), seen.name_any());
+        let mut written = self.written.lock();
+        if written.get(&key).is_some_and(|mine| rv(mine) <= rv(seen)) {
+            written.remove(&key);
+        }
     }
 
     fn remember(&self, rec: PropagationRecord) -> Arc<PropagationRecord> {
@@ -573,8 +583,16 @@ impl DeletionHelper {
             "{RESOURCE_LABEL}={}",
             version::resource_label(&self.kind)
         ));
-        let records =
-            reflector::reflector(writer, watcher(api, wc).default_backoff()).applied_objects();
+        // A record the watch brought replaces the one this process wrote
+        // (no second copy of every record kept after a bulk).
+        let seen_by = Arc::downgrade(&self);
+        let records = reflector::reflector(writer, watcher(api, wc).default_backoff())
+            .applied_objects()
+            .inspect_ok(move |r| {
+                if let Some(this) = seen_by.upgrade() {
+                    this.forget_written(r);
+                }
+            });
         let (all_tx, all_rx) = mpsc::unbounded::<()>();
         let (sweep_tx, mut sweep_rx) = mpsc::unbounded::<()>();
         let mut events = self.informer.subscribe();
