@@ -1,9 +1,12 @@
-//! `bench api --versus-kube`: the etcd engine against kube-apiserver on the
-//! same etcd, in one run. The harness starts one etcd (3.5.30 from
-//! `../shared/kube`), then in turn:
+//! `bench api --versus-kube`: our server against kube-apiserver on etcd, in
+//! one run. The harness starts one etcd (3.5.30 from `../shared/kube`), then
+//! in turn:
 //!
-//! 1. `ubernetes serve --etcd-servers URL --etcd-prefix /ubernetes`: every
-//!    [`crate::api`] scenario, then the server is stopped;
+//! 1. `ubernetes serve --etcd-servers URL --etcd-prefix /ubernetes` (the
+//!    default, [`OursEngine::Etcd`]: the same store as kube's) or `ubernetes
+//!    serve` on its embedded sled store ([`OursEngine::Sled`], SPEC §5's
+//!    standalone comparison): every [`crate::api`] scenario, then the server
+//!    is stopped;
 //! 2. kube-apiserver 1.36 `--etcd-servers URL --etcd-prefix /registry`
 //!    ([`crate::kube_apiserver`]): the same scenarios, then it is stopped;
 //!
@@ -135,6 +138,29 @@ pub fn ratio_table(rows: &[RatioRow]) -> Vec<String> {
     out
 }
 
+/// Which store our server runs on in the comparison (kube-apiserver always
+/// runs on the harness's etcd).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OursEngine {
+    /// `--etcd-servers` on the harness's etcd, prefix [`OUR_PREFIX`]: the
+    /// like-for-like comparison (the gate's).
+    #[default]
+    Etcd,
+    /// The embedded sled store on a temporary data dir (the standalone
+    /// server of SPEC §5); etcd then serves kube-apiserver only.
+    Sled,
+}
+
+impl OursEngine {
+    /// Its name as the flag spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Etcd => "etcd",
+            Self::Sled => "sled",
+        }
+    }
+}
+
 /// Where the upstream binaries come from.
 #[derive(Debug, Clone)]
 pub struct VersusOptions {
@@ -179,14 +205,24 @@ impl Upstream {
     }
 }
 
-/// Run the comparison. Exit code 2 and a `SKIPPED:` line when there is no
-/// `../shared/kube`.
+/// Run the comparison with ours on etcd ([`run_on`] with
+/// [`OursEngine::Etcd`]).
 pub async fn run(opts: &ApiOptions, versus: &VersusOptions) -> Result<ExitCode> {
+    run_on(opts, versus, OursEngine::Etcd).await
+}
+
+/// Run the comparison with ours on `engine`. Exit code 2 and a `SKIPPED:`
+/// line when there is no `../shared/kube`.
+pub async fn run_on(
+    opts: &ApiOptions,
+    versus: &VersusOptions,
+    engine: OursEngine,
+) -> Result<ExitCode> {
     let Some(upstream) = Upstream::locate(versus, "bench api --versus-kube").await? else {
         return Ok(ExitCode::from(2));
     };
     let mut etcd = ManagedEtcd::start(upstream.etcd_bin).await?;
-    let result = both(opts, versus, &mut etcd, &upstream.kube_bin).await;
+    let result = both_on(opts, versus, engine, &mut etcd, &upstream.kube_bin).await;
     etcd.stop().await;
     let (ours, kube) = result?;
     println!();
@@ -217,14 +253,26 @@ pub async fn both(
     etcd: &mut ManagedEtcd,
     kube_bin: &Path,
 ) -> Result<(ApiReport, ApiReport)> {
+    both_on(opts, versus, OursEngine::Etcd, etcd, kube_bin).await
+}
+
+/// [`both`] with ours on `engine` (kube-apiserver on `etcd` either way).
+pub async fn both_on(
+    opts: &ApiOptions,
+    versus: &VersusOptions,
+    engine: OursEngine,
+    etcd: &mut ManagedEtcd,
+    kube_bin: &Path,
+) -> Result<(ApiReport, ApiReport)> {
     let url = etcd.url();
     println!(
-        "bench api --versus-kube: {} first; etcd {} at {url}; concurrency {}, objects {}, watchers {} x {} writes, lists x {}",
+        "bench api --versus-kube: {} first; ours on {}; etcd {} at {url}; concurrency {}, objects {}, watchers {} x {} writes, lists x {}",
         if versus.kube_first {
             "kube-apiserver"
         } else {
             "ubernetes"
         },
+        engine.name(),
         etcd.bin().display(),
         opts.concurrency,
         opts.objects,
@@ -235,31 +283,43 @@ pub async fn both(
 
     if versus.kube_first {
         let kube = run_kube(opts, kube_bin, &url).await?;
-        let ours = run_ours(opts, versus, &url).await?;
+        let ours = run_ours(opts, versus, engine, &url).await?;
         Ok((ours, kube))
     } else {
-        let ours = run_ours(opts, versus, &url).await?;
+        let ours = run_ours(opts, versus, engine, &url).await?;
         let kube = run_kube(opts, kube_bin, &url).await?;
         Ok((ours, kube))
     }
 }
 
-/// `ubernetes serve --etcd-servers URL --etcd-prefix /ubernetes`: start,
-/// measure, stop (also when the run fails).
-async fn run_ours(opts: &ApiOptions, versus: &VersusOptions, url: &str) -> Result<ApiReport> {
+/// `ubernetes serve --etcd-servers URL --etcd-prefix /ubernetes` (or on
+/// sled, as `engine` says): start, measure, stop (also when the run
+/// fails).
+async fn run_ours(
+    opts: &ApiOptions,
+    versus: &VersusOptions,
+    engine: OursEngine,
+    url: &str,
+) -> Result<ApiReport> {
     let mut spec = versus.server.clone();
-    spec.extra_args.extend([
-        "--etcd-servers".to_string(),
-        url.to_string(),
-        "--etcd-prefix".to_string(),
-        OUR_PREFIX.to_string(),
-    ]);
+    if engine == OursEngine::Etcd {
+        spec.extra_args.extend([
+            "--etcd-servers".to_string(),
+            url.to_string(),
+            "--etcd-prefix".to_string(),
+            OUR_PREFIX.to_string(),
+        ]);
+    }
     let mut ours = ManagedServer::start(spec)
         .await
-        .context("starting ubernetes serve on etcd")?;
+        .with_context(|| format!("starting ubernetes serve on {}", engine.name()))?;
     let process = ours.process();
+    let store = match engine {
+        OursEngine::Etcd => format!("--etcd-prefix {OUR_PREFIX}"),
+        OursEngine::Sled => "on sled (its temporary data dir)".to_string(),
+    };
     println!(
-        "\n== ours: {} {} (pid {}), --etcd-prefix {OUR_PREFIX}",
+        "\n== ours: {} {} (pid {}), {store}",
         versus.server.bin.display(),
         ours.url(),
         process.as_ref().map_or(0, |p| p.pid())
