@@ -5,6 +5,8 @@
 //! skip-non-applied → cap-managers → managed-fields updater → strip-meta →
 //! structured merge, over `merge.Updater`).
 
+use std::borrow::Cow;
+
 use http::StatusCode;
 use serde_json::{Value, json};
 use ubernetes_apimachinery::{ApiError, Cause};
@@ -298,31 +300,44 @@ fn structured_apply(
 ) -> Result<Option<Value>, Vec<Conflict>> {
     let schema = ctx.schema;
     let merged = merge(live, applied, schema);
-    let previous = managed.entries.get(id).cloned();
+    let (last, time) = managed
+        .entries
+        .remove(id)
+        .map(|p| (p.fields, p.time))
+        .unwrap_or_default();
     let mut set = to_field_set(applied, schema);
     if let Some(ignored) = ctx.ignored {
         set = set.recursive_difference(ignored);
     }
+    // Applying the same fields as last time (new values, or none changed:
+    // the common case of a controller re-applying its copy) prunes
+    // nothing: every field the applier owned is still its own.
+    let unchanged_set = last == set;
     managed.entries.insert(
         id.clone(),
         ManagedEntry {
             fields: set,
             api_version: ctx.api_version.to_string(),
-            time: previous.as_ref().and_then(|p| p.time.clone()),
+            time,
         },
     );
-    let last = previous.map(|p| p.fields).unwrap_or_default();
-    let new = prune(&merged, managed, &last, schema);
+    let new = if unchanged_set {
+        debug_assert_eq!(prune(merged.clone(), managed, &last, schema), merged);
+        merged
+    } else {
+        prune(merged, managed, &last, schema)
+    };
     take_ownership(live, &new, managed, Some(id), force, ctx)?;
     Ok((new != *live).then_some(new))
 }
 
 /// `merge.Updater.prune`: remove from `merged` the fields the applier owned
 /// before (`last`) that no manager owns any more.
-fn prune(merged: &Value, managed: &Managed, last: &FieldSet, schema: Schema<'_>) -> Value {
+fn prune(merged: Value, managed: &Managed, last: &FieldSet, schema: Schema<'_>) -> Value {
     if last.is_empty() {
-        return merged.clone();
+        return merged;
     }
+    let merged = &merged;
     let ensure = |s: &FieldSet| s.ensure_named_fields_are_members(schema);
     let remove = |v: &Value, s: &FieldSet| remove_items(v, s, schema).unwrap_or_else(|| json!({}));
     let fields_of = |v: &Value| ensure(&to_field_set(v, schema));
@@ -401,14 +416,34 @@ fn take_ownership(
     Ok(cmp)
 }
 
-/// `object` with the fields of `zero` it lacks.
-fn fill_zero(object: &Value, zero: &Value) -> Value {
+/// `object` with the fields of `zero` it lacks (borrowed when it lacks
+/// none, as a stored object or one merged into a zero object does not).
+fn fill_zero<'v>(object: &'v Value, zero: &Value) -> Cow<'v, Value> {
+    if lacks_zero_fields(object, zero) {
+        Cow::Owned(filled_with_zero(object, zero))
+    } else {
+        Cow::Borrowed(object)
+    }
+}
+
+/// Whether [`filled_with_zero`] would add anything to `object`.
+fn lacks_zero_fields(object: &Value, zero: &Value) -> bool {
+    match (object, zero) {
+        (Value::Object(o), Value::Object(z)) => z.iter().any(|(k, zv)| match o.get(k) {
+            Some(v) => lacks_zero_fields(v, zv),
+            None => true,
+        }),
+        _ => false,
+    }
+}
+
+fn filled_with_zero(object: &Value, zero: &Value) -> Value {
     match (object, zero) {
         (Value::Object(o), Value::Object(z)) => {
             let mut out = o.clone();
             for (k, zv) in z {
                 match out.get_mut(k) {
-                    Some(v) => *v = fill_zero(v, zv),
+                    Some(v) => *v = filled_with_zero(v, zv),
                     None => {
                         out.insert(k.clone(), zv.clone());
                     }

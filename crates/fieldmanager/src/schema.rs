@@ -12,6 +12,9 @@
 //! schema, `x-kubernetes-preserve-unknown-fields`) the shape is deduced from
 //! the value: objects are granular maps, lists atomic.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::LazyLock;
 
 use serde_json::Value;
@@ -70,7 +73,55 @@ pub struct Schema<'a> {
     node: &'a Value,
     /// The root of a CRD schema, whose `metadata` is `ObjectMeta`.
     crd_root: bool,
+    /// `node` lives in `defs` (or is static), so its shape may be
+    /// remembered by address for the snapshot's generation ([`SHAPES`]).
+    memo: bool,
 }
+
+/// A hasher for addresses: one multiply (the key is a pointer and a
+/// generation, no attacker chooses it).
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+/// Shapes already worked out, per thread, by schema node address, for one
+/// definitions generation at a time. A node's shape takes several map
+/// lookups (`$ref`, `type`, `items`, `properties`, extensions) and every
+/// walk asks for it at every node of every object, several walks per
+/// apply. The snapshot is immutable, so a node at an address of one
+/// generation keeps its shape while the generation is current; a new
+/// generation starts afresh.
+type ShapeMemo = (
+    u64,
+    HashMap<usize, Shape, BuildHasherDefault<AddressHasher>>,
+);
+
+thread_local! {
+    static SHAPES: RefCell<ShapeMemo> = RefCell::new((0, HashMap::default()));
+}
+
+/// More nodes than every definition has together: past it the memo starts
+/// again (a guard, not a limit reached in practice).
+const SHAPES_MAX: usize = 200_000;
 
 impl<'a> Schema<'a> {
     /// A node about which nothing is known.
@@ -79,6 +130,7 @@ impl<'a> Schema<'a> {
             defs: None,
             node: &NULL,
             crd_root: false,
+            memo: false,
         }
     }
 
@@ -89,6 +141,7 @@ impl<'a> Schema<'a> {
             defs: Some(defs),
             node: defs.get(name).unwrap_or(&NULL),
             crd_root: false,
+            memo: true,
         }
     }
 
@@ -100,6 +153,7 @@ impl<'a> Schema<'a> {
             defs,
             node,
             crd_root: true,
+            memo: false,
         }
     }
 
@@ -116,6 +170,7 @@ impl<'a> Schema<'a> {
             defs: self.defs,
             node,
             crd_root: false,
+            memo: self.memo,
         }
     }
 
@@ -126,6 +181,32 @@ impl<'a> Schema<'a> {
 
     /// The shape of this node.
     pub fn shape(&self) -> Shape {
+        let Some(defs) = self.defs.filter(|_| self.memo) else {
+            return self.compute_shape();
+        };
+        let address = std::ptr::from_ref(self.node) as usize;
+        let known = SHAPES.with(|memo| {
+            let memo = memo.borrow();
+            (memo.0 == defs.generation)
+                .then(|| memo.1.get(&address).cloned())
+                .flatten()
+        });
+        if let Some(shape) = known {
+            return shape;
+        }
+        let shape = self.compute_shape();
+        SHAPES.with(|memo| {
+            let mut memo = memo.borrow_mut();
+            if memo.0 != defs.generation || memo.1.len() >= SHAPES_MAX {
+                memo.0 = defs.generation;
+                memo.1.clear();
+            }
+            memo.1.insert(address, shape.clone());
+        });
+        shape
+    }
+
+    fn compute_shape(&self) -> Shape {
         let s = self.resolved();
         if !s.is_object() {
             return Shape::Untyped;
@@ -225,6 +306,7 @@ impl<'a> Schema<'a> {
             defs,
             node: &NULL,
             crd_root: false,
+            memo: false,
         }
     }
 
