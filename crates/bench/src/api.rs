@@ -17,7 +17,17 @@
 //!   delivery latency of one write to W watchers (it includes the write's
 //!   own commit; the write latency is printed beside it). The note also has
 //!   the fan-out: each receive − the first watcher's receive of that write,
-//!   i.e. the server's delivery to all W watchers without the commit.
+//!   i.e. the server's delivery to all W watchers without the commit;
+//! - `apply-create`: N server-side applies (PATCH
+//!   `application/apply-patch+yaml` with a JSON body, `fieldManager=bench`,
+//!   `force=true`, as the federation applies member copies) each creating
+//!   another 1-KiB ConfigMap, C clients;
+//! - `apply-update`: the same N applies again with one key changed, C
+//!   clients (last, so the other scenarios see the namespace as before).
+//!
+//! `only` picks scenarios by name or group (`list` is the three lists,
+//! `apply` both applies); `get`, `update`, `patch` and the lists need the
+//! objects of `create`, which then runs too.
 //!
 //! With a server process to read (`--start` or `--server-pid`) each line
 //! also has the CPU seconds the server spent in that scenario, and the end
@@ -62,6 +72,70 @@ pub struct ApiOptions {
     pub list_repeats: usize,
     /// Leave the namespace and its objects in place at the end.
     pub keep: bool,
+    /// The scenarios to run, by name or group (`list`, `apply`); empty: all.
+    pub only: Vec<String>,
+}
+
+/// Every scenario, in the order run.
+pub const SCENARIOS: [&str; 10] = [
+    "create",
+    "get",
+    "update",
+    "patch",
+    "list",
+    "list-selector",
+    "list-paged",
+    "watch",
+    "apply-create",
+    "apply-update",
+];
+
+impl ApiOptions {
+    /// Whether scenario `name` runs: every one when `only` is empty, else
+    /// those named there or in a named group (`list` also selects
+    /// `list-selector` and `list-paged`, `apply` the two applies), and
+    /// `create` whenever a scenario that reads its objects runs.
+    pub fn runs(&self, name: &str) -> bool {
+        let named = |n: &str| {
+            self.only.iter().any(|o| {
+                o == n
+                    || n.strip_prefix(o.as_str())
+                        .is_some_and(|rest| rest.starts_with('-'))
+            })
+        };
+        if self.only.is_empty() || named(name) {
+            return true;
+        }
+        name == "create"
+            && [
+                "get",
+                "update",
+                "patch",
+                "list",
+                "list-selector",
+                "list-paged",
+            ]
+            .into_iter()
+            .any(named)
+    }
+
+    /// Refuse an `only` entry that names no scenario.
+    pub fn check_only(&self) -> Result<()> {
+        for o in &self.only {
+            let known = SCENARIOS.iter().any(|s| {
+                s == o
+                    || s.strip_prefix(o.as_str())
+                        .is_some_and(|r| r.starts_with('-'))
+            });
+            if !known {
+                bail!(
+                    "--only {o}: no such scenario (known: {})",
+                    SCENARIOS.join(", ")
+                );
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The result of one scenario.
@@ -164,6 +238,7 @@ pub async fn run(
     if opts.concurrency == 0 || opts.objects == 0 {
         bail!("--concurrency and --objects must be at least 1");
     }
+    opts.check_only()?;
     let suffix: u32 = rand::rng().random_range(0..0xff_ffff);
     let ns = format!("bench-{suffix:06x}");
     client::post_json(
@@ -220,111 +295,120 @@ async fn scenarios(
     println!("{}", table_header());
 
     // create
-    let rss_before = process.and_then(|p| p.sample().ok());
     let json_bytes = Arc::new(AtomicUsize::new(0));
-    let cpu = CpuMeter::start(process);
-    let (lat, elapsed) = {
-        let (client, coll, json_bytes) = (client.clone(), coll.clone(), json_bytes.clone());
-        let data = Arc::new(payload());
-        run_clients("create", c, n, move |i| {
-            let (client, coll, json_bytes, data) = (
-                client.clone(),
-                coll.clone(),
-                json_bytes.clone(),
-                data.clone(),
-            );
-            async move {
-                let body = json!({
-                    "apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": object_name(i),
-                                 "labels": {"bench-group": format!("g{}", i % GROUPS)}},
-                    "data": {"payload": *data, "counter": "0"}
-                });
-                let r = client::post_json(&client, &coll, body.to_string().into_bytes())
-                    .await?
-                    .expect(StatusCode::CREATED, "create")?;
-                json_bytes.fetch_add(r.body.len(), Ordering::Relaxed);
-                Ok(())
-            }
-        })
-        .await?
-    };
-    report.push(ScenarioResult {
-        name: "create",
-        summary: lat.summary(elapsed),
-        server_cpu: cpu.seconds(),
-        note: "1 KiB data".into(),
-    });
-    let rss_after = process.and_then(|p| p.sample().ok());
+    let (mut rss_before, mut rss_after) = (None, None);
+    if opts.runs("create") {
+        rss_before = process.and_then(|p| p.sample().ok());
+        let cpu = CpuMeter::start(process);
+        let (lat, elapsed) = {
+            let (client, coll, json_bytes) = (client.clone(), coll.clone(), json_bytes.clone());
+            let data = Arc::new(payload());
+            run_clients("create", c, n, move |i| {
+                let (client, coll, json_bytes, data) = (
+                    client.clone(),
+                    coll.clone(),
+                    json_bytes.clone(),
+                    data.clone(),
+                );
+                async move {
+                    let body = json!({
+                        "apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": object_name(i),
+                                     "labels": {"bench-group": format!("g{}", i % GROUPS)}},
+                        "data": {"payload": *data, "counter": "0"}
+                    });
+                    let r = client::post_json(&client, &coll, body.to_string().into_bytes())
+                        .await?
+                        .expect(StatusCode::CREATED, "create")?;
+                    json_bytes.fetch_add(r.body.len(), Ordering::Relaxed);
+                    Ok(())
+                }
+            })
+            .await?
+        };
+        report.push(ScenarioResult {
+            name: "create",
+            summary: lat.summary(elapsed),
+            server_cpu: cpu.seconds(),
+            note: "1 KiB data".into(),
+        });
+        rss_after = process.and_then(|p| p.sample().ok());
+    }
 
     // get
-    let cpu = CpuMeter::start(process);
-    let (lat, elapsed) = {
-        let (client, coll) = (client.clone(), coll.clone());
-        run_clients("get", c, 3 * n, move |i| {
-            let uri = format!("{coll}/{}", object_name(i % n));
-            let client = client.clone();
-            async move {
-                client::get(&client, &uri)
-                    .await?
-                    .expect(StatusCode::OK, "get")?;
-                Ok(())
-            }
-        })
-        .await?
-    };
-    report.push(ScenarioResult {
-        name: "get",
-        summary: lat.summary(elapsed),
-        server_cpu: cpu.seconds(),
-        note: String::new(),
-    });
+    if opts.runs("get") {
+        let cpu = CpuMeter::start(process);
+        let (lat, elapsed) = {
+            let (client, coll) = (client.clone(), coll.clone());
+            run_clients("get", c, 3 * n, move |i| {
+                let uri = format!("{coll}/{}", object_name(i % n));
+                let client = client.clone();
+                async move {
+                    client::get(&client, &uri)
+                        .await?
+                        .expect(StatusCode::OK, "get")?;
+                    Ok(())
+                }
+            })
+            .await?
+        };
+        report.push(ScenarioResult {
+            name: "get",
+            summary: lat.summary(elapsed),
+            server_cpu: cpu.seconds(),
+            note: String::new(),
+        });
+    }
 
     // update (read-modify-write)
-    let conflicts = Arc::new(AtomicUsize::new(0));
-    let cpu = CpuMeter::start(process);
-    let (lat, elapsed) = {
-        let (client, coll, conflicts) = (client.clone(), coll.clone(), conflicts.clone());
-        run_clients("update", c, n, move |i| {
-            let uri = format!("{coll}/{}", object_name(i));
-            let (client, conflicts) = (client.clone(), conflicts.clone());
-            async move { read_modify_write(&client, &uri, &conflicts).await }
-        })
-        .await?
-    };
-    report.push(ScenarioResult {
-        name: "update",
-        summary: lat.summary(elapsed),
-        server_cpu: cpu.seconds(),
-        note: format!(
-            "GET+PUT with resourceVersion; {} conflicts retried",
-            conflicts.load(Ordering::Relaxed)
-        ),
-    });
+    if opts.runs("update") {
+        let conflicts = Arc::new(AtomicUsize::new(0));
+        let cpu = CpuMeter::start(process);
+        let (lat, elapsed) = {
+            let (client, coll, conflicts) = (client.clone(), coll.clone(), conflicts.clone());
+            run_clients("update", c, n, move |i| {
+                let uri = format!("{coll}/{}", object_name(i));
+                let (client, conflicts) = (client.clone(), conflicts.clone());
+                async move { read_modify_write(&client, &uri, &conflicts).await }
+            })
+            .await?
+        };
+        report.push(ScenarioResult {
+            name: "update",
+            summary: lat.summary(elapsed),
+            server_cpu: cpu.seconds(),
+            note: format!(
+                "GET+PUT with resourceVersion; {} conflicts retried",
+                conflicts.load(Ordering::Relaxed)
+            ),
+        });
+    }
 
     // merge patch
-    let cpu = CpuMeter::start(process);
-    let (lat, elapsed) = {
-        let (client, coll) = (client.clone(), coll.clone());
-        run_clients("patch", c, n, move |i| {
-            let uri = format!("{coll}/{}", object_name(i));
-            let client = client.clone();
-            async move {
-                let body = json!({"data": {"patched": i.to_string()}});
-                client::merge_patch(&client, &uri, body.to_string().into_bytes())
-                    .await?
-                    .expect(StatusCode::OK, "merge patch")?;
-                Ok(())
-            }
-        })
-        .await?
-    };
-    report.push(ScenarioResult {
-        name: "patch",
-        summary: lat.summary(elapsed),
-        server_cpu: cpu.seconds(),
-        note: "application/merge-patch+json".into(),
-    });
+    if opts.runs("patch") {
+        let cpu = CpuMeter::start(process);
+        let (lat, elapsed) = {
+            let (client, coll) = (client.clone(), coll.clone());
+            run_clients("patch", c, n, move |i| {
+                let uri = format!("{coll}/{}", object_name(i));
+                let client = client.clone();
+                async move {
+                    let body = json!({"data": {"patched": i.to_string()}});
+                    client::merge_patch(&client, &uri, body.to_string().into_bytes())
+                        .await?
+                        .expect(StatusCode::OK, "merge patch")?;
+                    Ok(())
+                }
+            })
+            .await?
+        };
+        report.push(ScenarioResult {
+            name: "patch",
+            summary: lat.summary(elapsed),
+            server_cpu: cpu.seconds(),
+            note: "application/merge-patch+json".into(),
+        });
+    }
 
     // lists
     let repeats = opts.list_repeats.max(1);
@@ -339,6 +423,9 @@ async fn scenarios(
         ("list-selector", Some(selector), None),
         ("list-paged", None, Some(500)),
     ] {
+        if !opts.runs(name) {
+            continue;
+        }
         let want = if sel.is_some() { selected } else { n };
         let cpu = CpuMeter::start(process);
         let mut lat = Latencies::new();
@@ -392,7 +479,7 @@ async fn scenarios(
     }
 
     // watch
-    if opts.watchers > 0 && opts.watch_events > 0 {
+    if opts.runs("watch") && opts.watchers > 0 && opts.watch_events > 0 {
         let cpu = CpuMeter::start(process);
         let w = watch_latency(client, ns, opts.watchers, opts.watch_events).await?;
         report.push(ScenarioResult {
@@ -424,7 +511,63 @@ async fn scenarios(
             hwm: end.hwm_bytes,
         });
     }
+
+    // server-side apply: last, so the objects it adds change none of the
+    // figures above.
+    for (name, counter) in [("apply-create", 0), ("apply-update", 1)] {
+        if !opts.runs(name) {
+            continue;
+        }
+        let cpu = CpuMeter::start(process);
+        let (lat, elapsed) = {
+            let (client, coll) = (client.clone(), coll.clone());
+            let data = Arc::new(payload());
+            let want = if counter == 0 {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            run_clients(name, c, n, move |i| {
+                let (client, coll, data) = (client.clone(), coll.clone(), data.clone());
+                async move {
+                    let uri = format!("{coll}/{}?fieldManager=bench&force=true", apply_name(i));
+                    let body = applied_config_map(i, &data, counter);
+                    client::apply_patch(&client, &uri, body.to_string().into_bytes())
+                        .await?
+                        .expect(want, name)?;
+                    Ok(())
+                }
+            })
+            .await?
+        };
+        report.push(ScenarioResult {
+            name,
+            summary: lat.summary(elapsed),
+            server_cpu: cpu.seconds(),
+            note: if counter == 0 {
+                "apply-patch+yaml (JSON body), force; creates 1 KiB ConfigMaps".into()
+            } else {
+                "apply-patch+yaml (JSON body), force; one key changed".into()
+            },
+        });
+    }
     Ok(report)
+}
+
+/// The name of the i-th ConfigMap of the apply scenarios.
+fn apply_name(i: usize) -> String {
+    format!("ap-{i:06}")
+}
+
+/// The configuration the apply scenarios apply to the i-th ConfigMap:
+/// 1 KiB of data and a `counter` key, the one the update changes.
+fn applied_config_map(i: usize, data: &str, counter: u32) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": apply_name(i),
+                     "labels": {"bench-apply": format!("g{}", i % GROUPS)}},
+        "data": {"payload": data, "counter": counter.to_string()}
+    })
 }
 
 impl ApiReport {
@@ -817,6 +960,48 @@ mod tests {
             "kube-root-ca.crt is not the bench's"
         );
         assert_eq!(count_bench_items(&[]), 0);
+    }
+
+    #[test]
+    fn only_selects_scenarios_by_name_or_group_and_create_for_its_readers() {
+        let opts = |only: &[&str]| ApiOptions {
+            concurrency: 1,
+            objects: 1,
+            watchers: 0,
+            watch_events: 0,
+            list_repeats: 1,
+            keep: false,
+            only: only.iter().map(|s| s.to_string()).collect(),
+        };
+        let run = |only: &[&str]| -> Vec<&str> {
+            let o = opts(only);
+            SCENARIOS.into_iter().filter(|s| o.runs(s)).collect()
+        };
+        assert_eq!(run(&[]), SCENARIOS.to_vec());
+        assert_eq!(run(&["apply"]), ["apply-create", "apply-update"]);
+        assert_eq!(run(&["apply-update"]), ["apply-update"]);
+        assert_eq!(
+            run(&["list"]),
+            ["create", "list", "list-selector", "list-paged"]
+        );
+        assert_eq!(run(&["get", "watch"]), ["create", "get", "watch"]);
+        assert!(opts(&["apply", "list-paged"]).check_only().is_ok());
+        assert!(opts(&["app"]).check_only().is_err(), "not a group");
+        assert!(opts(&["nope"]).check_only().is_err());
+    }
+
+    #[test]
+    fn the_applied_configuration_changes_only_the_counter() {
+        let data = payload();
+        let a = applied_config_map(7, &data, 0);
+        let b = applied_config_map(7, &data, 1);
+        assert_eq!(a.pointer("/metadata/name"), Some(&json!("ap-000007")));
+        assert_eq!(a.pointer("/data/payload"), b.pointer("/data/payload"));
+        assert_eq!(b.pointer("/data/counter"), Some(&json!("1")));
+        let (mut a, mut b) = (a, b);
+        a["data"]["counter"] = json!("");
+        b["data"]["counter"] = json!("");
+        assert_eq!(a, b);
     }
 
     #[test]

@@ -109,6 +109,20 @@ pub async fn merge_patch(client: &Client, uri: &str, body: Vec<u8>) -> Result<Re
     .await
 }
 
+/// `PATCH uri` as a server-side apply (`application/apply-patch+yaml`)
+/// with a JSON body, as kube-rs and kubectl send it; `uri` carries the
+/// `fieldManager` (and `force`) query.
+pub async fn apply_patch(client: &Client, uri: &str, body: Vec<u8>) -> Result<Reply> {
+    call(
+        client,
+        Method::PATCH,
+        uri,
+        Some("application/apply-patch+yaml"),
+        body,
+    )
+    .await
+}
+
 /// `DELETE uri`.
 pub async fn delete(client: &Client, uri: &str) -> Result<Reply> {
     call(client, Method::DELETE, uri, None, Vec::new()).await

@@ -217,6 +217,11 @@ struct ApiArgs {
     #[arg(long)]
     keep: bool,
 
+    /// Run only these scenarios (comma-separated names or groups: `list`
+    /// is the three lists, `apply` both applies); default: all.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    only: Vec<String>,
+
     /// Read CPU time and memory of this existing server process (Linux
     /// /proc) for the per-scenario CPU and the memory figures.
     #[arg(long, value_name = "PID", conflicts_with = "start")]
@@ -248,6 +253,11 @@ struct ApiArgs {
     /// With --versus-kube: measure kube-apiserver first (default: ours first).
     #[arg(long)]
     kube_first: bool,
+
+    /// With --versus-kube: our store, `etcd` (the same etcd as kube's, the
+    /// default) or `sled` (the embedded store; kube stays on etcd).
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    ours_engine: Option<compare::OursEngine>,
 
     #[command(flatten)]
     server: ServerArgs,
@@ -422,9 +432,12 @@ impl ApiArgs {
     /// Flags that only mean something with --versus-kube.
     fn check(&self) -> Result<()> {
         if !self.versus_kube
-            && (self.kube_sh.is_some() || self.etcd_bin.is_some() || self.kube_first)
+            && (self.kube_sh.is_some()
+                || self.etcd_bin.is_some()
+                || self.kube_first
+                || self.ours_engine.is_some())
         {
-            bail!("--kube-sh, --etcd-bin and --kube-first go with --versus-kube");
+            bail!("--kube-sh, --etcd-bin, --kube-first and --ours-engine go with --versus-kube");
         }
         Ok(())
     }
@@ -492,6 +505,7 @@ async fn run_api(args: ApiArgs) -> Result<ExitCode> {
         watch_events: args.watch_events,
         list_repeats: args.list_repeats,
         keep: args.keep,
+        only: args.only,
     };
     if args.versus_kube {
         let versus = compare::VersusOptions {
@@ -500,7 +514,10 @@ async fn run_api(args: ApiArgs) -> Result<ExitCode> {
             server: args.server.spec(),
             kube_first: args.kube_first,
         };
-        return compare::run(&opts, &versus).await;
+        return match args.ours_engine.unwrap_or_default() {
+            compare::OursEngine::Etcd => compare::run(&opts, &versus).await,
+            engine => compare::run_on(&opts, &versus, engine).await,
+        };
     }
     let mut started = None;
     let (client, process, target) = if args.start {
@@ -555,6 +572,8 @@ async fn run_gate(args: GateArgs) -> Result<ExitCode> {
             watch_events: args.watch_events,
             list_repeats: args.list_repeats,
             keep: false,
+            // The gate judges these; the apply scenarios would only add time.
+            only: gate::VERBS.iter().map(|v| v.to_string()).collect(),
         },
         versus: compare::VersusOptions {
             kube_sh: args.kube_sh,
@@ -828,7 +847,14 @@ mod tests {
         assert!(api(&["--start", "--kube-sh", "k.sh"])?.check().is_err());
         assert!(api(&["--start", "--etcd-bin", "etcd"])?.check().is_err());
         assert!(api(&["--start", "--kube-first"])?.check().is_err());
+        assert!(api(&["--start", "--ours-engine", "sled"])?.check().is_err());
         assert!(api(&["--versus-kube", "--kube-first"])?.kube_first);
+        assert_eq!(
+            api(&["--versus-kube", "--ours-engine", "sled"])?.ours_engine,
+            Some(compare::OursEngine::Sled)
+        );
+        assert!(api(&["--versus-kube"])?.ours_engine.is_none());
+        assert!(parse(&["api", "--versus-kube", "--ours-engine", "rocks"]).is_err());
         Ok(())
     }
 }
