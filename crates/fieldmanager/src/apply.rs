@@ -311,8 +311,10 @@ fn structured_apply(
     }
     // Applying the same fields as last time (new values, or none changed:
     // the common case of a controller re-applying its copy) prunes
-    // nothing: every field the applier owned is still its own.
-    let unchanged_set = last == set;
+    // nothing: every field the applier owned is still its own. The entry
+    // was stored without the metadata nobody owns (`strip_meta`), so the
+    // new set is compared in that form.
+    let unchanged_set = !last.is_empty() && last == set.difference(&strip_set());
     managed.entries.insert(
         id.clone(),
         ManagedEntry {

@@ -94,6 +94,33 @@ fn a_field_the_applier_drops_is_removed() {
 }
 
 #[test]
+fn reapplying_the_same_fields_with_new_values_keeps_every_field() {
+    // The same field set as last time (what a controller re-applying its
+    // copy sends) skips the prune; debug builds assert the full prune
+    // would give the same object.
+    let defs = definitions().snapshot();
+    let mut obj = apply(
+        None,
+        &cm(json!({"a": "1", "b": "2"})),
+        false,
+        &ctx(&defs, CM, "v1", "m", T1),
+    )
+    .expect("first");
+    for (i, now) in [T2, T3].into_iter().enumerate() {
+        obj = apply(
+            Some(&stored(obj)),
+            &cm(json!({"a": "1", "b": format!("v{i}")})),
+            false,
+            &ctx(&defs, CM, "v1", "m", now),
+        )
+        .expect("again");
+        assert_eq!(obj["data"], json!({"a": "1", "b": format!("v{i}")}));
+        assert_eq!(fields(&obj, "m"), json!({"f:data": {"f:a": {}, "f:b": {}}}));
+        assert_eq!(entry(&obj, "m").expect("m")["time"], now);
+    }
+}
+
+#[test]
 fn a_dropped_field_another_manager_owns_stays() {
     let defs = definitions().snapshot();
     let created = update(
