@@ -28,7 +28,7 @@
 //! status write cannot carry annotations, and the user's object is not
 //! written otherwise, SPEC §3.8).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,17 +75,10 @@ pub async fn run(ctx: Arc<Context>, stop: CancellationToken) -> anyhow::Result<(
 pub fn objects_per_cluster<'a>(
     records: impl IntoIterator<Item = &'a PropagationRecord>,
 ) -> BTreeMap<String, (i64, i64)> {
-    let mut out: BTreeMap<String, (i64, i64)> = BTreeMap::new();
-    for r in records {
-        for (cluster, rec) in version::state_of(r) {
-            let e = out.entry(cluster).or_default();
-            e.1 += 1;
-            if rec.state == SyncState::InSync {
-                e.0 += 1;
-            }
-        }
-    }
-    out
+    per_cluster(records)
+        .into_iter()
+        .map(|(c, n)| (c, (n.in_sync, n.placed)))
+        .collect()
 }
 
 /// Per cluster, the workload replicas placed there: the sum of the
@@ -93,74 +86,258 @@ pub fn objects_per_cluster<'a>(
 pub fn replicas_per_cluster<'a>(
     records: impl IntoIterator<Item = &'a PropagationRecord>,
 ) -> BTreeMap<String, i64> {
-    let mut out: BTreeMap<String, i64> = BTreeMap::new();
+    per_cluster(records)
+        .into_iter()
+        .map(|(c, n)| (c, n.replicas))
+        .collect()
+}
+
+/// The counts of `records` per cluster, summed from scratch.
+fn per_cluster<'a>(
+    records: impl IntoIterator<Item = &'a PropagationRecord>,
+) -> BTreeMap<String, ClusterCounts> {
+    let mut out: BTreeMap<String, ClusterCounts> = BTreeMap::new();
     for r in records {
-        for (cluster, rec) in version::state_of(r) {
-            *out.entry(cluster).or_default() += rec.replicas.unwrap_or(0);
+        for (cluster, share) in shares(r) {
+            out.entry(cluster.to_owned()).or_default().add(share);
         }
     }
     out
+}
+
+/// What the records say about one cluster: how many have an entry for it
+/// (`placed`), how many of those entries are `InSync`, and the workload
+/// replicas the entries carry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClusterCounts {
+    /// Records whose entry for the cluster is `InSync`.
+    pub in_sync: i64,
+    /// Records with an entry for the cluster.
+    pub placed: i64,
+    /// The sum of the entries' `replicas`.
+    pub replicas: i64,
+}
+
+impl ClusterCounts {
+    fn add(&mut self, s: Share) {
+        self.placed += 1;
+        self.in_sync += i64::from(s.in_sync);
+        self.replicas += s.replicas;
+    }
+
+    fn sub(&mut self, s: Share) {
+        self.placed -= 1;
+        self.in_sync -= i64::from(s.in_sync);
+        self.replicas -= s.replicas;
+    }
+}
+
+/// One record's entry for one cluster, as far as the counts go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Share {
+    in_sync: bool,
+    replicas: i64,
+}
+
+/// A record's entries, per cluster.
+fn shares(r: &PropagationRecord) -> impl Iterator<Item = (&str, Share)> {
+    r.status.iter().flat_map(|s| &s.clusters).map(|c| {
+        (
+            c.name.as_str(),
+            Share {
+                in_sync: c.state == SyncState::InSync.as_str(),
+                replicas: c.replicas.unwrap_or(0),
+            },
+        )
+    })
+}
+
+/// A record's key: namespace and name.
+type RecordKey = (String, String);
+/// A record's shares, per cluster (the cluster names shared with the totals).
+type RecordShares = Box<[(Arc<str>, Share)]>;
+
+/// The per-cluster counts of every propagation record, kept incrementally
+/// from a watch of the records: per record only its share of each cluster
+/// (a cluster name shared with the totals, whether in sync, its replicas),
+/// so an event costs the record's entries, not the whole set, and an
+/// unchanged set costs nothing.
+#[derive(Debug, Default)]
+pub struct ObjectCounts {
+    records: HashMap<RecordKey, RecordShares>,
+    totals: BTreeMap<Arc<str>, ClusterCounts>,
+    /// A relist under way: the records listed so far (swapped in at its end).
+    relist: Option<HashMap<RecordKey, RecordShares>>,
+    changed: bool,
+}
+
+impl ObjectCounts {
+    /// Take in one event of a watch of the records (a relist replaces the
+    /// set at its end, so records deleted while the watch was down go).
+    pub fn on_event(&mut self, event: watcher::Event<PropagationRecord>) {
+        match event {
+            watcher::Event::Apply(r) => self.apply(&r),
+            watcher::Event::Delete(r) => self.delete(&r),
+            watcher::Event::Init => self.relist = Some(HashMap::new()),
+            watcher::Event::InitApply(r) => {
+                let shares = self.shares_of(&r);
+                self.relist
+                    .get_or_insert_with(HashMap::new)
+                    .insert(key_of(&r), shares);
+            }
+            watcher::Event::InitDone => {
+                if let Some(records) = self.relist.take() {
+                    self.replace(records);
+                }
+            }
+        }
+    }
+
+    /// A record was created or changed.
+    pub fn apply(&mut self, r: &PropagationRecord) {
+        let new = self.shares_of(r);
+        let key = key_of(r);
+        if self.records.get(&key) == Some(&new) {
+            return;
+        }
+        for (c, s) in &new {
+            self.total(c).add(*s);
+        }
+        if let Some(old) = self.records.insert(key, new) {
+            self.subtract(&old);
+        }
+        self.changed = true;
+    }
+
+    /// A record was deleted.
+    pub fn delete(&mut self, r: &PropagationRecord) {
+        if let Some(old) = self.records.remove(&key_of(r)) {
+            self.subtract(&old);
+            self.changed = true;
+        }
+    }
+
+    /// The counts of `cluster` (zero for a cluster no record names).
+    pub fn get(&self, cluster: &str) -> ClusterCounts {
+        self.totals.get(cluster).copied().unwrap_or_default()
+    }
+
+    /// Whether any count changed since the last call.
+    pub fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
+    }
+
+    fn replace(&mut self, records: HashMap<RecordKey, RecordShares>) {
+        let before = std::mem::take(&mut self.totals);
+        for (c, s) in records.values().flat_map(|v| v.iter()) {
+            self.totals.entry(c.clone()).or_default().add(*s);
+        }
+        self.records = records;
+        self.changed |= self.totals != before;
+    }
+
+    fn subtract(&mut self, old: &[(Arc<str>, Share)]) {
+        for (c, s) in old {
+            let t = self.total(c);
+            t.sub(*s);
+            if *t == ClusterCounts::default() {
+                self.totals.remove(c);
+            }
+        }
+    }
+
+    fn total(&mut self, cluster: &Arc<str>) -> &mut ClusterCounts {
+        self.totals.entry(cluster.clone()).or_default()
+    }
+
+    /// `r`'s shares, the cluster names shared with the totals' keys.
+    fn shares_of(&self, r: &PropagationRecord) -> RecordShares {
+        shares(r)
+            .map(|(c, s)| {
+                let name = self
+                    .totals
+                    .get_key_value(c)
+                    .map_or_else(|| Arc::from(c), |(k, _)| k.clone());
+                (name, s)
+            })
+            .collect()
+    }
+}
+
+fn key_of(r: &PropagationRecord) -> RecordKey {
+    (
+        r.metadata.namespace.clone().unwrap_or_default(),
+        r.metadata.name.clone().unwrap_or_default(),
+    )
 }
 
 /// Keep each Cluster's `status.objectsInSync` / `status.objectsPlaced`
 /// (the OBJECTS IN SYNC column of `kubectl get clusters -o wide`) up to
 /// date from the propagation records, written only when they change, at
 /// most once per cluster monitor period (10 s at most); and the per-cluster
-/// metrics of the same counts and of the replicas placed.
+/// metrics of the same counts and of the replicas placed. The counts follow
+/// the record watch's events ([`ObjectCounts`]); a period in which no
+/// record changed and no member joined does nothing.
 async fn count_objects(ctx: Arc<Context>, stop: CancellationToken) {
-    let (records, writer) = reflector::store::<PropagationRecord>();
     let api: Api<PropagationRecord> = Api::all(ctx.fed.clone());
-    let watch = {
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
-                .default_backoff()
-                .for_each(|_| async {});
-            tokio::select! {
-                () = stop.cancelled() => {},
-                () = stream => {},
-            }
-        })
-    };
+    let mut events = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
     let period = ctx
         .options
         .cluster_monitor_period
         .min(Duration::from_secs(10));
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let clusters: Api<ubernetes_api::Cluster> = Api::all(ctx.fed.clone());
+    let mut counts = ObjectCounts::default();
+    // What each member's Cluster status and metrics last got.
     let mut written: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    let mut reported: BTreeMap<String, ClusterCounts> = BTreeMap::new();
     loop {
         tokio::select! {
             () = stop.cancelled() => break,
-            () = tokio::time::sleep(period) => {},
-        }
-        let state = records.state();
-        let counts = objects_per_cluster(state.iter().map(|r| &**r));
-        let replicas = replicas_per_cluster(state.iter().map(|r| &**r));
-        for m in ctx.members.snapshot() {
-            let c = counts.get(&m.name).copied().unwrap_or_default();
-            crate::metrics::metrics().placed(
-                &m.name,
-                c.0,
-                c.1,
-                replicas.get(&m.name).copied().unwrap_or_default(),
-            );
-            if written.get(&m.name) == Some(&c) {
-                continue;
-            }
-            let patch = json!({"status": {"objectsInSync": c.0, "objectsPlaced": c.1}});
-            match clusters
-                .patch_status(&m.name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                Ok(_) => {
-                    written.insert(m.name.clone(), c);
+            event = events.next() => match event {
+                Some(Ok(event)) => counts.on_event(event),
+                Some(Err(e)) => tracing::debug!(error = %e, "propagation record watch"),
+                None => break,
+            },
+            _ = tick.tick() => {
+                written.retain(|name, _| ctx.members.get(name).is_some());
+                reported.retain(|name, _| ctx.members.get(name).is_some());
+                let members = ctx.members.snapshot();
+                let changed = counts.take_changed();
+                if !changed && members.iter().all(|m| written.contains_key(&m.name)) {
+                    continue;
                 }
-                Err(e) => tracing::debug!(cluster = %m.name, error = %e, "objects in sync"),
+                for m in members {
+                    let c = counts.get(&m.name);
+                    if reported.get(&m.name) != Some(&c) {
+                        crate::metrics::metrics().placed(&m.name, c.in_sync, c.placed, c.replicas);
+                        reported.insert(m.name.clone(), c);
+                    }
+                    let c = (c.in_sync, c.placed);
+                    if written.get(&m.name) == Some(&c) {
+                        continue;
+                    }
+                    let patch = json!({"status": {"objectsInSync": c.0, "objectsPlaced": c.1}});
+                    match clusters
+                        .patch_status(&m.name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                    {
+                        Ok(_) => {
+                            written.insert(m.name.clone(), c);
+                        }
+                        Err(e) => {
+                            // Not written: tried again next period.
+                            written.remove(&m.name);
+                            tracing::debug!(cluster = %m.name, error = %e, "objects in sync");
+                        }
+                    }
+                }
             }
         }
-        written.retain(|name, _| ctx.members.get(name).is_some());
     }
-    let _ = watch.await;
 }
 
 struct StatusController {
@@ -471,6 +648,101 @@ mod tests {
         assert_eq!(c.get("a"), Some(&(2, 3)));
         assert_eq!(c.get("b"), Some(&(1, 2)));
         assert_eq!(c.get("c"), None);
+    }
+
+    /// A record `name` with an entry per `(cluster, state, replicas)`.
+    fn record(name: &str, clusters: &[(&str, &str, i64)]) -> PropagationRecord {
+        let clusters: Vec<Value> = clusters
+            .iter()
+            .map(|(c, s, r)| json!({"name": c, "state": s, "replicas": r}))
+            .collect();
+        serde_json::from_value(json!({
+            "apiVersion": "federation/v1beta1", "kind": "PropagationRecord",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"resource": {"apiVersion": "v1", "kind": "ConfigMap", "resource": "configmaps",
+                                  "name": name, "uid": "u"}},
+            "status": {"clusters": clusters},
+        }))
+        .unwrap()
+    }
+
+    /// The incremental counts after a long run of creates, updates,
+    /// deletes and relists equal the counts summed from scratch over the
+    /// records that are left (no drift), and an event that changes no
+    /// count reports no change.
+    #[test]
+    fn incremental_counts_do_not_drift() {
+        let clusters = ["a", "b", "c", "d"];
+        let states = ["InSync", "Pending", "Failed"];
+        let mut live: BTreeMap<String, PropagationRecord> = BTreeMap::new();
+        let mut counts = ObjectCounts::default();
+        // A fixed pseudo-random sequence (an LCG), so a failure repeats.
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        for step in 0..2_000 {
+            let name = format!("r{}", next(25));
+            match next(10) {
+                0..=5 => {
+                    let mut entries: Vec<(&str, &str, i64)> = Vec::new();
+                    for c in clusters {
+                        if next(3) > 0 {
+                            let s = states[usize::try_from(next(3)).unwrap()];
+                            entries.push((c, s, i64::try_from(next(4)).unwrap()));
+                        }
+                    }
+                    let r = record(&name, &entries);
+                    counts.on_event(watcher::Event::Apply(r.clone()));
+                    live.insert(name, r);
+                }
+                6..=8 => {
+                    if let Some(r) = live.remove(&name) {
+                        counts.on_event(watcher::Event::Delete(r));
+                    }
+                }
+                _ => {
+                    // A relist that misses one deletion: it must go too.
+                    live.remove(&name);
+                    counts.on_event(watcher::Event::Init);
+                    for r in live.values() {
+                        counts.on_event(watcher::Event::InitApply(r.clone()));
+                    }
+                    counts.on_event(watcher::Event::InitDone);
+                }
+            }
+            let want = per_cluster(live.values());
+            for c in clusters {
+                assert_eq!(
+                    counts.get(c),
+                    want.get(c).copied().unwrap_or_default(),
+                    "cluster {c} after step {step}"
+                );
+            }
+            assert!(counts.totals.keys().all(|c| want.contains_key(&**c)));
+        }
+        // Applying a record again as it is changes nothing.
+        counts.take_changed();
+        for r in live.values() {
+            counts.on_event(watcher::Event::Apply(r.clone()));
+        }
+        assert!(!counts.take_changed());
+        // A real change is reported once.
+        let r = record("new", &[("a", "InSync", 2)]);
+        let before = counts.get("a");
+        counts.on_event(watcher::Event::Apply(r.clone()));
+        assert!(counts.take_changed());
+        assert!(!counts.take_changed());
+        let after = counts.get("a");
+        assert_eq!(
+            (after.in_sync, after.placed, after.replicas),
+            (before.in_sync + 1, before.placed + 1, before.replicas + 2)
+        );
+        counts.on_event(watcher::Event::Delete(r));
+        assert_eq!(counts.get("a"), before);
     }
 
     #[test]
