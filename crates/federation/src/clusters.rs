@@ -982,7 +982,7 @@ fn publish_member(cluster: &Cluster, ctx: &Context, conn: &Conn, ready: bool) {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)] // a failing test may panic
-mod tests {
+pub(crate) mod tests {
     use k8s_openapi::ByteString;
     use ubernetes_api::ServerAddressByClientCIDR;
 
@@ -1336,7 +1336,8 @@ mod tests {
         s
     }
 
-    const KUBECONFIG: &str = r#"
+    /// A kubeconfig with inline credentials for `https://127.0.0.1:1`.
+    pub(crate) const KUBECONFIG: &str = r#"
 apiVersion: v1
 kind: Config
 clusters:
