@@ -285,8 +285,11 @@ struct FederationArgs {
     #[arg(long, default_value_t = 30)]
     idle_seconds: u64,
 
-    /// The host's --cluster-monitor-period (how often members are probed).
-    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    /// The host's --cluster-monitor-period (how often members are probed):
+    /// the server's default, so the idle and write figures are the ones a
+    /// deployment sees (the first probe of a joined Cluster is at once at
+    /// any period, so the join does not wait for it).
+    #[arg(long, value_name = "DURATION", default_value = "40s")]
     cluster_monitor_period: String,
 
     /// The members' --default-watch-cache-size (members are kept small).
