@@ -59,6 +59,7 @@ use kube::Resource as _;
 use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::Request;
+use kube::runtime::reflector::Store;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use ubernetes_api::mcs::{
@@ -90,6 +91,9 @@ const CONDITION_READY: &str = "Ready";
 /// How long after a start a pass waits for every Ready member's caches
 /// before going on without the ones that are not listed.
 const SETTLE: Duration = Duration::from_secs(30);
+/// How often a start waiting for the federation's caches looks again
+/// (see [`wait_listed`]).
+const READY_POLL: Duration = Duration::from_millis(200);
 /// The most endpoints an EndpointSlice may hold (kube's validation).
 const MAX_ENDPOINTS: usize = 1000;
 
@@ -539,10 +543,8 @@ pub async fn run(ctx: Arc<Context>, stop: CancellationToken) -> anyhow::Result<(
     let mut state = State::default();
     let mut member_changes = ctx.members.subscribe();
     // A pass over half-listed exports or Services would take imports away.
-    let listed = async {
-        exports.store().wait_until_ready().await.is_ok()
-            && fed_services.store().wait_until_ready().await.is_ok()
-    };
+    let listed =
+        async { wait_listed(&exports.store()).await && wait_listed(&fed_services.store()).await };
     tokio::select! {
         () = stop.cancelled() => return Ok(()),
         ok = listed => if !ok { return Ok(()) },
@@ -616,6 +618,25 @@ pub async fn run(ctx: Arc<Context>, stop: CancellationToken) -> anyhow::Result<(
     Ok(())
 }
 
+/// Wait until `store` holds a full list; false when its writer is gone.
+///
+/// Not `Store::wait_until_ready` alone: kube-runtime's readiness is a
+/// `DelayedInit` over one futures oneshot, which keeps a single waker, so
+/// of several tasks waiting on one store at once only the last to poll is
+/// woken. The shared stores have other waiters (every kube-runtime
+/// `Controller` over the Services store holds its runner on it), so a
+/// controller start that polled first could sleep on forever: it never
+/// began, and wrote to no member. Polled again every [`READY_POLL`] until
+/// ready (a poll after the list returns at once).
+async fn wait_listed(store: &Store<DynamicObject>) -> bool {
+    loop {
+        tokio::select! {
+            r = store.wait_until_ready() => return r.is_ok(),
+            () = tokio::time::sleep(READY_POLL) => {}
+        }
+    }
+}
+
 /// What one member should hold for one export: the ServiceImport and the
 /// derived slices (name, object).
 struct Wanted {
@@ -651,6 +672,13 @@ async fn reconcile(
                 && i.sources.is_synced(&m.name) == Some(true)
         });
     let unknown: BTreeSet<&str> = unknown.iter().map(|m| m.name.as_str()).collect();
+    tracing::debug!(
+        exports = exports.len(),
+        members = ?members.iter().map(|m| (m.name.as_str(), m.ready)).collect::<Vec<_>>(),
+        listed = ?ready.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(),
+        ?unknown,
+        "pass"
+    );
     if !unknown.is_empty() && started.elapsed() < SETTLE {
         // Just started (a new term): wait for every member's caches rather
         // than take a member's endpoints away from the others meanwhile.
@@ -739,6 +767,7 @@ async fn reconcile(
                 derived.message.clone(),
             )
         });
+        tracing::debug!(export = %key, clusters = ?derived.clusters, "exporting clusters");
         let import = import_object(&ns, &key.name, &derived);
         // The ready endpoints of each exporting cluster.
         let by_cluster: BTreeMap<&str, Vec<Arc<DynamicObject>>> = derived
@@ -1244,6 +1273,41 @@ mod tests {
         let flipped = [cond(CONDITION_VALID, false, "NoService", String::new())];
         let third = conditions_json(&flipped, &first, 1, "2025-02-02T00:00:00Z");
         assert_eq!(third[0]["lastTransitionTime"], "2025-02-02T00:00:00Z");
+    }
+
+    /// The start that once hung: the controller waits on a shared store,
+    /// another task then waits on the same store (kube-runtime keeps only
+    /// the last waiter's waker), the list completes: the controller goes on.
+    #[tokio::test]
+    async fn a_later_waiter_on_a_shared_store_does_not_strand_the_controller() {
+        use kube::runtime::watcher::Event;
+        let mut writer =
+            kube::runtime::reflector::store::Writer::<DynamicObject>::new(export_kind().resource);
+        let reader = writer.as_reader();
+        let ours = tokio::spawn({
+            let r = reader.clone();
+            async move { wait_listed(&r).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let other = tokio::spawn({
+            let r = reader.clone();
+            async move { r.wait_until_ready().await.is_ok() }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!ours.is_finished(), "nothing listed yet");
+        writer.apply_watcher_event(&Event::InitDone);
+        let waited = tokio::time::timeout(Duration::from_secs(2), ours).await;
+        assert!(
+            matches!(waited, Ok(Ok(true))),
+            "the controller's wait never ended"
+        );
+        assert!(other.await.unwrap());
+        // A writer gone before any list: false, not a hang.
+        let writer =
+            kube::runtime::reflector::store::Writer::<DynamicObject>::new(export_kind().resource);
+        let reader = writer.as_reader();
+        drop(writer);
+        assert!(!wait_listed(&reader).await);
     }
 
     #[test]
