@@ -88,7 +88,7 @@ pub async fn run(ctx: Arc<Context>, stop: CancellationToken) -> anyhow::Result<(
     let profiles = reflect(profiles_api.clone(), &changed, &stop);
     // A pass over half-listed Clusters would delete profiles.
     let listed = async {
-        clusters.wait_until_ready().await.is_ok() && profiles.wait_until_ready().await.is_ok()
+        crate::ready::wait_listed(&clusters).await && crate::ready::wait_listed(&profiles).await
     };
     tokio::select! {
         () = stop.cancelled() => return Ok(()),

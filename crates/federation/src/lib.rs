@@ -139,6 +139,7 @@ pub mod placement;
 pub mod planner;
 pub mod policy;
 pub mod pull;
+pub mod ready;
 pub mod revisions;
 pub mod rollout;
 pub mod scheduling;

@@ -59,7 +59,6 @@ use kube::Resource as _;
 use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::Request;
-use kube::runtime::reflector::Store;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use ubernetes_api::mcs::{
@@ -91,9 +90,6 @@ const CONDITION_READY: &str = "Ready";
 /// How long after a start a pass waits for every Ready member's caches
 /// before going on without the ones that are not listed.
 const SETTLE: Duration = Duration::from_secs(30);
-/// How often a start waiting for the federation's caches looks again
-/// (see [`wait_listed`]).
-const READY_POLL: Duration = Duration::from_millis(200);
 /// The most endpoints an EndpointSlice may hold (kube's validation).
 const MAX_ENDPOINTS: usize = 1000;
 
@@ -543,8 +539,10 @@ pub async fn run(ctx: Arc<Context>, stop: CancellationToken) -> anyhow::Result<(
     let mut state = State::default();
     let mut member_changes = ctx.members.subscribe();
     // A pass over half-listed exports or Services would take imports away.
-    let listed =
-        async { wait_listed(&exports.store()).await && wait_listed(&fed_services.store()).await };
+    let listed = async {
+        crate::ready::wait_listed(&exports.store()).await
+            && crate::ready::wait_listed(&fed_services.store()).await
+    };
     tokio::select! {
         () = stop.cancelled() => return Ok(()),
         ok = listed => if !ok { return Ok(()) },
@@ -616,25 +614,6 @@ pub async fn run(ctx: Arc<Context>, stop: CancellationToken) -> anyhow::Result<(
         while let Some(Some(())) = triggers.next().now_or_never() {}
     }
     Ok(())
-}
-
-/// Wait until `store` holds a full list; false when its writer is gone.
-///
-/// Not `Store::wait_until_ready` alone: kube-runtime's readiness is a
-/// `DelayedInit` over one futures oneshot, which keeps a single waker, so
-/// of several tasks waiting on one store at once only the last to poll is
-/// woken. The shared stores have other waiters (every kube-runtime
-/// `Controller` over the Services store holds its runner on it), so a
-/// controller start that polled first could sleep on forever: it never
-/// began, and wrote to no member. Polled again every [`READY_POLL`] until
-/// ready (a poll after the list returns at once).
-async fn wait_listed(store: &Store<DynamicObject>) -> bool {
-    loop {
-        tokio::select! {
-            r = store.wait_until_ready() => return r.is_ok(),
-            () = tokio::time::sleep(READY_POLL) => {}
-        }
-    }
 }
 
 /// What one member should hold for one export: the ServiceImport and the
@@ -1278,38 +1257,6 @@ mod tests {
     /// The start that once hung: the controller waits on a shared store,
     /// another task then waits on the same store (kube-runtime keeps only
     /// the last waiter's waker), the list completes: the controller goes on.
-    #[tokio::test]
-    async fn a_later_waiter_on_a_shared_store_does_not_strand_the_controller() {
-        use kube::runtime::watcher::Event;
-        let mut writer =
-            kube::runtime::reflector::store::Writer::<DynamicObject>::new(export_kind().resource);
-        let reader = writer.as_reader();
-        let ours = tokio::spawn({
-            let r = reader.clone();
-            async move { wait_listed(&r).await }
-        });
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        let other = tokio::spawn({
-            let r = reader.clone();
-            async move { r.wait_until_ready().await.is_ok() }
-        });
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(!ours.is_finished(), "nothing listed yet");
-        writer.apply_watcher_event(&Event::InitDone);
-        let waited = tokio::time::timeout(Duration::from_secs(2), ours).await;
-        assert!(
-            matches!(waited, Ok(Ok(true))),
-            "the controller's wait never ended"
-        );
-        assert!(other.await.unwrap());
-        // A writer gone before any list: false, not a hang.
-        let writer =
-            kube::runtime::reflector::store::Writer::<DynamicObject>::new(export_kind().resource);
-        let reader = writer.as_reader();
-        drop(writer);
-        assert!(!wait_listed(&reader).await);
-    }
-
     #[test]
     fn the_embedded_crd_serves_v1alpha1_service_imports() {
         let crd: Value = serde_json::from_str(SERVICE_IMPORT_CRD).unwrap();

@@ -235,8 +235,9 @@ impl History {
     /// Wait until both caches have listed (they start now if not yet).
     pub async fn wait_until_ready(&self) {
         let s = self.stores();
-        let _ = s.replica_sets.wait_until_ready().await;
-        let _ = s.controller_revisions.wait_until_ready().await;
+        // Not `Store::wait_until_ready`: see crate::ready.
+        crate::ready::wait_listed(&s.replica_sets).await;
+        crate::ready::wait_listed(&s.controller_revisions).await;
     }
 
     /// The revision objects (lean, as JSON) `keeper` keeps in `namespace`
