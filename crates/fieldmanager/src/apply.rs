@@ -6,6 +6,7 @@
 //! structured merge, over `merge.Updater`).
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use http::StatusCode;
 use serde_json::{Value, json};
@@ -148,10 +149,15 @@ pub fn apply(
             "metadata.managedFields must be nil".into(),
         ));
     }
-    let mut live_obj = live.cloned().unwrap_or_else(|| ctx.schema.zero_object());
-    let mut managed = Managed::from_object(&live_obj)
-        .map_err(|e| ApplyError::Internal(format!("failed to decode managed fields: {e}")))?;
-    strip_managed_fields(&mut live_obj);
+    let mut managed = match live {
+        Some(live) => Managed::from_object(live)
+            .map_err(|e| ApplyError::Internal(format!("failed to decode managed fields: {e}")))?,
+        None => Managed::default(),
+    };
+    let live_obj = match live {
+        Some(live) => without_managed_fields(live),
+        None => ctx.schema.zero_object(),
+    };
     validate(applied, ctx.schema).map_err(|e| {
         ApplyError::Internal(format!(
             "failed to create typed patch object ({}): {e}",
@@ -170,7 +176,14 @@ pub fn apply(
     }
 
     let id = ManagerId::apply(ctx.manager, ctx.subresource);
-    let (mut object, managed) = match apply_tracked(&live_obj, applied, &managed, &id, force, ctx) {
+    // Only kubectl's apply may be retried (with the same managers), so only
+    // it keeps a copy of them.
+    let first = if ctx.manager == KUBECTL_MANAGER {
+        managed.clone()
+    } else {
+        std::mem::take(&mut managed)
+    };
+    let (mut object, managed) = match apply_tracked(&live_obj, applied, first, &id, force, ctx) {
         Ok(done) => done,
         Err(conflicts) if ctx.manager == KUBECTL_MANAGER => {
             let Some(allowed) = allowed_conflicts(&live_obj, ctx.api_version, ctx.schema) else {
@@ -183,7 +196,7 @@ pub fn apply(
             if !remaining.is_empty() {
                 return Err(ApplyError::Conflicts(remaining));
             }
-            apply_tracked(&live_obj, applied, &managed, &id, true, ctx)
+            apply_tracked(&live_obj, applied, managed, &id, true, ctx)
                 .map_err(ApplyError::Conflicts)?
         }
         Err(conflicts) => return Err(ApplyError::Conflicts(conflicts)),
@@ -238,6 +251,28 @@ pub fn update(old: Option<&Value>, new: &Value, ctx: &Context<'_>) -> Value {
     new_obj
 }
 
+/// A copy of `object` without `metadata.managedFields` (which is not
+/// copied only to be dropped).
+fn without_managed_fields(object: &Value) -> Value {
+    let Value::Object(map) = object else {
+        return object.clone();
+    };
+    let mut out = serde_json::Map::with_capacity(map.len());
+    for (key, value) in map {
+        let copy = match value {
+            Value::Object(meta) if key == "metadata" => Value::Object(
+                meta.iter()
+                    .filter(|(k, _)| *k != "managedFields")
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), copy);
+    }
+    Value::Object(out)
+}
+
 /// `managedFields: []` or `[{}]`.
 fn is_reset(sent: &Value) -> bool {
     match sent.as_array().map(Vec::as_slice) {
@@ -266,12 +301,11 @@ fn object_gvknn(object: &Value) -> String {
 fn apply_tracked(
     live: &Value,
     applied: &Value,
-    managed: &Managed,
+    mut managed: Managed,
     id: &ManagerId,
     force: bool,
     ctx: &Context<'_>,
 ) -> Result<(Value, Managed), Vec<Conflict>> {
-    let mut managed = managed.clone();
     let changed = structured_apply(live, applied, &mut managed, id, force, ctx)?;
     strip_meta(&mut managed, id);
     let object = match changed {
@@ -314,7 +348,7 @@ fn structured_apply(
     // nothing: every field the applier owned is still its own. The entry
     // was stored without the metadata nobody owns (`strip_meta`), so the
     // new set is compared in that form.
-    let unchanged_set = !last.is_empty() && last == set.difference(&strip_set());
+    let unchanged_set = !last.is_empty() && last == set.difference(strip_set());
     managed.entries.insert(
         id.clone(),
         ManagedEntry {
@@ -364,7 +398,8 @@ fn prune(merged: Value, managed: &Managed, last: &FieldSet, schema: Schema<'_>) 
 
 /// `merge.Updater.update`: every manager but `workflow` loses the fields
 /// that changed from `old` to `new`; without `force`, a changed field owned
-/// by another manager is a conflict instead.
+/// by another manager is a conflict instead. The comparison is returned
+/// (empty when `workflow` is the only manager: then nothing is compared).
 fn take_ownership(
     old: &Value,
     new: &Value,
@@ -373,6 +408,13 @@ fn take_ownership(
     force: bool,
     ctx: &Context<'_>,
 ) -> Result<Comparison, Vec<Conflict>> {
+    // Only other managers lose fields or conflict: when the applier is
+    // the only one (a member copy applied by the federation alone), the
+    // comparison decides nothing and is skipped.
+    if workflow.is_some() && managed.entries.keys().all(|id| Some(id) == workflow) {
+        managed.drop_empty();
+        return Ok(Comparison::default());
+    }
     // Compare as kube does, on objects decoded into Go structs: value-type
     // structs (`spec`, `status`, …) are always there, never "added".
     let zero = ctx.schema.zero_object();
@@ -466,7 +508,7 @@ fn track_update(old: &Value, new: &Value, managed: &mut Managed, ctx: &Context<'
     if let Some(ignored) = ctx.ignored {
         set = set.recursive_difference(ignored);
     }
-    let set = set.difference(&strip_set());
+    let set = set.difference(strip_set());
     if !set.is_empty() {
         let id = ManagerId::update(manager, ctx.api_version, ctx.subresource);
         let previous = managed
@@ -486,31 +528,34 @@ fn track_update(old: &Value, new: &Value, managed: &mut Managed, ctx: &Context<'
     cap_update_managers(managed);
 }
 
-/// The fields no manager owns (upstream's `stripMetaManager`).
-fn strip_set() -> FieldSet {
-    let mut set = FieldSet::new();
-    for top in ["apiVersion", "kind", "metadata"] {
-        set.insert(&[PathElement::field(top)]);
-    }
-    for meta in [
-        "name",
-        "namespace",
-        "creationTimestamp",
-        "selfLink",
-        "uid",
-        "clusterName",
-        "generation",
-        "managedFields",
-        "resourceVersion",
-    ] {
-        set.insert(&[PathElement::field("metadata"), PathElement::field(meta)]);
-    }
-    set
+/// The fields no manager owns (upstream's `stripMetaManager`), built once.
+fn strip_set() -> &'static FieldSet {
+    static STRIP: LazyLock<FieldSet> = LazyLock::new(|| {
+        let mut set = FieldSet::new();
+        for top in ["apiVersion", "kind", "metadata"] {
+            set.insert(&[PathElement::field(top)]);
+        }
+        for meta in [
+            "name",
+            "namespace",
+            "creationTimestamp",
+            "selfLink",
+            "uid",
+            "clusterName",
+            "generation",
+            "managedFields",
+            "resourceVersion",
+        ] {
+            set.insert(&[PathElement::field("metadata"), PathElement::field(meta)]);
+        }
+        set
+    });
+    &STRIP
 }
 
 fn strip_meta(managed: &mut Managed, id: &ManagerId) {
     if let Some(entry) = managed.entries.get_mut(id) {
-        entry.fields = entry.fields.difference(&strip_set());
+        entry.fields = entry.fields.difference(strip_set());
         if entry.fields.is_empty() {
             managed.entries.remove(id);
         }
