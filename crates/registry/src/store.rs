@@ -1011,7 +1011,7 @@ impl Store {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<WriteResult, ApiError> {
-        let info = self.info().clone();
+        let info = self.info();
         let force = opts.force;
         let Some(fm) = self.field_manager.clone() else {
             return Err(ApiError::unsupported_media_type(
@@ -1117,7 +1117,7 @@ impl Store {
         mut obj: Value,
         opts: &WriteOptions,
     ) -> Result<WriteResult, ApiError> {
-        let info = self.info().clone();
+        let info = self.info();
         self.check_type_and_namespace(&mut obj, namespace)?;
         let warnings =
             self.field_validation(&obj, opts.field_validation, &opts.duplicate_fields)?;
@@ -1248,7 +1248,7 @@ impl Store {
     where
         F: FnMut(&Value) -> Result<Option<Value>, ApiError> + Send,
     {
-        let info = self.info().clone();
+        let info = self.info();
         let key = self.key(namespace, name);
         for _ in 0..MAX_WRITE_ATTEMPTS {
             // `stale`: the stored bytes are not in the form a write would
@@ -1349,7 +1349,7 @@ impl Store {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<(Value, Vec<String>), ApiError> {
-        let info = self.info().clone();
+        let info = self.info();
         let name = meta_str(current, "name").unwrap_or_default().to_string();
         self.check_type_and_namespace(&mut new_obj, namespace)?;
         // resourceVersion precondition.
@@ -1572,7 +1572,7 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<(DeleteResult, Vec<String>), ApiError> {
-        let info = self.info().clone();
+        let info = self.info();
         let key = self.key(namespace, name);
         for _ in 0..MAX_WRITE_ATTEMPTS {
             let current = self

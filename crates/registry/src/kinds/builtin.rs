@@ -478,6 +478,51 @@ where
         })
     }
 
+    /// [`Builtin::decode`] of a borrowed value (validation's input, the
+    /// object `normalize` produced or the stored one) without copying it
+    /// first: `T` is read straight from `obj` when the owned decode would
+    /// not change it before reading (no `null` member to strip, no Go zero
+    /// time to fill, `apiVersion` and `kind` absent or the kind's own, which
+    /// `T`'s deserializer accepts). Otherwise, and on any error (so that
+    /// the message is the owned decode's), it decodes a copy.
+    fn decode_ref(&self, obj: &Value) -> Result<T, ApiError> {
+        if self.decodes_in_place(obj)
+            && let Ok(typed) = serde_path_to_error::deserialize::<_, T>(obj)
+        {
+            return Ok(typed);
+        }
+        self.decode(obj.clone())
+    }
+
+    /// Whether [`Builtin::decode_ref`] may read `obj` as it is.
+    fn decodes_in_place(&self, obj: &Value) -> bool {
+        let Some(map) = obj.as_object() else {
+            return false;
+        };
+        let info = &self.info;
+        // The served group/version and kind are `T`'s (what its
+        // deserializer checks the members against).
+        let served_version = if info.group.is_empty() {
+            T::API_VERSION == info.version
+        } else {
+            T::API_VERSION
+                .strip_prefix(info.group.as_str())
+                .and_then(|v| v.strip_prefix('/'))
+                == Some(info.version.as_str())
+        };
+        let own = |key: &str, expected: &str| match map.get(key) {
+            None => true,
+            Some(Value::String(v)) => v == expected,
+            Some(_) => false,
+        };
+        served_version
+            && info.kind == T::KIND
+            && !self.schema.fills_zero_times()
+            && own("apiVersion", T::API_VERSION)
+            && own("kind", T::KIND)
+            && !holds_null(obj)
+    }
+
     fn decode_error(&self, detail: String) -> ApiError {
         ApiError::bad_request(format!(
             "{kind} in version \"{v}\" cannot be handled as a {kind}: {detail}",
@@ -512,14 +557,14 @@ where
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<Cause> {
-        match self.decode(obj.clone()) {
+        match self.decode_ref(obj) {
             Ok(t) => self.run_validate(&t, obj),
             Err(e) => vec![Cause::new("FieldValueInvalid", e.message, "")],
         }
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
-        let new_t = match self.decode(new.clone()) {
+        let new_t = match self.decode_ref(new) {
             Ok(t) => t,
             Err(e) => return vec![Cause::new("FieldValueInvalid", e.message, "")],
         };
@@ -529,7 +574,7 @@ where
             self.run_validate(&new_t, new)
         };
         if let Some(f) = self.validate_update
-            && let Ok(old_t) = self.decode(old.clone())
+            && let Ok(old_t) = self.decode_ref(old)
         {
             causes.extend(f(&new_t, &old_t));
         }
@@ -661,6 +706,16 @@ fn schema_of<T: JsonSchema>(generator: &mut schemars::generate::SchemaGenerator)
 
 /// Go's `encoding/json` treats `null` as "leave the zero value": drop null
 /// members so the typed decode accepts them too.
+/// Whether a `null` is a member of any object in `v` (what [`strip_nulls`]
+/// would remove).
+fn holds_null(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.values().any(|v| v.is_null() || holds_null(v)),
+        Value::Array(a) => a.iter().any(holds_null),
+        _ => false,
+    }
+}
+
 fn strip_nulls(v: &mut Value) {
     match v {
         Value::Object(m) => {
@@ -902,6 +957,40 @@ mod tests {
         assert_eq!(v["kind"], "Deployment");
         assert!(v.get("extra").is_none());
         assert!(v["metadata"].get("bogus").is_none());
+    }
+
+    #[test]
+    fn the_borrowed_decode_reads_what_the_owned_one_reads() {
+        let d = deployments();
+        let plain = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "a", "labels": {"x": "y"}},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"x": "y"}}}});
+        assert!(d.decodes_in_place(&plain));
+        // Inputs the owned decode changes first: read from a copy.
+        let with_null = json!({"metadata": {"name": "a", "labels": null}, "spec": {"replicas": 1}});
+        let empty_version = json!({"apiVersion": "", "kind": "Deployment", "spec": {}});
+        let no_type_meta = json!({"metadata": {"name": "b"}});
+        assert!(!d.decodes_in_place(&with_null));
+        assert!(!d.decodes_in_place(&empty_version));
+        assert!(d.decodes_in_place(&no_type_meta));
+        for v in [&plain, &with_null, &empty_version, &no_type_meta] {
+            assert_eq!(
+                d.decode_ref(v).unwrap(),
+                d.decode(v.clone()).unwrap(),
+                "{v}"
+            );
+        }
+        // Errors are the owned decode's, word for word.
+        for bad in [
+            json!({"spec": {"replicas": "three"}}),
+            json!({"apiVersion": "apps/v1beta1", "kind": "Deployment"}),
+            json!({"kind": "StatefulSet"}),
+        ] {
+            assert_eq!(
+                d.decode_ref(&bad).unwrap_err().message,
+                d.decode(bad.clone()).unwrap_err().message
+            );
+        }
     }
 
     #[test]

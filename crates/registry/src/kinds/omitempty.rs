@@ -180,6 +180,12 @@ impl SchemaTree {
         }
     }
 
+    /// Whether [`SchemaTree::fill_zero_times`] has anything to do for this
+    /// kind (its schema has a required `date-time` field somewhere).
+    pub fn fills_zero_times(&self) -> bool {
+        self.required_time
+    }
+
     /// Before the typed decode: a required `Time`/`MicroTime` field that is
     /// missing or null holds Go's zero time (`metav1.Condition`'s
     /// `lastTransitionTime` from a Go client that left it unset, which Go
