@@ -465,6 +465,18 @@ impl HttpBody for Tracked {
 /// The request metrics layer (see the module documentation); use with
 /// `axum::middleware::from_fn(instrument)` right inside authorization.
 pub async fn instrument(request: Request, next: Next) -> Response {
+    instrument_run(request, |request| next.run(request)).await
+}
+
+/// [`instrument`] around `run` (the rest of the chain): the server's folded
+/// filter calls it so that the metrics, the body limit and the Status for
+/// axum's empty errors are one layer (one boxed future per request, not
+/// three).
+pub(crate) async fn instrument_run<F, Fut>(request: Request, run: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
     let start = Instant::now();
     // Read from the request in place (no copy of its query, request info
     // or content type): the labels are all that outlives this block.
@@ -498,7 +510,7 @@ pub async fn instrument(request: Request, next: Next) -> Response {
 
     if !long_running {
         let _inflight = InflightGuard::enter(mutating);
-        let response = next.run(request).await;
+        let response = run(request).await;
         if let Some(labels) = labels
             && response.extensions().get::<NoRoute>().is_none()
         {
@@ -508,13 +520,13 @@ pub async fn instrument(request: Request, next: Next) -> Response {
     }
 
     let Some(labels) = labels else {
-        return next.run(request).await;
+        return run(request).await;
     };
     let gauge = REQUESTS
         .longrunning
         .with_label_values(&labels.longrunning_values());
     gauge.inc();
-    let response = next.run(request).await;
+    let response = run(request).await;
     if response.extensions().get::<NoRoute>().is_some() {
         gauge.dec();
         return response;

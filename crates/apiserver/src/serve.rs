@@ -50,6 +50,7 @@ use futures::StreamExt as _;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderValue, StatusCode};
 use http_body_util::{BodyExt as _, Limited};
+use hyper::body::Body as _;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
@@ -309,10 +310,8 @@ pub fn build_router(
     let limit = usize::try_from(max_request_body_bytes).unwrap_or(usize::MAX);
     api.merge(health::router(health))
         .merge(crate::metrics::router())
-        .layer(middleware::map_response(status_for_empty_errors))
+        .layer(middleware::from_fn_with_state(limit, instrument_and_limit))
         .layer(DefaultBodyLimit::max(limit))
-        .layer(middleware::from_fn_with_state(limit, limit_body))
-        .layer(middleware::from_fn(crate::metrics::instrument))
         .layer(middleware::from_fn_with_state(
             authorization,
             authz::authorize,
@@ -322,10 +321,9 @@ pub fn build_router(
             authenticator,
             authn::authenticate,
         ))
-        .layer(middleware::from_fn(request_deadline))
         .layer(middleware::from_fn_with_state(
             watch_shutdown,
-            close_watches_on_shutdown,
+            deadline_and_watch_close,
         ))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(middleware::from_fn(crate::audit::audit_id))
@@ -339,13 +337,51 @@ pub fn build_router(
 /// is not long-running may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The request metrics ([`crate::metrics::instrument`]), then the body
+/// limit ([`limit_body`]), then the Status for axum's empty 404/405
+/// ([`status_for_empty_errors`]), as one filter: each `from_fn` layer costs
+/// a boxed future and a boxed copy of the rest of the chain per request.
+/// (`DefaultBodyLimit`, outside it, only marks the request.)
+async fn instrument_and_limit(
+    State(limit): State<usize>,
+    request: Request,
+    next: Next,
+) -> Response {
+    crate::metrics::instrument_run(request, move |request| {
+        limit_body(limit, request, move |request| async move {
+            status_for_empty_errors(next.run(request).await)
+        })
+    })
+    .await
+}
+
+/// [`request_deadline`] and [`close_on_shutdown`] (for a watch) as one filter
+/// (see [`instrument_and_limit`] for why).
+async fn deadline_and_watch_close(
+    State(token): State<CancellationToken>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let watch = is_watch(&request);
+    let response = request_deadline(request, |request| next.run(request)).await;
+    if watch {
+        close_on_shutdown(response, token)
+    } else {
+        response
+    }
+}
+
 /// kube's `WithRequestDeadline` and `WithTimeoutForNonLongRunningRequests`:
 /// a request that is not long-running (watches are) gets the `timeout` of
 /// its URL, or 60 s when that is absent, zero, negative or longer; a
 /// `timeout` Go's `time.ParseDuration` refuses is 400
 /// (`invalid timeout specified in the request URL - …`). A request past its
 /// deadline is answered 504 Timeout, as kube's timeout filter does.
-async fn request_deadline(request: Request, next: Next) -> Response {
+async fn request_deadline<F, Fut>(request: Request, run: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
     let query = crate::handlers::negotiate::Query::parse(request.uri().query());
     let path = request.uri().path();
     // kube's long-running requests: watches and the proxy subresource.
@@ -355,7 +391,7 @@ async fn request_deadline(request: Request, next: Next) -> Response {
         || path.starts_with("/api/v1/watch/")
         || (path.starts_with("/apis/") && path.split('/').nth(4) == Some("watch"));
     if long_running {
-        return next.run(request).await;
+        return run(request).await;
     }
     let timeout = match query.get("timeout").filter(|t| !t.is_empty()) {
         None => REQUEST_TIMEOUT,
@@ -372,7 +408,7 @@ async fn request_deadline(request: Request, next: Next) -> Response {
                 .unwrap_or(REQUEST_TIMEOUT),
         },
     };
-    match tokio::time::timeout(timeout, next.run(request)).await {
+    match tokio::time::timeout(timeout, run(request)).await {
         Ok(response) => response,
         Err(_) => status_response(&ApiError::timeout(
             "Timeout: request did not complete within requested timeout - context deadline exceeded",
@@ -409,7 +445,16 @@ fn too_large(limit: usize) -> Response {
 /// before the 413 is sent, so the client receives it.
 const DRAIN_FACTOR: u64 = 4;
 
-async fn limit_body(State(limit): State<usize>, request: Request, next: Next) -> Response {
+async fn limit_body<F, Fut>(limit: usize, request: Request, run: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
+    // A request without a body (a get, a list, a delete without options):
+    // nothing to limit or to buffer.
+    if request.body().is_end_stream() {
+        return run(request).await;
+    }
     let declared = request
         .headers()
         .get(CONTENT_LENGTH)
@@ -431,7 +476,7 @@ async fn limit_body(State(limit): State<usize>, request: Request, next: Next) ->
             }
             return too_large(limit);
         }
-        Some(_) => return next.run(request).await,
+        Some(_) => return run(request).await,
         None => {}
     }
     let (parts, body) = request.into_parts();
@@ -444,8 +489,7 @@ async fn limit_body(State(limit): State<usize>, request: Request, next: Next) ->
             )));
         }
     };
-    next.run(Request::from_parts(parts, Body::from(bytes)))
-        .await
+    run(Request::from_parts(parts, Body::from(bytes))).await
 }
 
 /// Whether a request is a watch (`?watch=true` or a `/watch/` path).
@@ -461,18 +505,10 @@ fn is_watch(request: &Request) -> bool {
     })
 }
 
-/// End watch response streams cleanly once shutdown begins, so that graceful
-/// shutdown does not wait for them (clients re-list and re-watch elsewhere).
-async fn close_watches_on_shutdown(
-    State(token): State<CancellationToken>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let watch = is_watch(&request);
-    let response = next.run(request).await;
-    if !watch {
-        return response;
-    }
+/// End a watch's response stream cleanly once shutdown begins, so that
+/// graceful shutdown does not wait for it (clients re-list and re-watch
+/// elsewhere).
+fn close_on_shutdown(response: Response, token: CancellationToken) -> Response {
     let (parts, body) = response.into_parts();
     let stream = body.into_data_stream().take_until(token.cancelled_owned());
     Response::from_parts(parts, Body::from_stream(stream))
@@ -480,7 +516,7 @@ async fn close_watches_on_shutdown(
 
 /// A 404/405 without a body (axum's own answers) becomes a Status, since
 /// every client expects one.
-async fn status_for_empty_errors(response: Response) -> Response {
+fn status_for_empty_errors(response: Response) -> Response {
     let status = response.status();
     if response.headers().contains_key(CONTENT_TYPE) {
         return response;

@@ -248,7 +248,7 @@ async fn dispatch(state: State, target: Target, legacy_watch: bool, req: Req) ->
         body,
     } = req;
     let query = Query::parse(raw_query.as_deref());
-    let info = target.store.info().clone();
+    let info = target.store.info();
     let ns = target.namespace.as_deref();
     // What the kind declares its subresource to be: the dispatch below
     // follows that, not the subresource's name.
@@ -1078,7 +1078,7 @@ async fn patch(
         .to_ascii_lowercase();
     let mut opts = write_options(query, headers)?;
     opts.user = user.cloned();
-    let info = target.store.info().clone();
+    let info = target.store.info();
     let ns = target.namespace.as_deref();
     let unsupported = || {
         ApiError::new(
