@@ -518,9 +518,10 @@ fn rev_delta(before: &[(u64, u64)], after: &[(u64, u64)]) -> u64 {
 }
 
 /// The host's writes of Clusters (the Cluster controller's status writes
-/// after its probes), counted from a watch so that the host's per-object
-/// write figure can leave them out: with 100 members probed every second
-/// they are ~100 writes a second, none of them the objects'.
+/// after its probes, the status controller's `objectsInSync` counts),
+/// counted from a watch so that the host's per-object write figure can
+/// leave them out: with 100 members probed every second they are ~100
+/// writes a second, none of them the objects'.
 struct ClusterWrites {
     /// The store revision of every Cluster write seen.
     revisions: Arc<Mutex<Vec<u64>>>,
@@ -1207,7 +1208,7 @@ async fn measured(
     let rss1 = host_rss(host);
     let copies = (expected * m).max(1);
     println!(
-        "{tag}bulk: host quiet (< 5% of a core over 1 s) {:.1} s after the last copy arrived; writes per object: host store {:.2} (the object, its record, events), plus {probe_writes} Cluster status writes in the window ({:.2} per object; probes every {}), each member {:.2}",
+        "{tag}bulk: host quiet (< 5% of a core over 1 s) {:.1} s after the last copy arrived; writes per object: host store {:.2} (the object, its record, events), plus {probe_writes} Cluster status writes in the window ({:.2} per object: the probes, every {}, and the objectsInSync counts, per Cluster at most every 10 s), each member {:.2}",
         settled.as_secs_f64(),
         host_writes.saturating_sub(probe_writes) as f64 / n.max(1) as f64,
         probe_writes as f64 / n.max(1) as f64,
