@@ -1063,7 +1063,7 @@ impl Store {
             let mut w = Vec::new();
             let res = self
                 .guaranteed_update_admitted(namespace, name, opts.dry_run, Some(&ctx), |current| {
-                    let merged = fm.apply(&info, Some(current), &applied, &manager, force, sub)?;
+                    let merged = fm.apply(info, Some(current), &applied, &manager, force, sub)?;
                     let (new_obj, more) =
                         self.apply_update(current, merged, namespace, subresource, &tracked)?;
                     w = more;
@@ -1078,7 +1078,7 @@ impl Store {
                     return Ok(r);
                 }
                 Err(e) if e.code == 404 && subresource.is_none() => {
-                    let mut created = fm.apply(&info, None, &applied, &manager, force, sub)?;
+                    let mut created = fm.apply(info, None, &applied, &manager, force, sub)?;
                     if meta_str(&created, "name").is_none_or(str::is_empty) {
                         meta_mut(&mut created).insert("name".into(), json!(name));
                     }
@@ -1172,7 +1172,7 @@ impl Store {
             let options = write_options_json("CreateOptions", opts);
             let attrs = Attributes {
                 operation: Operation::Create,
-                info: &info,
+                info,
                 subresource: None,
                 namespace,
                 name: &name,
@@ -1201,7 +1201,7 @@ impl Store {
             .storage
             .create(&self.key(namespace, &name), Bytes::from(bytes))
             .await
-            .map_err(|e| storage_error(&info, &name, e))?;
+            .map_err(|e| storage_error(info, &name, e))?;
         self.note_write(kv.mod_revision);
         set_resource_version(&mut obj, kv.mod_revision);
         tracing::debug!(resource = %info.resource, namespace = ?namespace, %name, rev = kv.mod_revision, "created");
@@ -1258,7 +1258,7 @@ impl Store {
                 .storage
                 .get_with_staleness(&key)
                 .await
-                .map_err(|e| storage_error(&info, name, e))?
+                .map_err(|e| storage_error(info, name, e))?
                 .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))?;
             let cur_obj = decode_stored(&current)?;
             let Some(mut new_obj) = change(&cur_obj)? else {
@@ -1308,7 +1308,7 @@ impl Store {
                         });
                     }
                     Err(StorageError::Conflict { .. }) => continue,
-                    Err(e) => return Err(storage_error(&info, name, e)),
+                    Err(e) => return Err(storage_error(info, name, e)),
                 }
             }
             let bytes =
@@ -1328,7 +1328,7 @@ impl Store {
                     });
                 }
                 Err(StorageError::Conflict { .. }) | Err(StorageError::NotFound { .. }) => continue,
-                Err(e) => return Err(storage_error(&info, name, e)),
+                Err(e) => return Err(storage_error(info, name, e)),
             }
         }
         Err(ApiError::conflict(
@@ -1579,7 +1579,7 @@ impl Store {
                 .storage
                 .get(&key)
                 .await
-                .map_err(|e| storage_error(&info, name, e))?
+                .map_err(|e| storage_error(info, name, e))?
                 .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))?;
             let obj = decode_stored(&current)?;
             if let Some(uid) = &opts.precondition_uid {
@@ -1614,7 +1614,7 @@ impl Store {
                 let options = delete_options_json(opts);
                 let attrs = Attributes {
                     operation: Operation::Delete,
-                    info: &info,
+                    info,
                     subresource: None,
                     namespace,
                     name,
@@ -1671,7 +1671,7 @@ impl Store {
                         return Ok((DeleteResult::Deleted(gone), warnings));
                     }
                     Err(StorageError::Conflict { .. }) => continue,
-                    Err(e) => return Err(storage_error(&info, name, e)),
+                    Err(e) => return Err(storage_error(info, name, e)),
                 }
             }
             // Mark for deletion.
@@ -1689,7 +1689,7 @@ impl Store {
                     meta_mut(&mut marked).insert("generation".into(), json!(g + 1));
                 }
             }
-            crate::lifecycle::on_delete_marked(&info, &mut marked);
+            crate::lifecycle::on_delete_marked(info, &mut marked);
             meta_mut(&mut marked).remove("resourceVersion");
             if marked == {
                 let mut o = obj.clone();
@@ -1714,7 +1714,7 @@ impl Store {
                     return Ok((DeleteResult::Pending(marked), warnings));
                 }
                 Err(StorageError::Conflict { .. }) => continue,
-                Err(e) => return Err(storage_error(&info, name, e)),
+                Err(e) => return Err(storage_error(info, name, e)),
             }
         }
         Err(ApiError::conflict(

@@ -277,13 +277,13 @@ async fn dispatch(state: State, target: Target, legacy_watch: bool, req: Req) ->
         {
             let output = negotiate::output(&headers)?;
             let bytes = target.store.get(ns, name).await?;
-            render_object_bytes(&info, bytes, output, StatusCode::OK, &[])
+            render_object_bytes(info, bytes, output, StatusCode::OK, &[])
         }
         (Method::GET, Some(name), Some(_)) if is_scale => {
             let obj = target.store.get_value(ns, name).await?;
             let scale = to_scale(&target.store, &obj)?;
             render_value(
-                &info,
+                info,
                 &scale,
                 negotiate::output(&headers)?,
                 StatusCode::OK,
@@ -297,7 +297,7 @@ async fn dispatch(state: State, target: Target, legacy_watch: bool, req: Req) ->
             let obj = negotiate::decode_body(&headers, &body, &info.kind)?;
             let mut opts = write_options(&query, &headers)?;
             opts.user = user.clone();
-            opts.duplicate_fields = duplicate_fields(&info, &headers, &body, &opts);
+            opts.duplicate_fields = duplicate_fields(info, &headers, &body, &opts);
             if let Some(guard) = write_guard(
                 &state,
                 target.store.strategy().as_ref(),
@@ -318,7 +318,7 @@ async fn dispatch(state: State, target: Target, legacy_watch: bool, req: Req) ->
                 StatusCode::CREATED
             };
             render_value(
-                &info,
+                info,
                 &res.object,
                 negotiate::output(&headers)?,
                 status,
@@ -335,7 +335,7 @@ async fn dispatch(state: State, target: Target, legacy_watch: bool, req: Req) ->
             let mut opts = write_options(&query, &headers)?;
             opts.user = user.clone();
             if !is_scale {
-                opts.duplicate_fields = duplicate_fields(&info, &headers, &body, &opts);
+                opts.duplicate_fields = duplicate_fields(info, &headers, &body, &opts);
             }
             let res = match declared.flatten() {
                 Some(Subresource::Scale) => {
@@ -372,7 +372,7 @@ async fn dispatch(state: State, target: Target, legacy_watch: bool, req: Req) ->
                 res.object
             };
             render_value(
-                &info,
+                info,
                 &out,
                 negotiate::output(&headers)?,
                 StatusCode::OK,
@@ -404,14 +404,14 @@ async fn dispatch(state: State, target: Target, legacy_watch: bool, req: Req) ->
             } else {
                 StatusCode::OK
             };
-            render_value(&info, &obj, negotiate::output(&headers)?, status, &warnings)
+            render_value(info, &obj, negotiate::output(&headers)?, status, &warnings)
         }
         (Method::DELETE, Some(name), None) => {
             let (mut opts, orphan_false) = delete_options(&query, &headers, &body)?;
             opts.user = user.clone();
             let (result, warnings) = target.store.delete_with_warnings(ns, name, &opts).await?;
             let (out, status) = delete_response(&target.store, name, result, orphan_false);
-            render_value(&info, &out, negotiate::output(&headers)?, status, &warnings)
+            render_value(info, &out, negotiate::output(&headers)?, status, &warnings)
         }
         (Method::DELETE, None, None) => {
             delete_collection(&state, &target, &query, &headers, &body, user.as_ref()).await
@@ -1105,7 +1105,7 @@ async fn patch(
         "application/json-patch+json" => PatchKind::Json,
         "application/merge-patch+json" => PatchKind::Merge,
         "application/strategic-merge-patch+json" => {
-            if !state.has_builtin_schema(&info) {
+            if !state.has_builtin_schema(info) {
                 return Err(unsupported());
             }
             PatchKind::Strategic
@@ -1124,7 +1124,7 @@ async fn patch(
     }
     let patch_meta: Option<Box<dyn ubernetes_apimachinery::patch::PatchMeta>> =
         if kind == PatchKind::Strategic {
-            Some(state.patch_meta(&info))
+            Some(state.patch_meta(info))
         } else {
             None
         };
