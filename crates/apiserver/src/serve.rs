@@ -19,13 +19,15 @@
 //!
 //! The filter chain ([`build_router`]), outermost first: request tracing →
 //! `Audit-Id` header ([`crate::audit::audit_id`]) → panic catcher (500
-//! Status; a panic never kills the server) → watch closer (ends watch streams
-//! on shutdown) → authentication (401 Status) → audit log
-//! ([`crate::audit::audit`]) → authorization and impersonation
-//! ([`crate::authz`]: 403 Status) → request metrics
-//! ([`crate::metrics::instrument`]) → body-size limit (413 Status) → routes
-//! (health, `/metrics` + [`crate::state::api_router`]), with
-//! empty 404/405 answers turned into Status bodies.
+//! Status; a panic never kills the server) → request deadline and watch
+//! closer (504 Status past the deadline; ends watch streams on shutdown) →
+//! authentication (401 Status) → audit log ([`crate::audit::audit`]) →
+//! authorization and impersonation ([`crate::authz`]: 403 Status) → request
+//! metrics ([`crate::metrics::instrument`]), body-size limit (413 Status) and
+//! empty 404/405 answers turned into Status bodies (one layer) → routes
+//! (health, `/metrics` + [`crate::state::api_router`]). Adjacent filters
+//! share one layer where they can: each `from_fn` layer costs a boxed
+//! future and a boxed copy of the rest of the chain per request.
 //!
 //! Graceful shutdown when the `shutdown` future completes: `/readyz` starts
 //! failing, requests are still served for `--shutdown-delay-duration`, then
