@@ -20,7 +20,7 @@ use crate::path::{Path, PathElement, path_string};
 use crate::schema::Schema;
 use crate::set::FieldSet;
 use crate::typed::{
-    Comparison, compare, drop_removal_nulls, merge, remove_items, to_field_set, validate,
+    Comparison, compare, drop_removal_nulls, merge, remove_items, to_field_set, validated_field_set,
 };
 
 /// The manager kube records for what an object held before its first
@@ -158,7 +158,7 @@ pub fn apply(
         Some(live) => without_managed_fields(live),
         None => ctx.schema.zero_object(),
     };
-    validate(applied, ctx.schema).map_err(|e| {
+    let applied_set = validated_field_set(applied, ctx.schema).map_err(|e| {
         ApplyError::Internal(format!(
             "failed to create typed patch object ({}): {e}",
             object_gvknn(applied)
@@ -183,24 +183,26 @@ pub fn apply(
     } else {
         std::mem::take(&mut managed)
     };
-    let (mut object, managed) = match apply_tracked(&live_obj, applied, first, &id, force, ctx) {
-        Ok(done) => done,
-        Err(conflicts) if ctx.manager == KUBECTL_MANAGER => {
-            let Some(allowed) = allowed_conflicts(&live_obj, ctx.api_version, ctx.schema) else {
-                return Err(ApplyError::Conflicts(conflicts));
-            };
-            let remaining: Vec<Conflict> = conflicts
-                .into_iter()
-                .filter(|c| !allowed.has(&c.path))
-                .collect();
-            if !remaining.is_empty() {
-                return Err(ApplyError::Conflicts(remaining));
+    let (mut object, managed) =
+        match apply_tracked(&live_obj, applied, &applied_set, first, &id, force, ctx) {
+            Ok(done) => done,
+            Err(conflicts) if ctx.manager == KUBECTL_MANAGER => {
+                let Some(allowed) = allowed_conflicts(&live_obj, ctx.api_version, ctx.schema)
+                else {
+                    return Err(ApplyError::Conflicts(conflicts));
+                };
+                let remaining: Vec<Conflict> = conflicts
+                    .into_iter()
+                    .filter(|c| !allowed.has(&c.path))
+                    .collect();
+                if !remaining.is_empty() {
+                    return Err(ApplyError::Conflicts(remaining));
+                }
+                apply_tracked(&live_obj, applied, &applied_set, managed, &id, true, ctx)
+                    .map_err(ApplyError::Conflicts)?
             }
-            apply_tracked(&live_obj, applied, managed, &id, true, ctx)
-                .map_err(ApplyError::Conflicts)?
-        }
-        Err(conflicts) => return Err(ApplyError::Conflicts(conflicts)),
-    };
+            Err(conflicts) => return Err(ApplyError::Conflicts(conflicts)),
+        };
 
     if ctx.manager == KUBECTL_MANAGER && last_applied(&object).is_some() {
         set_last_applied(&mut object, build_last_applied(applied));
@@ -301,12 +303,13 @@ fn object_gvknn(object: &Value) -> String {
 fn apply_tracked(
     live: &Value,
     applied: &Value,
+    applied_set: &FieldSet,
     mut managed: Managed,
     id: &ManagerId,
     force: bool,
     ctx: &Context<'_>,
 ) -> Result<(Value, Managed), Vec<Conflict>> {
-    let changed = structured_apply(live, applied, &mut managed, id, force, ctx)?;
+    let changed = structured_apply(live, applied, applied_set, &mut managed, id, force, ctx)?;
     strip_meta(&mut managed, id);
     let object = match changed {
         Some(object) => {
@@ -327,6 +330,7 @@ fn apply_tracked(
 fn structured_apply(
     live: &Value,
     applied: &Value,
+    applied_set: &FieldSet,
     managed: &mut Managed,
     id: &ManagerId,
     force: bool,
@@ -339,10 +343,10 @@ fn structured_apply(
         .remove(id)
         .map(|p| (p.fields, p.time))
         .unwrap_or_default();
-    let mut set = to_field_set(applied, schema);
-    if let Some(ignored) = ctx.ignored {
-        set = set.recursive_difference(ignored);
-    }
+    let set = match ctx.ignored {
+        Some(ignored) => applied_set.recursive_difference(ignored),
+        None => applied_set.clone(),
+    };
     // Applying the same fields as last time (new values, or none changed:
     // the common case of a controller re-applying its copy) prunes
     // nothing: every field the applier owned is still its own. The entry

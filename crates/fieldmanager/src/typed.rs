@@ -187,7 +187,7 @@ fn walk_set(value: &Value, schema: Schema<'_>, set: &mut FieldSet) -> bool {
 /// their keys, set items that are not scalars, duplicate items.
 pub fn validate(value: &Value, schema: Schema<'_>) -> Result<(), ValidationErrors> {
     let mut errors = Vec::new();
-    validate_at(value, schema, &mut Vec::new(), &mut errors);
+    validate_at(value, schema, &mut Vec::new(), &mut errors, None);
     if errors.is_empty() {
         Ok(())
     } else {
@@ -195,28 +195,65 @@ pub fn validate(value: &Value, schema: Schema<'_>) -> Result<(), ValidationError
     }
 }
 
+/// [`validate`] and [`to_field_set`] in one walk (one schema lookup per
+/// node instead of two): the fields a valid applied configuration sets.
+/// A valid value has no item without its key and no duplicate, so the set
+/// is the one [`to_field_set`] builds.
+pub fn validated_field_set(
+    value: &Value,
+    schema: Schema<'_>,
+) -> Result<FieldSet, ValidationErrors> {
+    let mut errors = Vec::new();
+    let mut set = FieldSet::new();
+    validate_at(value, schema, &mut Vec::new(), &mut errors, Some(&mut set));
+    if errors.is_empty() {
+        set.prune_empty();
+        Ok(set)
+    } else {
+        Err(ValidationErrors(errors))
+    }
+}
+
+/// Validate one node; with `set`, also fill it (this node's children) as
+/// [`walk_set`] does, and say whether the node itself is a member.
 fn validate_at(
     value: &Value,
     schema: Schema<'_>,
     path: &mut Path,
     errors: &mut Vec<ValidationError>,
-) {
+    mut set: Option<&mut FieldSet>,
+) -> bool {
     match kind(schema, value) {
-        Kind::Leaf => {}
+        Kind::Leaf => true,
         Kind::Fields => {
             if let Value::Object(map) = value {
                 for (k, v) in map {
-                    path.push(PathElement::Field(k.clone()));
+                    let pe = PathElement::Field(k.clone());
                     match schema.field(k) {
-                        Some((child, _)) => validate_at(v, child, path, errors),
-                        None => errors.push(ValidationError {
-                            path: path_string(path),
-                            message: "field not declared in schema".into(),
-                        }),
+                        Some((child, declared)) => {
+                            let below = set.as_deref_mut().map(|s| s.child_mut(&pe));
+                            path.push(pe);
+                            let leaf = validate_at(v, child, path, errors, below);
+                            let Some(pe) = path.pop() else { continue };
+                            let empty = v.is_null() || v.as_object().is_some_and(Map::is_empty);
+                            if let Some(s) = set.as_deref_mut()
+                                && (leaf || empty || !declared)
+                            {
+                                s.insert_member(&pe);
+                            }
+                        }
+                        None => {
+                            path.push(pe);
+                            errors.push(ValidationError {
+                                path: path_string(path),
+                                message: "field not declared in schema".into(),
+                            });
+                            path.pop();
+                        }
                     }
-                    path.pop();
                 }
             }
+            false
         }
         Kind::Associative(list_type) => {
             if let Value::Array(items) = value {
@@ -236,13 +273,18 @@ fn validate_at(
                                 });
                                 continue;
                             }
+                            let below = set.as_deref_mut().map(|s| s.child_mut(&pe));
                             path.push(pe);
-                            validate_at(item, item_schema, path, errors);
-                            path.pop();
+                            validate_at(item, item_schema, path, errors, below);
+                            let Some(pe) = path.pop() else { continue };
+                            if let Some(s) = set.as_deref_mut() {
+                                s.insert_member(&pe);
+                            }
                         }
                     }
                 }
             }
+            false
         }
     }
 }
@@ -579,6 +621,28 @@ mod tests {
                     }}}
                 }
             }))
+        );
+    }
+
+    #[test]
+    fn validated_field_set_is_to_field_set_of_a_valid_value() {
+        let defs = definitions().snapshot();
+        let s = Schema::definition(&defs, "io.k8s.api.apps.v1.Deployment");
+        let obj = json!({
+            "metadata": {"name": "d", "labels": {"app": "x"}, "annotations": {}, "finalizers": ["a", "b"]},
+            "spec": {
+                "replicas": null,
+                "selector": {"matchLabels": {"app": "x"}},
+                "template": {"spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}]}]}}
+            }
+        });
+        let set = validated_field_set(&obj, s).expect("valid");
+        assert!(!set.is_empty());
+        assert_eq!(set, to_field_set(&obj, s));
+        let bad = json!({"spec": {"nodeAffinity": {}}});
+        assert_eq!(
+            validated_field_set(&bad, s).expect_err("invalid"),
+            validate(&bad, s).expect_err("invalid")
         );
     }
 
