@@ -636,7 +636,7 @@ impl DeletionHelper {
         let sweeper = {
             let this = self.clone();
             tokio::spawn(async move {
-                let _ = this.store.wait_until_ready().await;
+                crate::ready::wait_listed(&this.store).await;
                 this.ready.store(true, Ordering::Release);
                 let mut tick = tokio::time::interval(SWEEP_PERIOD);
                 loop {

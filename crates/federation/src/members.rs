@@ -241,7 +241,9 @@ async fn follow_clusters(
     // Nothing is removed before both lists are known.
     tokio::select! {
         () = stop.cancelled() => return,
-        _ = async { tokio::join!(clusters.wait_until_ready(), secrets.wait_until_ready()) } => {}
+        _ = async {
+            tokio::join!(crate::ready::wait_listed(&clusters), crate::ready::wait_listed(&secrets))
+        } => {}
     }
     let mut follower = Follower::new(options.member_request_timeout);
     let _ = changes.take();

@@ -31,6 +31,7 @@ where
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing test may panic
 mod tests {
     use super::*;
     use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
