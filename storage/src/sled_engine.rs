@@ -92,11 +92,8 @@ const META_FORMAT: &[u8] = b"mformat";
 const META_COMPACTED: &[u8] = b"mcompacted";
 const FORMAT_VERSION: &[u8] = b"ubernetes-sled-1";
 /// Events buffered in the broadcast channel; a watcher further behind
-/// refills from the log. The channel keeps its last this-many events (each
-/// with its value and previous value) alive after every watcher has read
-/// them: 8,192 held ~20 MiB of a host after a bulk of 1-KiB objects; the
-/// watch caches read it as it comes, so 1,024 is room enough.
-const BROADCAST_CAPACITY: usize = 1024;
+/// refills from the log.
+const BROADCAST_CAPACITY: usize = 8192;
 /// Log entries read per step while replaying a watch.
 const REPLAY_BATCH: u64 = 512;
 /// Log entries removed per batch while compacting.
