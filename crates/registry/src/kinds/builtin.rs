@@ -704,8 +704,6 @@ fn schema_of<T: JsonSchema>(generator: &mut schemars::generate::SchemaGenerator)
     T::schema_name().into_owned()
 }
 
-/// Go's `encoding/json` treats `null` as "leave the zero value": drop null
-/// members so the typed decode accepts them too.
 /// Whether a `null` is a member of any object in `v` (what [`strip_nulls`]
 /// would remove).
 fn holds_null(v: &Value) -> bool {
@@ -716,6 +714,8 @@ fn holds_null(v: &Value) -> bool {
     }
 }
 
+/// Go's `encoding/json` treats `null` as "leave the zero value": drop null
+/// members so the typed decode accepts them too.
 fn strip_nulls(v: &mut Value) {
     match v {
         Value::Object(m) => {
