@@ -679,7 +679,7 @@ impl DeletionHelper {
 /// their JSON ~130. The store keeps each record without its status; a
 /// reader gets the record whole ([`Statuses::attach`]), decoded on demand.
 #[derive(Default)]
-struct Statuses(Mutex<HashMap<RecordKey, Box<[u8]>>>);
+struct Statuses(Mutex<HashMap<RecordKey, Arc<[u8]>>>);
 
 /// A record's namespace and name.
 type RecordKey = (String, String);
@@ -693,7 +693,7 @@ impl Statuses {
         let mut map = self.0.lock();
         match status {
             Some(bytes) => {
-                map.insert(key, bytes.into_boxed_slice());
+                map.insert(key, Arc::from(bytes));
             }
             None => {
                 map.remove(&key);
@@ -704,11 +704,9 @@ impl Statuses {
     /// `lean` (a record of the store) with its status.
     fn attach(&self, lean: &PropagationRecord) -> Arc<PropagationRecord> {
         let key = (lean.namespace().unwrap_or_default(), lean.name_any());
-        let status = self
-            .0
-            .lock()
-            .get(&key)
-            .and_then(|b| serde_json::from_slice(b).ok());
+        // Decoded outside the lock: every sync lookup comes here.
+        let bytes = self.0.lock().get(&key).cloned();
+        let status = bytes.and_then(|b| serde_json::from_slice(&b).ok());
         let mut whole = lean.clone();
         if status.is_some() {
             whole.status = status;
