@@ -1208,9 +1208,13 @@ async fn measured(
     let rss1 = host_rss(host);
     let copies = (expected * m).max(1);
     println!(
-        "{tag}bulk: host quiet (< 5% of a core over 1 s) {:.1} s after the last copy arrived; writes per object: host store {:.2} (the object, its record, events), plus {probe_writes} Cluster status writes in the window ({:.2} per object: the probes, every {}, and the objectsInSync counts, per Cluster at most every 10 s), each member {:.2}",
+        "{tag}bulk: host quiet (< 5% of a core over 1 s) {:.1} s after the last copy arrived; writes per object: host store {:.2} (the object, its record, events; the federation's own, without the user's create: {:.2}), plus {probe_writes} Cluster status writes in the window ({:.2} per object: the probes, every {}, and the objectsInSync counts, per Cluster at most every 10 s), each member {:.2}",
         settled.as_secs_f64(),
         host_writes.saturating_sub(probe_writes) as f64 / n.max(1) as f64,
+        host_writes
+            .saturating_sub(probe_writes)
+            .saturating_sub(n as u64) as f64
+            / n.max(1) as f64,
         probe_writes as f64 / n.max(1) as f64,
         opts.monitor_period,
         member_writes as f64 / (n.max(1) * m) as f64
