@@ -151,7 +151,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<FooController>) -> Result<A
             continue;
         }
         let fed_client = &ctx.ctx.fed;
-        let result = dispatch::apply_with_namespace(
+        let result = dispatch::apply_with_namespace::<Value>(
             fed_client, &member, &ctx.kind, &desired, &key.name, ns, timeout,
         )
         .await;

@@ -21,6 +21,8 @@ use http::StatusCode;
 use kube::Resource as _;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::Request;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::kinds::{self, FederatedKind};
@@ -65,6 +67,17 @@ pub async fn send(
     req: http::Request<Vec<u8>>,
     timeout: Duration,
 ) -> Result<(StatusCode, Value), MemberError> {
+    send_as(client, req, timeout).await
+}
+
+/// [`send`], reading a success's answer as `T` (e.g. only the fields the
+/// caller needs: the rest of the JSON is skipped, not built). An answer
+/// that is not a `T` is a transport error.
+pub async fn send_as<T: DeserializeOwned>(
+    client: &kube::Client,
+    req: http::Request<Vec<u8>>,
+    timeout: Duration,
+) -> Result<(StatusCode, T), MemberError> {
     let call = async {
         let res = client
             .send(req.map(kube::client::Body::from))
@@ -76,10 +89,18 @@ pub async fn send(
             .collect_bytes()
             .await
             .map_err(|e| MemberError::transport(e.to_string()))?;
-        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         if status.is_success() {
+            // An answer that is not JSON reads as `null` (for a `Value`).
+            let body = serde_json::from_slice(&bytes)
+                .or_else(|e| T::deserialize(Value::Null).map_err(|_| e))
+                .map_err(|e| {
+                    MemberError::transport(format!(
+                        "the member's answer ({status}) cannot be read: {e}"
+                    ))
+                })?;
             Ok((status, body))
         } else {
+            let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
             let message = body
                 .get("message")
                 .and_then(Value::as_str)
@@ -101,26 +122,28 @@ pub async fn send(
 }
 
 /// Server-side apply of `desired` (a member copy) as `name` in `ns`.
-/// Returns the member's object after the apply.
-pub async fn apply(
+/// Returns the member's object after the apply, read as `T`: a `Value`
+/// for all of it, or e.g. [`Applied`] for its resourceVersion only (the
+/// rest of the answer is skipped, not built).
+pub async fn apply<T: DeserializeOwned>(
     member: &Member,
     kind: &FederatedKind,
     desired: &Value,
     name: &str,
     ns: Option<&str>,
     timeout: Duration,
-) -> Result<Value, MemberError> {
+) -> Result<T, MemberError> {
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let req = Request::new(DynamicObject::url_path(&kind.resource, ns))
         .patch(name, &params, &Patch::Apply(desired))
         .map_err(|e| MemberError::transport(e.to_string()))?;
-    send(&member.client, req, timeout).await.map(|(_, v)| v)
+    send_as(&member.client, req, timeout).await.map(|(_, v)| v)
 }
 
 /// [`apply`], and when the member has no namespace `ns` yet, the
 /// namespace first ([`ensure_namespace`], from its federated twin read with
 /// `fed`) and the copy again.
-pub async fn apply_with_namespace(
+pub async fn apply_with_namespace<T: DeserializeOwned>(
     fed: &kube::Client,
     member: &Member,
     kind: &FederatedKind,
@@ -128,7 +151,7 @@ pub async fn apply_with_namespace(
     name: &str,
     ns: Option<&str>,
     timeout: Duration,
-) -> Result<Value, MemberError> {
+) -> Result<T, MemberError> {
     let result = apply(member, kind, desired, name, ns, timeout).await;
     match (&result, ns) {
         (Err(e), Some(ns)) if e.not_found() && ensure_namespace(fed, member, ns, timeout).await => {
@@ -136,6 +159,24 @@ pub async fn apply_with_namespace(
         }
         _ => result,
     }
+}
+
+/// What the built-in sync reads of an applied copy: its resourceVersion
+/// (the rest of the member's answer is skipped while it is read).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Applied {
+    /// The copy's metadata.
+    #[serde(default)]
+    pub metadata: AppliedMeta,
+}
+
+/// The part of an applied copy's metadata [`Applied`] keeps.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppliedMeta {
+    /// The copy's resourceVersion after the apply.
+    #[serde(default)]
+    pub resource_version: Option<String>,
 }
 
 /// Create the namespace `ns` in a member from its federated twin (read
@@ -161,7 +202,7 @@ pub async fn ensure_namespace(
     let Ok(copy) = member_object::member_copy(kind.policy(), &fed_ns, &member.name) else {
         return false;
     };
-    match apply(member, &kind, &copy, ns, None, timeout).await {
+    match apply::<Value>(member, &kind, &copy, ns, None, timeout).await {
         Ok(_) => {
             tracing::debug!(cluster = %member.name, namespace = ns, "created the namespace first");
             true

@@ -842,7 +842,9 @@ async fn reconcile(
                 if current.as_deref().and_then(hash_of) == desired_hash(obj) {
                     continue;
                 }
-                if let Err(e) = dispatch::apply(m, &slice_kind(), obj, name, ns, timeout).await {
+                if let Err(e) =
+                    dispatch::apply::<Value>(m, &slice_kind(), obj, name, ns, timeout).await
+                {
                     retry = true;
                     note_failure(&mut failed, key, m, "EndpointSlice", &e);
                 }
@@ -999,7 +1001,7 @@ async fn write_import(
     if let Some(o) = spec_only.as_object_mut() {
         o.remove("status");
     }
-    match dispatch::apply(m, &kind, &spec_only, name, ns, timeout).await {
+    match dispatch::apply::<Value>(m, &kind, &spec_only, name, ns, timeout).await {
         Err(e) if e.code == 404 && !existed => {
             return install_crd(m, timeout).await.map(|()| false);
         }

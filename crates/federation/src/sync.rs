@@ -41,6 +41,7 @@
 
 pub mod drift;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -244,9 +245,128 @@ pub struct SyncController {
     /// The uids whose `NotPropagated` event was recorded (no repeats).
     denied_reported: Mutex<HashSet<String>>,
     /// Our applies whose watch event has not come yet: (cluster, key) →
-    /// the resourceVersion the apply returned. That event is our own write
-    /// coming back and re-queues nothing.
-    applied: Mutex<HashMap<(String, ObjectKey), String>>,
+    /// the resourceVersion the apply returned, or the apply is still in
+    /// flight (see [`OwnWrite`]). That event is our own write coming back
+    /// and re-queues nothing.
+    applied: OwnWrites,
+}
+
+/// An apply of ours to one copy, as [`SyncController::is_own_write`]
+/// judges the copy's watch events by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum OwnWrite {
+    /// Sent, no answer yet: the member's watch event may come before the
+    /// answer (they travel apart), so the resourceVersions of the events
+    /// seen meanwhile are kept and judged when the answer comes.
+    InFlight(Vec<String>),
+    /// Answered with this resourceVersion; its event has not come yet.
+    Applied(String),
+}
+
+/// Our applies whose watch event has not come yet, per (cluster, key):
+/// that event is our own write coming back and re-queues nothing. The
+/// event may come before the apply's answer (they travel apart): while the
+/// apply is in flight its events are held back and judged when the answer
+/// comes ([`later_write`]), so the object is not reconciled a second time
+/// (and its copies fetched again) for its own write.
+#[derive(Default)]
+struct OwnWrites(Mutex<HashMap<(String, ObjectKey), OwnWrite>>);
+
+impl OwnWrites {
+    /// Our apply of `key` to `cluster` is about to be sent.
+    fn sending(&self, cluster: &str, key: ObjectKey) {
+        let mut applied = self.0.lock();
+        if applied.len() >= APPLIED_MAX {
+            applied.clear();
+        }
+        applied.insert((cluster.to_string(), key), OwnWrite::InFlight(Vec::new()));
+    }
+
+    /// Our apply of `key` to `cluster` returned `resource_version` (`None`:
+    /// it failed). True when an event that came while it was in flight was
+    /// another, later write: the object must be reconciled again.
+    fn answered(&self, cluster: &str, key: ObjectKey, resource_version: Option<&str>) -> bool {
+        let mut applied = self.0.lock();
+        let k = (cluster.to_string(), key);
+        let seen = match applied.remove(&k) {
+            Some(OwnWrite::InFlight(seen)) => seen,
+            _ => Vec::new(),
+        };
+        let again = seen.iter().any(|s| later_write(s, resource_version));
+        let came = resource_version.is_some_and(|rv| seen.iter().any(|s| s == rv));
+        if let Some(rv) = resource_version
+            && !came
+        {
+            if applied.len() >= APPLIED_MAX {
+                applied.clear();
+            }
+            applied.insert(k, OwnWrite::Applied(rv.to_string()));
+        }
+        again
+    }
+
+    /// Whether the event of the copy `key` in `cluster` at
+    /// `resource_version` is our own write's (or came while our apply was
+    /// in flight: [`Self::answered`] judges it).
+    fn is_own(&self, cluster: &str, key: &ObjectKey, resource_version: &str) -> bool {
+        let mut applied = self.0.lock();
+        let k = (cluster.to_string(), key.clone());
+        match applied.get_mut(&k) {
+            Some(OwnWrite::InFlight(seen)) => {
+                seen.push(resource_version.to_string());
+                true
+            }
+            Some(OwnWrite::Applied(ours)) => {
+                let ours = ours == resource_version;
+                applied.remove(&k);
+                ours
+            }
+            None => false,
+        }
+    }
+}
+
+/// One apply of ours in flight ([`SyncController::note_sending`]).
+struct InFlight<'a> {
+    writes: &'a OwnWrites,
+    cluster: String,
+    key: Option<ObjectKey>,
+}
+
+impl InFlight<'_> {
+    /// The apply returned `resource_version` (`None`: it failed); true:
+    /// reconcile the object again ([`OwnWrites::answered`]).
+    fn answered(mut self, resource_version: Option<&str>) -> bool {
+        self.key
+            .take()
+            .is_some_and(|k| self.writes.answered(&self.cluster, k, resource_version))
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(k) = self.key.take() {
+            self.writes.answered(&self.cluster, k, None);
+        }
+    }
+}
+
+/// Whether a watch event seen while our apply was in flight, at
+/// resourceVersion `seen`, is a write other than ours that came after it
+/// (ours returned `ours`): then the object must be reconciled again. An
+/// earlier write is in what our apply returned; versions that are not
+/// numbers are judged unequal = another write.
+fn later_write(seen: &str, ours: Option<&str>) -> bool {
+    let Some(ours) = ours else {
+        return true;
+    };
+    if seen == ours {
+        return false;
+    }
+    match (seen.parse::<u64>(), ours.parse::<u64>()) {
+        (Ok(s), Ok(o)) => s > o,
+        _ => true,
+    }
 }
 
 /// More pending applies than this (events that never came: a relist, a
@@ -283,7 +403,7 @@ impl SyncController {
             rollout_errors: Mutex::new(HashMap::new()),
             denylist: NamespaceDenylist::new(&ctx.options.member_namespace_denylist),
             denied_reported: Mutex::new(HashSet::new()),
-            applied: Mutex::new(HashMap::new()),
+            applied: OwnWrites::default(),
         });
         let deletions = tokio::spawn(deletion.run(stop.clone()));
         let objects = ctx.objects.for_kind(&this.kind);
@@ -317,30 +437,24 @@ impl SyncController {
         self.ctx.options.member_request_timeout
     }
 
-    /// Remember that our apply of `key` to `cluster` returned
-    /// `resource_version`.
-    fn note_applied(&self, cluster: &str, key: ObjectKey, resource_version: Option<&str>) {
-        let Some(rv) = resource_version else { return };
-        let mut applied = self.applied.lock();
-        if applied.len() >= APPLIED_MAX {
-            applied.clear();
+    /// Our apply of `key` to `cluster` is about to be sent: answer the
+    /// guard with its result (dropped unanswered, e.g. a cancelled
+    /// reconcile: as a failure, so no entry is left holding events back).
+    fn note_sending(&self, cluster: &str, key: ObjectKey) -> InFlight<'_> {
+        self.applied.sending(cluster, key.clone());
+        InFlight {
+            writes: &self.applied,
+            cluster: cluster.to_string(),
+            key: Some(key),
         }
-        applied.insert((cluster.to_string(), key), rv.to_string());
     }
 
     /// Whether `c` is the watch event of our own last apply.
     fn is_own_write(&self, c: &Change) -> bool {
-        if c.deleted {
-            return false;
-        }
-        let Some(rv) = c.resource_version.as_deref() else {
-            return false;
-        };
-        let mut applied = self.applied.lock();
-        match applied.remove(&(c.cluster.clone(), c.key.clone())) {
-            Some(ours) => ours == rv,
-            None => false,
-        }
+        !c.deleted
+            && c.resource_version
+                .as_deref()
+                .is_some_and(|rv| self.applied.is_own(&c.cluster, &c.key, rv))
     }
 
     fn note_failure(&self, uid: &str, cluster: &str) -> Duration {
@@ -507,6 +621,11 @@ impl Outcome {
 /// One object, one cluster: what a reconcile brings along.
 struct Target<'a> {
     fed: &'a Value,
+    /// The copy of `fed` for a cluster with no overrides and no
+    /// per-cluster fields, and its content hash, when the object has no
+    /// overrides (then every such cluster's copy is this one), and it
+    /// passes the copy checks.
+    shared: Option<&'a (Value, String)>,
     name: &'a str,
     ns: Option<&'a str>,
     uid: &'a str,
@@ -630,8 +749,10 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
             previous: &previous,
         })
     });
+    let shared = shared_copy(&ctx, &fed);
     let target = Target {
         fed: &fed,
+        shared: shared.as_ref(),
         name: &name,
         ns: ns.as_deref(),
         uid: &uid,
@@ -802,6 +923,26 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
     })
 }
 
+/// The copy of `fed` every cluster without per-cluster fields gets, and
+/// its content hash: `None` when the object has overrides (each cluster's
+/// copy is its own) or the copy does not pass the copy checks (each
+/// cluster reports it).
+fn shared_copy(ctx: &SyncController, fed: &Value) -> Option<(Value, String)> {
+    if fed
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(OVERRIDES_ANNOTATION))
+        .is_some()
+    {
+        return None;
+    }
+    let copy = member_object::member_copy_with(ctx.kind.policy(), fed, "", None).ok()?;
+    if member_object::not_propagated_because(ctx.kind.policy(), &copy, &ctx.denylist).is_some() {
+        return None;
+    }
+    let hash = member_object::content_hash(&copy);
+    Some((copy, hash))
+}
+
 /// Bring one selected, Ready cluster in step.
 async fn sync_cluster(
     ctx: &SyncController,
@@ -832,16 +973,26 @@ async fn sync_cluster(
     // A cluster of a later wave keeps its pod template (`held`: the
     // federated object with that template).
     let source = held.unwrap_or(t.fed);
-    let desired =
-        match member_object::member_copy_with(ctx.kind.policy(), source, &member.name, fields) {
-            Ok(d) => d,
-            Err(msg) => return failed(format!("overrides: {msg}"), "FailedUpdateInCluster"),
-        };
+    // The copy every cluster gets alike (no overrides, no per-cluster
+    // fields, no held template) is made and hashed once per reconcile.
+    let shared = t.shared.filter(|_| held.is_none() && fields.is_none());
+    let desired = match shared {
+        Some((d, _)) => Cow::Borrowed(d),
+        None => {
+            match member_object::member_copy_with(ctx.kind.policy(), source, &member.name, fields) {
+                Ok(d) => Cow::Owned(d),
+                Err(msg) => return failed(format!("overrides: {msg}"), "FailedUpdateInCluster"),
+            }
+        }
+    };
+    let desired: &Value = &desired;
     // What an override made of the copy must pass the rules the federated
     // object passed (admission checks this too, but an override or the
     // rules can change after the object was written).
-    if let Some(why) =
-        member_object::not_propagated_because(ctx.kind.policy(), &desired, &ctx.denylist)
+    if let Some(why) = shared
+        .is_none()
+        .then(|| member_object::not_propagated_because(ctx.kind.policy(), desired, &ctx.denylist))
+        .flatten()
     {
         let message = format!(
             "the copy for cluster {} is not applied: {why} (after the overrides of \
@@ -856,7 +1007,10 @@ async fn sync_cluster(
         .filter(|f| !f.is_empty())
         .and_then(|_| desired.pointer("/spec/replicas"))
         .and_then(Value::as_i64);
-    let hash = member_object::content_hash(&desired);
+    let hash = match shared {
+        Some((_, h)) => h.clone(),
+        None => member_object::content_hash(desired),
+    };
 
     match ctx.informer.is_synced(&member.name) {
         None => return Outcome::keep(pending(prev, "waiting for the watch on the cluster")),
@@ -913,7 +1067,7 @@ async fn sync_cluster(
         && managed
         && origin
     {
-        let found = drift::diff(&desired, actual);
+        let found = drift::diff(desired, actual);
         if same_source {
             ctx.note_success(t.uid, &member.name);
             return drift_outcome(
@@ -944,7 +1098,7 @@ async fn sync_cluster(
         && prev.drift.is_empty()
         && same_source
         && (prev.resource_version.as_deref() == str_at(actual, "/metadata/resourceVersion")
-            || member_object::is_subset(&desired, actual))
+            || member_object::is_subset(desired, actual))
     {
         return in_sync(ctx, member, t, prev, replicas);
     }
@@ -977,25 +1131,30 @@ async fn sync_cluster(
         "FailedUpdateInCluster"
     };
     let started = Instant::now();
-    let result = dispatch::apply_with_namespace(
+    let in_flight = ctx.note_sending(&member.name, t.key());
+    let result = dispatch::apply_with_namespace::<dispatch::Applied>(
         &ctx.ctx.fed,
         member,
         &ctx.kind,
-        to_apply.as_ref().unwrap_or(&desired),
+        to_apply.as_ref().unwrap_or(desired),
         t.name,
         t.ns,
         ctx.timeout(),
     )
     .await;
     crate::metrics::metrics().propagated(&member.name, &resource, started.elapsed());
+    // Failed: the events that came meanwhile were others' writes (the
+    // failure's own retry reconciles the object again).
+    let again = in_flight.answered(
+        result
+            .as_ref()
+            .ok()
+            .and_then(|a| a.metadata.resource_version.as_deref()),
+    );
     match result {
         Ok(applied) => {
             ctx.note_success(t.uid, &member.name);
-            ctx.note_applied(
-                &member.name,
-                t.key(),
-                str_at(&applied, "/metadata/resourceVersion"),
-            );
+            let applied_version = applied.metadata.resource_version;
             let reason = if created {
                 "CreateInCluster"
             } else if adopting {
@@ -1009,13 +1168,15 @@ async fn sync_cluster(
                 observed_generation: t.generation,
                 message: String::new(),
                 hash: Some(hash),
-                resource_version: str_at(&applied, "/metadata/resourceVersion").map(str::to_string),
+                resource_version: applied_version,
                 replicas,
                 drift: Vec::new(),
                 ..ClusterRecord::default()
             };
             Outcome {
                 event: Some((EventType::Normal, reason)),
+                // Another write came while ours was in flight.
+                retry: again.then_some(Duration::ZERO),
                 ..drift_outcome(record, &prev, &kept_drift)
             }
         }
@@ -1218,6 +1379,57 @@ mod tests {
         assert!(!content_unchanged_since(&c("9", "9"), None));
         assert!(!content_unchanged_since(&c("b", "a"), Some("x")));
         assert!(content_unchanged_since(&c("b", "a"), Some("a")));
+    }
+
+    #[test]
+    fn own_writes_hold_back_the_events_of_an_apply_in_flight() {
+        let w = OwnWrites::default();
+        let k = ObjectKey::new(Some("ns"), "a");
+        // No apply of ours: every event counts.
+        assert!(!w.is_own("m1", &k, "5"));
+        // The event of our apply comes after its answer: ours, once.
+        w.sending("m1", k.clone());
+        assert!(!w.answered("m1", k.clone(), Some("6")));
+        assert!(w.is_own("m1", &k, "6"));
+        assert!(!w.is_own("m1", &k, "6"));
+        // The event comes before the answer: held back, then judged ours
+        // (no second reconcile), and the entry is gone.
+        w.sending("m1", k.clone());
+        assert!(w.is_own("m1", &k, "7"));
+        assert!(!w.answered("m1", k.clone(), Some("7")));
+        assert!(!w.is_own("m1", &k, "8"));
+        // An earlier write's event while in flight: in what we applied.
+        w.sending("m1", k.clone());
+        assert!(w.is_own("m1", &k, "8"));
+        assert!(!w.answered("m1", k.clone(), Some("9")));
+        assert!(w.is_own("m1", &k, "9"));
+        // A later write's event while in flight: reconcile again.
+        w.sending("m1", k.clone());
+        assert!(w.is_own("m1", &k, "12"));
+        assert!(w.answered("m1", k.clone(), Some("10")));
+        // A failed apply: the events that came meanwhile were others'.
+        w.sending("m1", k.clone());
+        assert!(w.is_own("m1", &k, "13"));
+        assert!(w.answered("m1", k.clone(), None));
+        assert!(!w.is_own("m1", &k, "14"));
+        // Per cluster: another cluster's event is not held back.
+        w.sending("m1", k.clone());
+        assert!(!w.is_own("m2", &k, "3"));
+        // A guard dropped unanswered (a cancelled reconcile) holds nothing
+        // back afterwards.
+        let g = InFlight {
+            writes: &w,
+            cluster: "m3".into(),
+            key: Some(k.clone()),
+        };
+        w.sending("m3", k.clone());
+        assert!(w.is_own("m3", &k, "20"));
+        drop(g);
+        assert!(!w.is_own("m3", &k, "21"));
+        // Versions that are not numbers: unequal is another write.
+        assert!(!later_write("x", Some("x")));
+        assert!(later_write("y", Some("x")));
+        assert!(!later_write("4", Some("5")));
     }
 
     #[test]
