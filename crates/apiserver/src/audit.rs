@@ -26,6 +26,7 @@
 //! federation holds every member's credentials in Secrets.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
@@ -250,7 +251,16 @@ impl AuditContext {
 }
 
 /// `WithAuditInit`: the request's audit ID, answered in `Audit-Id`.
-pub async fn audit_id(mut request: Request, next: Next) -> Response {
+pub async fn audit_id(request: Request, next: Next) -> Response {
+    audit_id_run(request, |request| next.run(request)).await
+}
+
+/// [`audit_id`] with the rest of the chain given as `run`.
+pub(crate) async fn audit_id_run<F, Fut>(mut request: Request, run: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
     let id = request
         .headers()
         .get(HEADER_AUDIT_ID)
@@ -258,13 +268,31 @@ pub async fn audit_id(mut request: Request, next: Next) -> Response {
         .map(str::trim)
         .filter(|v| !v.is_empty())
         .map(str::to_string)
-        .unwrap_or_else(new_audit_id);
-    request.extensions_mut().insert(AuditId(id.clone()));
-    let mut response = next.run(request).await;
-    if let Ok(v) = HeaderValue::from_str(&id) {
+        .unwrap_or_else(fresh_audit_id);
+    let header = HeaderValue::from_str(&id).ok();
+    request.extensions_mut().insert(AuditId(id));
+    let mut response = run(request).await;
+    if let Some(v) = header {
         response.headers_mut().insert(HEADER_AUDIT_ID, v);
     }
     response
+}
+
+/// A new audit ID: a random (version 4) UUID, as
+/// [`ubernetes_audit::new_audit_id`] makes, from the thread's random
+/// generator (not a `getrandom` system call per request).
+fn fresh_audit_id() -> String {
+    let mut b: [u8; 16] = rand::random();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let mut id = String::with_capacity(36);
+    for (i, byte) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            id.push('-');
+        }
+        let _ = write!(id, "{byte:02x}");
+    }
+    id
 }
 
 /// Where a request's events go, minus the omitted stages.
@@ -443,14 +471,25 @@ fn response_status(code: u16, body: Option<&Value>) -> Value {
 /// inside authentication.
 pub async fn audit(
     State(auditor): State<Option<Arc<Auditor>>>,
-    mut request: Request,
+    request: Request,
     next: Next,
 ) -> Response {
-    let Some(auditor) = auditor else {
-        return next.run(request).await;
-    };
+    match auditor {
+        Some(auditor) => audit_run(&auditor, request, |request| next.run(request)).await,
+        None => next.run(request).await,
+    }
+}
+
+/// [`audit`] with the rest of the chain given as `run`, for the server's
+/// single filter ([`crate::serve::build_router`]); called only when an
+/// audit log is configured (audit off costs nothing).
+pub(crate) async fn audit_run<F, Fut>(auditor: &Auditor, mut request: Request, run: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
     let Some(user) = request.extensions().get::<authn::UserInfo>().cloned() else {
-        return next.run(request).await;
+        return run(request).await;
     };
     let received = jiff::Timestamp::now();
     let method = request.method().as_str().to_string();
@@ -464,7 +503,7 @@ pub async fn audit(
         omit_managed_fields,
     } = auditor.policy.evaluate(&attrs);
     if level == Level::None {
-        return next.run(request).await;
+        return run(request).await;
     }
     let level = level.min(max_level(&info, &auditor.secret_bodies));
     let audit_id = request
@@ -543,7 +582,7 @@ pub async fn audit(
         emitter: emitter.clone(),
         context: context.clone(),
     };
-    let result = AssertUnwindSafe(next.run(request)).catch_unwind().await;
+    let result = AssertUnwindSafe(run(request)).catch_unwind().await;
     let Some(mut ev) = pending.ev.take() else {
         return Response::default();
     };
@@ -655,6 +694,19 @@ pub async fn audit(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fresh_audit_ids_are_distinct_version_4_uuids() {
+        let a = fresh_audit_id();
+        let b = fresh_audit_id();
+        assert_ne!(a, b);
+        for id in [&a, &b] {
+            let parsed = uuid::Uuid::parse_str(id).expect("a UUID");
+            assert_eq!(parsed.get_version_num(), 4, "{id}");
+            assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122, "{id}");
+            assert_eq!(parsed.hyphenated().to_string(), *id);
+        }
+    }
 
     #[test]
     fn secrets_tokens_and_proxies_are_capped_at_metadata() {

@@ -258,6 +258,16 @@ pub async fn authenticate(
     request: Request,
     next: Next,
 ) -> Response {
+    authenticate_run(&authenticator, request, |request| next.run(request)).await
+}
+
+/// [`authenticate`] with the rest of the chain given as `run`, for the
+/// server's single filter ([`crate::serve::build_router`]).
+pub(crate) async fn authenticate_run<Fut: Future<Output = Response>>(
+    authenticator: &Authenticator,
+    request: Request,
+    run: impl FnOnce(Request) -> Fut,
+) -> Response {
     let (mut parts, body) = request.into_parts();
     let user = match authenticator.authenticate(&parts) {
         Ok(Some(user)) => {
@@ -276,7 +286,7 @@ pub async fn authenticate(
         }
     };
     parts.extensions.insert(user);
-    next.run(Request::from_parts(parts, body)).await
+    run(Request::from_parts(parts, body)).await
 }
 
 /// 401 with kube-apiserver's Status body.

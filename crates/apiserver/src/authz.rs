@@ -180,25 +180,35 @@ pub async fn authorize(
     request: Request,
     next: Next,
 ) -> Response {
+    authorize_run(&authz, request, |request| next.run(request)).await
+}
+
+/// [`authorize`] with the rest of the chain given as `run`, for the
+/// server's single filter ([`crate::serve::build_router`]).
+pub(crate) async fn authorize_run<Fut: Future<Output = Response>>(
+    authz: &Authorization,
+    request: Request,
+    run: impl FnOnce(Request) -> Fut,
+) -> Response {
     let (mut parts, body) = request.into_parts();
-    let Some(user) = parts.extensions.get::<authn::UserInfo>() else {
+    // Taken out (not copied) and put back for the handlers.
+    let Some(user) = parts.extensions.remove::<authn::UserInfo>() else {
         // Authentication always sets a user; without one nothing is allowed.
         return crate::response::status_response(&ubernetes_apimachinery::ApiError::unauthorized());
     };
-    let user = to_rbac_user(user);
     // The audit filter's record of this request, if it is audited.
     let audit = parts
         .extensions
         .get::<crate::audit::AuditContext>()
         .cloned();
-    let path = parts.uri.path().to_string();
-    let query = parts.uri.query().unwrap_or("").to_string();
+    let path = parts.uri.path();
+    let query = parts.uri.query().unwrap_or("");
     let result = ubernetes_rbac::authorize_request(
         &authz.authorizer(),
         &user,
         parts.method.as_str(),
-        &path,
-        &query,
+        path,
+        query,
         &parts.headers,
     );
     match result {
@@ -215,11 +225,13 @@ pub async fn authorize(
             if ok.impersonated {
                 strip_impersonation_headers(&mut parts.headers);
                 parts.extensions.insert(from_rbac_user(ok.user));
+            } else {
+                parts.extensions.insert(user);
             }
-            next.run(Request::from_parts(parts, body)).await
+            run(Request::from_parts(parts, body)).await
         }
         Err(RequestRefused::Forbidden(e, _))
-            if crate::cluster_proxy::defer_gate(&path, &e, &mut parts.extensions) =>
+            if crate::cluster_proxy::defer_gate(path, &e, &mut parts.extensions) =>
         {
             // federation@all (`clusters/-/proxy`): the member view checks
             // `clusters/proxy` per member and answers this refusal when
@@ -231,16 +243,17 @@ pub async fn authorize(
             {
                 strip_impersonation_headers(&mut parts.headers);
                 parts.extensions.insert(from_rbac_user(as_user));
+            } else {
+                parts.extensions.insert(user);
             }
-            if let Ok(info) =
-                ubernetes_rbac::RequestInfo::parse(parts.method.as_str(), &path, &query)
+            if let Ok(info) = ubernetes_rbac::RequestInfo::parse(parts.method.as_str(), path, query)
             {
                 parts.extensions.insert(info);
             }
             if let Some(audit) = &audit {
                 audit.authorization(true, "federation@all: authorized per member cluster");
             }
-            next.run(Request::from_parts(parts, body)).await
+            run(Request::from_parts(parts, body)).await
         }
         Err(refused) => {
             if let (Some(audit), RequestRefused::Forbidden(_, reason)) = (&audit, &refused) {
@@ -249,8 +262,8 @@ pub async fn authorize(
             let uri = parts
                 .uri
                 .path_and_query()
-                .map(|p| p.as_str().to_string())
-                .unwrap_or(path);
+                .map_or(path, |p| p.as_str())
+                .to_string();
             tracing::debug!(user = %user.name, uri = %uri, why = %refused, "request refused by authorization");
             refusal_response(&refused, &uri)
         }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Extension, Path, RawQuery, State as AxState};
+use axum::extract::{FromRequest as _, Path, Request, State as AxState};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
@@ -87,20 +87,13 @@ pub fn resolve(
 pub async fn core(
     AxState(state): AxState<State>,
     Path(rest): Path<String>,
-    method: Method,
-    RawQuery(query): RawQuery,
-    user: Option<Extension<UserInfo>>,
-    headers: HeaderMap,
-    body: Bytes,
+    request: Request,
 ) -> HandlerResult {
-    let protobuf_errors = negotiate::protobuf_errors(&headers);
-    let req = Req {
-        method,
-        query,
-        user: user.map(|Extension(u)| u),
-        headers,
-        body,
+    let req = match Req::take(request).await {
+        Ok(req) => req,
+        Err(rejection) => return Ok(rejection),
     };
+    let protobuf_errors = negotiate::protobuf_errors(&req.headers);
     serve(state, "", "v1", &rest, req, protobuf_errors).await
 }
 
@@ -108,20 +101,13 @@ pub async fn core(
 pub async fn grouped(
     AxState(state): AxState<State>,
     Path((group, version, rest)): Path<(String, String, String)>,
-    method: Method,
-    RawQuery(query): RawQuery,
-    user: Option<Extension<UserInfo>>,
-    headers: HeaderMap,
-    body: Bytes,
+    request: Request,
 ) -> HandlerResult {
-    let protobuf_errors = negotiate::protobuf_errors(&headers);
-    let req = Req {
-        method,
-        query,
-        user: user.map(|Extension(u)| u),
-        headers,
-        body,
+    let req = match Req::take(request).await {
+        Ok(req) => req,
+        Err(rejection) => return Ok(rejection),
     };
+    let protobuf_errors = negotiate::protobuf_errors(&req.headers);
     serve(state, &group, &version, &rest, req, protobuf_errors).await
 }
 
@@ -164,6 +150,28 @@ struct Req {
     user: Option<UserInfo>,
     headers: HeaderMap,
     body: Bytes,
+}
+
+impl Req {
+    /// The parts of `request`, moved out of it (axum's `HeaderMap` and
+    /// `Extension` extractors would copy the headers and the user), and its
+    /// body read within the body limit (axum's answer when it is not).
+    async fn take(mut request: Request) -> Result<Self, axum::response::Response> {
+        let headers = std::mem::take(request.headers_mut());
+        let user = request.extensions_mut().remove::<UserInfo>();
+        let method = request.method().clone();
+        let query = request.uri().query().map(str::to_string);
+        let body = Bytes::from_request(request, &())
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Self {
+            method,
+            query,
+            user,
+            headers,
+            body,
+        })
+    }
 }
 
 /// Whether `/namespaces/{name}/{seg}` names a subresource of a namespace
