@@ -47,7 +47,7 @@ impl FieldManager for SchemaFieldManager {
             schema: Schema::definition(&snapshot, &info.definition),
             ignored: ignored.as_ref(),
         };
-        ubernetes_fieldmanager::update(old, &new, &ctx)
+        ubernetes_fieldmanager::update_owned(old, new, &ctx)
     }
 
     fn apply(

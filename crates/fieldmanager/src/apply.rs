@@ -221,6 +221,12 @@ pub fn apply(
 /// always starts from the live ones; an existing object without managed
 /// fields is not tracked.
 pub fn update(old: Option<&Value>, new: &Value, ctx: &Context<'_>) -> Value {
+    update_owned(old, new.clone(), ctx)
+}
+
+/// [`update()`] of an object the caller gives away (the registry's write
+/// path): `new` is not copied.
+pub fn update_owned(old: Option<&Value>, new: Value, ctx: &Context<'_>) -> Value {
     let live_managed = || {
         old.and_then(|o| Managed::from_object(o).ok())
             .unwrap_or_default()
@@ -231,12 +237,12 @@ pub fn update(old: Option<&Value>, new: &Value, ctx: &Context<'_>) -> Value {
     } else if sent.is_some_and(is_reset) {
         Managed::default()
     } else {
-        match Managed::from_object(new) {
+        match Managed::from_object(&new) {
             Ok(m) if !m.is_empty() => m,
             _ => live_managed(),
         }
     };
-    let mut new_obj = new.clone();
+    let mut new_obj = new;
     strip_managed_fields(&mut new_obj);
     let is_create = old.is_none_or(|o| {
         o.pointer("/metadata/uid")
@@ -246,8 +252,10 @@ pub fn update(old: Option<&Value>, new: &Value, ctx: &Context<'_>) -> Value {
     if managed.is_empty() && !is_create {
         return new_obj;
     }
-    let mut old_obj = old.cloned().unwrap_or_else(|| ctx.schema.zero_object());
-    strip_managed_fields(&mut old_obj);
+    let old_obj = match old {
+        Some(o) => without_managed_fields(o),
+        None => ctx.schema.zero_object(),
+    };
     track_update(&old_obj, &new_obj, &mut managed, ctx, ctx.manager);
     managed.write_to(&mut new_obj);
     new_obj

@@ -102,7 +102,7 @@ pub mod schema;
 pub mod set;
 pub mod typed;
 
-pub use apply::{ApplyError, Conflict, Context, apply, update};
+pub use apply::{ApplyError, Conflict, Context, apply, update, update_owned};
 pub use managed::{Managed, ManagedEntry, ManagerId, Operation};
 pub use path::{Path, PathElement};
 pub use schema::{ListType, Schema, Shape};

@@ -116,6 +116,30 @@ pub trait Admission: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// [`Admission::mutate`], saying whether it changed `obj` (the store
+    /// then validates the object again, as the kind's types may no longer
+    /// hold). The store calls this, never `mutate` directly. The default
+    /// compares `obj` with a copy taken before; a plugin that knows (it had
+    /// nothing to do, or tracks its own changes) implements this instead of
+    /// `mutate`, so that no copy is made.
+    async fn mutate_changed(
+        &self,
+        attrs: &Attributes<'_>,
+        obj: &mut Value,
+    ) -> Result<(Vec<String>, bool), ApiError> {
+        let before = obj.clone();
+        let warnings = self.mutate(attrs, obj).await?;
+        let changed = *obj != before;
+        Ok((warnings, changed))
+    }
+
+    /// Whether the plugin has a mutating phase at all. `false` (a plugin
+    /// that only validates): the store neither calls [`Admission::mutate`]
+    /// nor copies the object to see whether it changed.
+    fn mutates(&self) -> bool {
+        true
+    }
+
     /// Accept or reject the object about to be written, unchanged.
     async fn validate(&self, attrs: &Attributes<'_>, obj: &Value) -> Result<Vec<String>, ApiError> {
         let _ = (attrs, obj);

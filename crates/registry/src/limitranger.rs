@@ -513,6 +513,21 @@ impl LimitRanger {
 
 #[async_trait::async_trait]
 impl Admission for LimitRanger {
+    async fn mutate_changed(
+        &self,
+        attrs: &Attributes<'_>,
+        obj: &mut Value,
+    ) -> Result<(Vec<String>, bool), ApiError> {
+        // Only pods are defaulted: any other write is left as it is, uncopied.
+        if !Self::applies(attrs) || attrs.info.resource != "pods" {
+            return Ok((Vec::new(), false));
+        }
+        let before = obj.clone();
+        let warnings = self.mutate(attrs, obj).await?;
+        let changed = *obj != before;
+        Ok((warnings, changed))
+    }
+
     async fn mutate(
         &self,
         attrs: &Attributes<'_>,

@@ -388,23 +388,25 @@ fn dispatch(
 
 #[async_trait::async_trait]
 impl Admission for MutatingAdmissionPolicy {
-    async fn mutate(
+    /// No policy (the usual case) is known without copying the object; a
+    /// change is seen against the copy the policies' dispatch keeps anyway.
+    async fn mutate_changed(
         &self,
         attrs: &Attributes<'_>,
         obj: &mut Value,
-    ) -> Result<Vec<String>, ApiError> {
+    ) -> Result<(Vec<String>, bool), ApiError> {
         let info = attrs.info;
         // No body to mutate on DELETE: kube's handler takes CREATE, UPDATE
         // and CONNECT only.
         if attrs.operation == Operation::Delete || exempt(&info.group, &info.resource) {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), false));
         }
         let Some(registry) = self.registry.upgrade() else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), false));
         };
         let policies = sorted_list(&registry, "mutatingadmissionpolicies").await;
         if policies.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), false));
         }
         let all_bindings = sorted_list(&registry, "mutatingadmissionpolicybindings").await;
         let scope = RequestScope::of(&registry, attrs).await;
@@ -452,7 +454,8 @@ impl Admission for MutatingAdmissionPolicy {
             namespace_object: ns_value.as_ref(),
         };
         dispatch(&invocations, &shared, &patcher, obj, &mut errors)?;
-        if *obj != before_all {
+        let changed = *obj != before_all;
+        if changed {
             tracing::debug!(resource = %info.resource, name = %attrs.name, "MutatingAdmissionPolicy mutated the object");
         }
         let refused: Vec<PolicyError> = errors
@@ -477,7 +480,7 @@ impl Admission for MutatingAdmissionPolicy {
                 .collect();
             return Err(e);
         }
-        Ok(Vec::new())
+        Ok((Vec::new(), changed))
     }
 }
 

@@ -951,6 +951,10 @@ struct Denied {
 
 #[async_trait::async_trait]
 impl Admission for ValidatingAdmissionPolicy {
+    fn mutates(&self) -> bool {
+        false
+    }
+
     async fn validate(&self, attrs: &Attributes<'_>, obj: &Value) -> Result<Vec<String>, ApiError> {
         let info = attrs.info;
         if exempt(&info.group, &info.resource) {

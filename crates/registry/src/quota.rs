@@ -452,6 +452,10 @@ async fn cached(store: &Store, namespace: Option<&str>) -> Vec<Value> {
 
 #[async_trait::async_trait]
 impl Admission for ResourceQuotaAdmission {
+    fn mutates(&self) -> bool {
+        false
+    }
+
     async fn validate(&self, attrs: &Attributes<'_>, obj: &Value) -> Result<Vec<String>, ApiError> {
         // Counts change on create; the pod, service and claim evaluators
         // also handle updates (a resize, a Service turned NodePort): only

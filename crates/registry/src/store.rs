@@ -456,23 +456,29 @@ impl Store {
     /// The mutating phase (kube's mutating admission: before the kind's
     /// validation): the kind's plugins that mutate as kube's built-in
     /// admission plugins, then the registry-wide plugins (webhooks last).
+    /// Returns the plugins' warnings and whether any plugin changed `obj`
+    /// (each says so: no copy of the object is compared here).
     async fn admit_mutate(
         &self,
         attrs: &Attributes<'_>,
         obj: &mut Value,
-    ) -> Result<Vec<String>, ApiError> {
+    ) -> Result<(Vec<String>, bool), ApiError> {
         let mut warnings = Vec::new();
-        for plugin in self
+        let mut changed = false;
+        let kinds = self
             .admission
             .iter()
             .filter(|p| p.mutates_before_webhooks())
-        {
-            warnings.extend(plugin.mutate(attrs, obj).await?);
+            .cloned();
+        for plugin in kinds.chain(self.registry_admission.plugins()) {
+            if !plugin.mutates() {
+                continue;
+            }
+            let (more, this) = plugin.mutate_changed(attrs, obj).await?;
+            warnings.extend(more);
+            changed |= this;
         }
-        for plugin in self.registry_admission.plugins() {
-            warnings.extend(plugin.mutate(attrs, obj).await?);
-        }
-        Ok(warnings)
+        Ok((warnings, changed))
     }
 
     /// After the kind's validation: the kind's other plugins mutate (as
@@ -489,7 +495,7 @@ impl Store {
             .iter()
             .filter(|p| !p.mutates_before_webhooks())
         {
-            warnings.extend(plugin.mutate(attrs, obj).await?);
+            warnings.extend(plugin.mutate_changed(attrs, obj).await?.0);
         }
         for plugin in &self.admission {
             warnings.extend(plugin.validate(attrs, obj).await?);
@@ -522,10 +528,9 @@ impl Store {
             dry_run: ctx.dry_run,
             options: Some(&ctx.options),
         };
-        let before = new_obj.clone();
-        let mut warnings = self.admit_mutate(&attrs, new_obj).await?;
-        if *new_obj != before {
-            self.validate(new_obj, Some(current))?;
+        let (mut warnings, changed) = self.admit_mutate(&attrs, new_obj).await?;
+        if changed {
+            self.validate(new_obj, Some(current), false)?;
         }
         warnings.extend(self.admit_validate(&attrs, new_obj).await?);
         Ok(warnings)
@@ -923,15 +928,19 @@ impl Store {
     }
 
     /// Validation common to every kind plus the strategy's; 422 on failure.
-    fn validate(&self, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    /// `normalized`: `obj` is the kind's `normalize` output that no client
+    /// and no admission plugin changed since (see
+    /// [`Strategy::validate_normalized`]).
+    fn validate(&self, obj: &Value, old: Option<&Value>, normalized: bool) -> Result<(), ApiError> {
         let info = self.info();
         let mut causes: Vec<Cause> = crate::validation::object_meta(&self.strategy, obj);
-        match old {
-            None => causes.extend(self.strategy.validate_create(obj)),
-            Some(old) => {
-                causes.extend(crate::validation::object_meta_update(obj, old));
-                causes.extend(self.strategy.validate_update(obj, old));
-            }
+        if let Some(old) = old {
+            causes.extend(crate::validation::object_meta_update(obj, old));
+        }
+        match (old, normalized) {
+            (_, true) => causes.extend(self.strategy.validate_normalized(obj, old)),
+            (None, false) => causes.extend(self.strategy.validate_create(obj)),
+            (Some(old), false) => causes.extend(self.strategy.validate_update(obj, old)),
         }
         if causes.is_empty() {
             Ok(())
@@ -1183,9 +1192,10 @@ impl Store {
             };
             // kube's order: mutating admission, the kind's validation,
             // validating admission.
-            warnings.extend(self.admit_mutate(&attrs, &mut obj).await?);
+            let (more, changed) = self.admit_mutate(&attrs, &mut obj).await?;
+            warnings.extend(more);
             self.track_fields(&mut obj, None, opts, None);
-            self.validate(&obj, None)?;
+            self.validate(&obj, None, !changed)?;
             warnings.extend(self.admit_validate(&attrs, &mut obj).await?);
         }
         if opts.dry_run {
@@ -1463,7 +1473,7 @@ impl Store {
             meta_mut(&mut new_obj).insert("resourceVersion".into(), json!(rv));
         }
         self.track_fields(&mut new_obj, Some(current), opts, subresource);
-        self.validate(&new_obj, Some(current))?;
+        self.validate(&new_obj, Some(current), true)?;
         Ok((new_obj, warnings))
     }
 
@@ -1624,7 +1634,7 @@ impl Store {
                     options: Some(&options),
                 };
                 let mut scratch = obj.clone();
-                let mut warnings = self.admit_mutate(&attrs, &mut scratch).await?;
+                let (mut warnings, _) = self.admit_mutate(&attrs, &mut scratch).await?;
                 let mut scratch = obj.clone();
                 warnings.extend(self.admit_validate(&attrs, &mut scratch).await?);
                 warnings

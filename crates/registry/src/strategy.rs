@@ -45,6 +45,20 @@ pub trait Strategy: Send + Sync {
         self.validate_create(new)
     }
 
+    /// [`Strategy::validate_create`] (`old` `None`) or
+    /// [`Strategy::validate_update`] of an object that is
+    /// [`Strategy::normalize`]'s output changed since only by the store's
+    /// own steps, the kind's preparation and the field manager (no client
+    /// and no admission plugin changed it), so its types are the kind's: a
+    /// kind whose rules read the JSON need not decode it again. The store
+    /// calls the full validation instead when admission changed the object.
+    fn validate_normalized(&self, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        match old {
+            None => self.validate_create(obj),
+            Some(old) => self.validate_update(obj, old),
+        }
+    }
+
     /// kube-apiserver's messages for an invalid `metadata.name` of this kind
     /// (empty when valid). The default is `NameIsDNSSubdomain`; namespaces
     /// use a DNS-1123 label, services a DNS-1035 label, RBAC kinds a path

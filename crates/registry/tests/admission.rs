@@ -75,6 +75,9 @@ impl Admission for Recorder {
             if obj.pointer("/metadata/labels/break") == Some(&json!("yes")) {
                 obj["data"] = json!({"not a valid key!": "x"});
             }
+            if obj.pointer("/metadata/labels/break-type") == Some(&json!("yes")) {
+                obj["data"] = json!({"n": 5});
+            }
         }
         Ok(vec!["mutated by the recorder".into()])
     }
@@ -219,16 +222,40 @@ async fn create_update_patch_status_and_delete_go_through_both_phases() {
     );
 
     // A mutation that makes the object invalid is caught by the kind's
-    // validation run again after mutating admission.
+    // validation run again after mutating admission. A ConfigMap's rules
+    // read the JSON (its one typed decode is normalize's), so a change that
+    // breaks the kind's types is caught by decoding the mutated object.
+    for (label, says) in [
+        ("break", "a valid config key"),
+        ("break-type", "cannot unmarshal number"),
+    ] {
+        let err = cms
+            .patch(Some("default"), "a", None, &alice(), |cur| {
+                let mut v = cur.clone();
+                v["metadata"]["labels"][label] = json!("yes");
+                Ok(v)
+            })
+            .await
+            .expect_err("invalid after mutation");
+        assert_eq!(err.code, 422, "{}", err.message);
+        assert!(err.message.contains(says), "{}", err.message);
+    }
+    // On create as on update.
     let err = cms
-        .patch(Some("default"), "a", None, &alice(), |cur| {
-            let mut v = cur.clone();
-            v["metadata"]["labels"]["break"] = json!("yes");
-            Ok(v)
-        })
+        .create(
+            namespaces.as_deref(),
+            Some("default"),
+            json!({"metadata": {"name": "typed", "labels": {"break-type": "yes"}}}),
+            &alice(),
+        )
         .await
-        .expect_err("invalid after mutation");
+        .expect_err("mistyped after mutation");
     assert_eq!(err.code, 422, "{}", err.message);
+    assert!(
+        err.message.contains("cannot unmarshal number"),
+        "{}",
+        err.message
+    );
     env.recorder.take();
 
     // Dry run passes through with dry_run set and writes nothing.

@@ -409,6 +409,27 @@ fn configmap_keys_and_immutability_are_checked() {
         messages(&s.validate_update(&new, &old)),
         vec!["data: Forbidden: field is immutable when `immutable` is set"]
     );
+    // The rules read the JSON: normalize's output is validated without
+    // being decoded again, with the same answers.
+    assert_eq!(
+        messages(&s.validate_normalized(&new, Some(&old))),
+        messages(&s.validate_update(&new, &old))
+    );
+    assert_eq!(
+        messages(&s.validate_normalized(&bad, None)),
+        messages(&s.validate_create(&bad))
+    );
+    // binaryData counts what its base64 decodes to: 1 MiB - 1 byte (1.4 MB
+    // of base64) fits, 1 MiB + 5 bytes does not.
+    let sized = |groups: usize| {
+        s.normalize(json!({"metadata": {"name": "c"}, "binaryData": {"b": "AAAA".repeat(groups)}}))
+            .unwrap()
+    };
+    assert!(s.validate_normalized(&sized(349_525), None).is_empty());
+    assert_eq!(
+        messages(&s.validate_normalized(&sized(349_527), None)),
+        vec![": Too long: may not be more than 1048576 bytes"]
+    );
 }
 
 #[test]

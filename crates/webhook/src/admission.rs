@@ -708,19 +708,22 @@ fn exempt(info: &ResourceInfo) -> bool {
 
 #[async_trait::async_trait]
 impl Admission for WebhookAdmission {
-    async fn mutate(
+    /// Whether a webhook's patch changed the object is known per patch: no
+    /// copy of the object is compared (none at all without webhooks).
+    async fn mutate_changed(
         &self,
         attrs: &Attributes<'_>,
         obj: &mut Value,
-    ) -> Result<Vec<String>, ApiError> {
+    ) -> Result<(Vec<String>, bool), ApiError> {
         if exempt(attrs.info) || attrs.operation == Operation::Connect {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), false));
         }
         let hooks = self.hooks("mutatingwebhookconfigurations").await?;
         if hooks.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), false));
         }
         let mut warnings = Vec::new();
+        let mut any_changed = false;
         // kube's reinvocation bookkeeping: the IfNeeded webhooks called
         // since the last change, and those to call again.
         let mut previously: Vec<String> = Vec::new();
@@ -738,6 +741,7 @@ impl Admission for WebhookAdmission {
                     Some(p) => apply_patch(hook, attrs, obj, &p)?,
                     None => false,
                 };
+                any_changed |= changed;
                 if changed {
                     reinvoke.append(&mut previously);
                 }
@@ -749,7 +753,7 @@ impl Admission for WebhookAdmission {
                 break;
             }
         }
-        Ok(warnings)
+        Ok((warnings, any_changed))
     }
 
     async fn validate(&self, attrs: &Attributes<'_>, obj: &Value) -> Result<Vec<String>, ApiError> {

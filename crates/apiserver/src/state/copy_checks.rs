@@ -127,6 +127,10 @@ impl MemberCopyAdmission {
 
 #[async_trait::async_trait]
 impl Admission for MemberCopyAdmission {
+    fn mutates(&self) -> bool {
+        false
+    }
+
     async fn validate(&self, attrs: &Attributes<'_>, obj: &Value) -> Result<Vec<String>, ApiError> {
         let (Some(user), None, Operation::Create | Operation::Update) =
             (attrs.user, attrs.subresource, attrs.operation)

@@ -127,6 +127,8 @@ pub struct Builtin<T> {
     validate: fn(&T) -> Vec<Cause>,
     validate_raw: Option<fn(&T, &Value) -> Vec<Cause>>,
     validate_update: Option<fn(&T, &T) -> Vec<Cause>>,
+    /// The kind's rules over the JSON (see [`Builtin::validate_value`]).
+    value_rules: Option<ValueRules>,
     /// On update only `validate_update` runs (see [`Builtin::update_validation_only`]).
     update_validation_only: bool,
     tracks_generation: bool,
@@ -156,6 +158,13 @@ pub struct Builtin<T> {
     _type: PhantomData<fn() -> T>,
 }
 
+/// A kind's validation written over the JSON rather than its typed form.
+#[derive(Clone, Copy)]
+struct ValueRules {
+    create: fn(&Value) -> Vec<Cause>,
+    update: Option<fn(&Value, &Value) -> Vec<Cause>>,
+}
+
 fn no_defaults<T>(_: &mut T) {}
 fn no_validation<T>(_: &T) -> Vec<Cause> {
     Vec::new()
@@ -179,6 +188,7 @@ where
             validate: no_validation::<T>,
             validate_raw: None,
             validate_update: None,
+            value_rules: None,
             update_validation_only: false,
             tracks_generation: false,
             selectable: &[],
@@ -232,6 +242,35 @@ where
             Some(f) => f(typed, raw),
             None => (self.validate)(typed),
         }
+    }
+
+    /// Validation written over the JSON (create and update; `update`, if
+    /// any: extra rules on update, new then old), replacing the typed
+    /// [`Builtin::validate`] and [`Builtin::validate_update`]. An object
+    /// that is `normalize`'s output (no client and no admission plugin
+    /// changed it since) is then validated without being decoded again:
+    /// the write's one typed decode is `normalize`'s. Otherwise the object
+    /// is still decoded first, for its types.
+    pub fn validate_value(
+        mut self,
+        create: fn(&Value) -> Vec<Cause>,
+        update: Option<fn(&Value, &Value) -> Vec<Cause>>,
+    ) -> Self {
+        self.value_rules = Some(ValueRules { create, update });
+        self
+    }
+
+    /// [`Builtin::validate_value`]'s rules: on update, the create rules
+    /// (unless [`Builtin::update_validation_only`]) and the update rules.
+    fn run_value_rules(&self, rules: ValueRules, new: &Value, old: Option<&Value>) -> Vec<Cause> {
+        let mut causes = match old {
+            Some(_) if self.update_validation_only => Vec::new(),
+            _ => (rules.create)(new),
+        };
+        if let (Some(f), Some(old)) = (rules.update, old) {
+            causes.extend(f(new, old));
+        }
+        causes
     }
 
     /// Extra validation on update (immutable fields), new then old.
@@ -557,9 +596,18 @@ where
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<Cause> {
-        match self.decode_ref(obj) {
-            Ok(t) => self.run_validate(&t, obj),
-            Err(e) => vec![Cause::new("FieldValueInvalid", e.message, "")],
+        match (self.decode_ref(obj), self.value_rules) {
+            (Ok(_), Some(rules)) => self.run_value_rules(rules, obj, None),
+            (Ok(t), None) => self.run_validate(&t, obj),
+            (Err(e), _) => vec![Cause::new("FieldValueInvalid", e.message, "")],
+        }
+    }
+
+    fn validate_normalized(&self, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        match (self.value_rules, old) {
+            (Some(rules), _) => self.run_value_rules(rules, obj, old),
+            (None, None) => self.validate_create(obj),
+            (None, Some(old)) => self.validate_update(obj, old),
         }
     }
 
@@ -568,6 +616,9 @@ where
             Ok(t) => t,
             Err(e) => return vec![Cause::new("FieldValueInvalid", e.message, "")],
         };
+        if let Some(rules) = self.value_rules {
+            return self.run_value_rules(rules, new, Some(old));
+        }
         let mut causes = if self.update_validation_only {
             Vec::new()
         } else {

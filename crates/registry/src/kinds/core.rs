@@ -46,8 +46,8 @@ pub fn strategies() -> Vec<Arc<dyn Strategy>> {
             Builtin::<ConfigMap>::new(info::<ConfigMap>("configmap", &["cm"], &[], &[]))
                 .printer(printers::CONFIG_MAP)
                 .federated()
-                .validate(validate_configmap)
-                .validate_update(validate_configmap_update),
+                // Over the JSON: a write's one typed decode is normalize's.
+                .validate_value(validate_configmap, Some(validate_configmap_update)),
         ),
         Arc::new(
             Builtin::<Endpoints>::new(info::<Endpoints>("endpoints", &["ep"], &[], &[]))
@@ -251,23 +251,40 @@ fn key_causes(path: &str, key: &str) -> Vec<Cause> {
         .collect()
 }
 
-fn validate_configmap(c: &ConfigMap) -> Vec<Cause> {
+/// A member of a ConfigMap's JSON that is a map (`data`, `binaryData`);
+/// `None` when absent, `null` or empty (as Go's nil and empty maps).
+fn json_map<'a>(obj: &'a Value, field: &str) -> Option<&'a serde_json::Map<String, Value>> {
+    obj.get(field)
+        .and_then(Value::as_object)
+        .filter(|m| !m.is_empty())
+}
+
+/// The length in bytes of what a base64 string (`binaryData`'s values,
+/// checked by normalize's decode) decodes to.
+fn base64_decoded_len(s: &str) -> usize {
+    let s = s.trim_end_matches('=');
+    s.len() * 3 / 4
+}
+
+fn validate_configmap(c: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
     let mut total = 0usize;
-    for (k, v) in c.data.iter().flatten() {
+    let data = json_map(c, "data");
+    let binary = json_map(c, "binaryData");
+    for (k, v) in data.into_iter().flatten() {
         out.extend(key_causes("data", k));
-        if c.binary_data.as_ref().is_some_and(|b| b.contains_key(k)) {
+        if binary.is_some_and(|b| b.contains_key(k)) {
             out.push(invalid_str(
                 &format!("data[{k}]"),
                 k,
                 "duplicate of key present in binaryData",
             ));
         }
-        total += v.len();
+        total += v.as_str().map_or(0, str::len);
     }
-    for (k, v) in c.binary_data.iter().flatten() {
+    for (k, v) in binary.into_iter().flatten() {
         out.extend(key_causes("binaryData", k));
-        total += v.0.len();
+        total += v.as_str().map_or(0, base64_decoded_len);
     }
     if total > MAX_DATA_SIZE {
         out.push(field::too_long("", MAX_DATA_SIZE));
@@ -300,17 +317,16 @@ fn immutable_data_causes(
     out
 }
 
-fn validate_configmap_update(new: &ConfigMap, old: &ConfigMap) -> Vec<Cause> {
-    let norm = |m: &Option<BTreeMap<String, String>>| m.clone().unwrap_or_default();
-    let normb = |m: &Option<BTreeMap<String, ByteString>>| m.clone().unwrap_or_default();
+fn validate_configmap_update(new: &Value, old: &Value) -> Vec<Cause> {
+    let immutable = |c: &Value| c.get("immutable").and_then(Value::as_bool);
     immutable_data_causes(
-        old.immutable,
-        new.immutable,
+        immutable(old),
+        immutable(new),
         &[
-            ("data", norm(&new.data) != norm(&old.data)),
+            ("data", json_map(new, "data") != json_map(old, "data")),
             (
                 "binaryData",
-                normb(&new.binary_data) != normb(&old.binary_data),
+                json_map(new, "binaryData") != json_map(old, "binaryData"),
             ),
         ],
     )
