@@ -273,12 +273,56 @@ impl MemberSet<'_> {
     }
 
     /// `[simulated] ` before every printed line of a simulated run.
+    /// The ConfigMap requests all members served so far, per verb (their
+    /// `apiserver_request_total`); `None` for simulated members (the
+    /// simulator counts its own) or when a member's metrics cannot be read.
+    async fn configmap_requests(&self) -> Option<HashMap<String, u64>> {
+        let MemberSet::Real(clients) = self else {
+            return None;
+        };
+        let mut total = HashMap::new();
+        for c in clients.iter() {
+            let req = http::Request::get("/metrics").body(Vec::new()).ok()?;
+            let text = c.request_text(req).await.ok()?;
+            for (verb, n) in configmap_requests_by_verb(&text) {
+                *total.entry(verb).or_insert(0) += n;
+            }
+        }
+        Some(total)
+    }
+
     fn tag(&self) -> &'static str {
         match self {
             MemberSet::Real(_) => "",
             MemberSet::Simulated(_) => "[simulated] ",
         }
     }
+}
+
+/// The `apiserver_request_total` samples of ConfigMaps in a Prometheus
+/// text exposition, summed per verb (over codes and scopes).
+fn configmap_requests_by_verb(text: &str) -> HashMap<String, u64> {
+    let label = |line: &str, name: &str| -> Option<String> {
+        let start = line.find(&format!("{name}=\""))? + name.len() + 2;
+        let len = line.get(start..)?.find('"')?;
+        line.get(start..start + len).map(str::to_string)
+    };
+    let mut out = HashMap::new();
+    for line in text.lines() {
+        if !line.starts_with("apiserver_request_total{")
+            || label(line, "resource").as_deref() != Some("configmaps")
+        {
+            continue;
+        }
+        let (Some(verb), Some(n)) = (
+            label(line, "verb"),
+            line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()),
+        ) else {
+            continue;
+        };
+        *out.entry(verb).or_insert(0) += n as u64;
+    }
+    out
 }
 
 /// Watch the bench's ConfigMaps in one member forever, feeding the tracker
@@ -1170,6 +1214,7 @@ async fn measured(
     let host_rev0 = member_revisions(std::slice::from_ref(hc)).await?;
     let cluster_writes = ClusterWrites::start(hc, host_rev0[0].1);
     let member_rev0 = members.revisions().await?;
+    let requests0 = members.configmap_requests().await;
     let rss0 = host_rss(host);
     let win = Window::open(host.process());
     let t = Instant::now();
@@ -1201,6 +1246,25 @@ async fn measured(
     let settled = settle(host.process().as_ref(), Duration::from_secs(120)).await;
     let host_rev1 = member_revisions(std::slice::from_ref(hc)).await?;
     let member_rev1 = members.revisions().await?;
+    if let (Some(r0), Some(r1)) = (requests0, members.configmap_requests().await) {
+        let mut verbs: Vec<(String, u64)> = r1
+            .into_iter()
+            .map(|(v, n)| {
+                let before = r0.get(&v).copied().unwrap_or(0);
+                (v, n.saturating_sub(before))
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        verbs.sort();
+        let per_copy: Vec<String> = verbs
+            .iter()
+            .map(|(v, c)| format!("{v} {:.3}", *c as f64 / (n * m).max(1) as f64))
+            .collect();
+        println!(
+            "{tag}bulk: ConfigMap requests the members served per member copy (apiserver_request_total): {}",
+            per_copy.join(", ")
+        );
+    }
     let host_writes = rev_delta(&host_rev0, &host_rev1);
     let probe_writes = cluster_writes.between(host_rev0[0].1, host_rev1[0].1).await;
     drop(cluster_writes);
@@ -1332,6 +1396,20 @@ async fn measured(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn configmap_requests_are_summed_per_verb() {
+        let text = "# HELP apiserver_request_total x\n\
+apiserver_request_total{code=\"201\",resource=\"configmaps\",verb=\"APPLY\"} 7\n\
+apiserver_request_total{code=\"200\",resource=\"configmaps\",verb=\"APPLY\"} 2\n\
+apiserver_request_total{code=\"404\",resource=\"configmaps\",verb=\"GET\"} 9\n\
+apiserver_request_total{code=\"200\",resource=\"secrets\",verb=\"GET\"} 5\n\
+apiserver_request_duration_seconds_count{resource=\"configmaps\",verb=\"GET\"} 4\n";
+        let got = configmap_requests_by_verb(text);
+        assert_eq!(got.get("APPLY"), Some(&9));
+        assert_eq!(got.get("GET"), Some(&9));
+        assert_eq!(got.len(), 2);
+    }
 
     #[test]
     fn an_object_is_complete_once_every_member_showed_it_once() {
