@@ -35,7 +35,9 @@ use ubernetes_federation::FederationOptions;
 /// mimalloc instead of glibc's malloc: the server allocates and frees many
 /// small JSON values per request; with glibc, allocation was ~30 % of the
 /// server's instructions under `bench api` (docs/benchmarks.md has the
-/// before/after figures).
+/// before/after figures). The `system-allocator` feature leaves it out
+/// (glibc's malloc), so heaptrack can see the heap.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
