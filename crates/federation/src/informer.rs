@@ -213,37 +213,111 @@ impl Default for Selection {
     }
 }
 
-/// What a cache keeps of one member object (see the module docs): a few
-/// metadata fields, compactly, and the rest [`Selection::modify`] left as
-/// compact JSON. About 300 bytes for a copy of a ConfigMap.
+/// What a cache keeps of one member object (see the module docs), sized
+/// for a million copies on one host (issue 21 item 3): the uid and origin
+/// uid as 128-bit numbers, the two resourceVersions as integers, the
+/// content hash, whether it carries [`MANAGED_LABEL`]`=true`, and the rest
+/// that [`Selection::modify`] kept (other metadata, labels, annotations,
+/// `spec`, `status`) as compact JSON. A value that has no compact form (a
+/// uid that is not a lowercase UUID, a resourceVersion that is not a plain
+/// integer) is kept as it came, in `odd`. About 100 bytes plus the JSON
+/// (none for a copy of a ConfigMap but its creationTimestamp).
 #[derive(Debug)]
 struct Entry {
-    uid: Option<Box<str>>,
-    resource_version: Box<str>,
+    /// `metadata.uid` as a UUID (zero: none, or kept in `odd`).
+    uid: [u64; 2],
+    /// The `federation.kubernetes.io/origin-uid` annotation as a UUID
+    /// (zero: none, or kept in `odd`).
+    origin: [u64; 2],
+    resource_version: u64,
     /// The resourceVersion at which `content_hash` was first seen.
-    content_version: Box<str>,
+    content_version: u64,
     content_hash: u64,
-    labels: Box<[(Box<str>, Box<str>)]>,
-    annotations: Box<[(Box<str>, Box<str>)]>,
-    /// What `modify` kept beside the fields above (other metadata,
-    /// `spec`, `status`), as JSON; `None` when nothing.
+    /// Whether the object carries [`MANAGED_LABEL`]`=true` (the label is
+    /// not kept in `rest` then).
+    managed: bool,
+    /// The values above that have no compact form.
+    odd: Option<Box<Odd>>,
+    /// What `modify` kept beside the fields above (other metadata, labels
+    /// and annotations, `spec`, `status`), as JSON; `None` when nothing.
     rest: Option<Box<str>>,
 }
 
-fn compact(map: Option<BTreeMap<String, String>>) -> Box<[(Box<str>, Box<str>)]> {
-    map.unwrap_or_default()
-        .into_iter()
-        .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
-        .collect()
+/// An [`Entry`]'s values that have no compact form, as they came.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Odd {
+    uid: Option<Box<str>>,
+    origin: Option<Box<str>>,
+    resource_version: Option<Box<str>>,
+    content_version: Option<Box<str>>,
 }
 
-fn expand(pairs: &[(Box<str>, Box<str>)]) -> Option<BTreeMap<String, String>> {
-    (!pairs.is_empty()).then(|| {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    })
+/// A lowercase UUID (`8-4-4-4-12` hex digits) as two numbers; `None` for
+/// anything else and for the nil UUID (zero stands for "none").
+fn uuid_bits(s: &str) -> Option<[u64; 2]> {
+    let b = s.as_bytes();
+    if b.len() != 36 {
+        return None;
+    }
+    let mut v: u128 = 0;
+    for (i, &c) in b.iter().enumerate() {
+        if matches!(i, 8 | 13 | 18 | 23) {
+            if c != b'-' {
+                return None;
+            }
+            continue;
+        }
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | u128::from(d);
+    }
+    #[allow(clippy::cast_possible_truncation)] // the two halves
+    let bits = [(v >> 64) as u64, v as u64];
+    (bits != [0, 0]).then_some(bits)
+}
+
+/// The UUID text of [`uuid_bits`]' numbers.
+fn uuid_text(bits: [u64; 2]) -> String {
+    let v = (u128::from(bits[0]) << 64) | u128::from(bits[1]);
+    let h = format!("{v:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+/// A resourceVersion as an integer, when it is one written plainly (it
+/// prints back the same).
+fn version_number(s: &str) -> Option<u64> {
+    s.parse::<u64>().ok().filter(|n| n.to_string() == s)
+}
+
+/// An id kept compactly, or in `odd` (`zero` + the text) when it has no
+/// compact form.
+fn compact_id(s: Option<String>, odd: &mut Option<Box<str>>) -> [u64; 2] {
+    match s {
+        None => [0, 0],
+        Some(s) => uuid_bits(&s).unwrap_or_else(|| {
+            *odd = Some(s.into_boxed_str());
+            [0, 0]
+        }),
+    }
+}
+
+/// An id's text back from [`compact_id`]'s form.
+fn id_text(bits: [u64; 2], odd: Option<&str>) -> Option<String> {
+    if bits == [0, 0] {
+        odd.map(str::to_string)
+    } else {
+        Some(uuid_text(bits))
+    }
 }
 
 impl Entry {
@@ -254,10 +328,37 @@ impl Entry {
         modify(&mut obj);
         let key = ObjectKey::of(&obj);
         let meta = &mut obj.metadata;
-        let uid = meta.uid.take().map(String::into_boxed_str);
-        let rv: Box<str> = meta.resource_version.take().unwrap_or_default().into();
-        let labels = compact(meta.labels.take());
-        let annotations = compact(meta.annotations.take());
+        let mut odd = Odd::default();
+        let uid = compact_id(meta.uid.take(), &mut odd.uid);
+        let origin = compact_id(
+            meta.annotations
+                .as_mut()
+                .and_then(|a| a.remove(ORIGIN_UID_ANNOTATION)),
+            &mut odd.origin,
+        );
+        let rv = meta.resource_version.take().unwrap_or_default();
+        let resource_version = version_number(&rv).unwrap_or_else(|| {
+            odd.content_version = Some(rv.clone().into_boxed_str());
+            odd.resource_version = Some(rv.into_boxed_str());
+            0
+        });
+        let managed = meta
+            .labels
+            .as_mut()
+            .is_some_and(|l| match l.remove(MANAGED_LABEL) {
+                Some(v) if v == "true" => true,
+                Some(v) => {
+                    l.insert(MANAGED_LABEL.to_string(), v);
+                    false
+                }
+                None => false,
+            });
+        if meta.labels.as_ref().is_some_and(BTreeMap::is_empty) {
+            meta.labels = None;
+        }
+        if meta.annotations.as_ref().is_some_and(BTreeMap::is_empty) {
+            meta.annotations = None;
+        }
         meta.name = None;
         meta.namespace = None;
         meta.managed_fields = None;
@@ -280,32 +381,65 @@ impl Entry {
         };
         let entry = Self {
             uid,
-            content_version: rv.clone(),
-            resource_version: rv,
+            origin,
+            resource_version,
+            content_version: resource_version,
             content_hash,
-            labels,
-            annotations,
+            managed,
+            odd: (odd != Odd::default()).then(|| Box::new(odd)),
             rest,
         };
         (key, entry)
     }
 
-    fn annotation(&self, name: &str) -> Option<&str> {
-        self.annotations
-            .iter()
-            .find(|(k, _)| &**k == name)
-            .map(|(_, v)| &**v)
-    }
-
-    fn label(&self, name: &str) -> Option<&str> {
-        self.labels
-            .iter()
-            .find(|(k, _)| &**k == name)
-            .map(|(_, v)| &**v)
+    fn odd(&self) -> Option<&Odd> {
+        self.odd.as_deref()
     }
 
     fn origin_uid(&self) -> Option<String> {
-        self.annotation(ORIGIN_UID_ANNOTATION).map(str::to_string)
+        id_text(self.origin, self.odd().and_then(|o| o.origin.as_deref()))
+    }
+
+    /// The origin uid as an index key.
+    fn origin_key(&self) -> Option<OriginKey> {
+        if self.origin == [0, 0] {
+            self.odd()
+                .and_then(|o| o.origin.clone())
+                .map(OriginKey::Other)
+        } else {
+            Some(OriginKey::Uuid(self.origin))
+        }
+    }
+
+    fn uid(&self) -> Option<String> {
+        id_text(self.uid, self.odd().and_then(|o| o.uid.as_deref()))
+    }
+
+    fn resource_version(&self) -> String {
+        match self.odd().and_then(|o| o.resource_version.as_deref()) {
+            Some(v) => v.to_string(),
+            None => self.resource_version.to_string(),
+        }
+    }
+
+    fn content_version(&self) -> String {
+        match self.odd().and_then(|o| o.content_version.as_deref()) {
+            Some(v) => v.to_string(),
+            None => self.content_version.to_string(),
+        }
+    }
+
+    /// Take `old`'s content version (the content did not change since).
+    fn keep_content_version(&mut self, old: &Entry) {
+        self.content_version = old.content_version;
+        let old_odd = old.odd().and_then(|o| o.content_version.clone());
+        if old_odd.is_some() || self.odd.is_some() {
+            let odd = self.odd.get_or_insert_default();
+            odd.content_version = old_odd;
+            if **odd == Odd::default() {
+                self.odd = None;
+            }
+        }
     }
 
     /// The object as a `DynamicObject` of what is kept.
@@ -322,10 +456,20 @@ impl Entry {
             .unwrap_or_default();
         metadata.name = Some(key.name.clone());
         metadata.namespace = key.namespace.clone();
-        metadata.uid = self.uid.as_deref().map(str::to_string);
-        metadata.resource_version = Some(self.resource_version.to_string());
-        metadata.labels = expand(&self.labels);
-        metadata.annotations = expand(&self.annotations);
+        metadata.uid = self.uid();
+        metadata.resource_version = Some(self.resource_version());
+        if self.managed {
+            metadata
+                .labels
+                .get_or_insert_default()
+                .insert(MANAGED_LABEL.to_string(), "true".to_string());
+        }
+        if let Some(o) = self.origin_uid() {
+            metadata
+                .annotations
+                .get_or_insert_default()
+                .insert(ORIGIN_UID_ANNOTATION.to_string(), o);
+        }
         DynamicObject {
             types: Some(TypeMeta {
                 api_version: ar.api_version.clone(),
@@ -338,9 +482,9 @@ impl Entry {
 
     fn state(&self) -> CopyState {
         CopyState {
-            resource_version: self.resource_version.to_string(),
-            content_version: self.content_version.to_string(),
-            managed: self.label(MANAGED_LABEL) == Some("true"),
+            resource_version: self.resource_version(),
+            content_version: self.content_version(),
+            managed: self.managed,
             origin_uid: self.origin_uid(),
         }
     }
@@ -395,11 +539,41 @@ impl std::io::Write for HashWriter<'_> {
     }
 }
 
+/// A copy's key in a cache: `namespace/name`, or `name` for a
+/// cluster-scoped object (a name has no `/`), one allocation shared by
+/// both indexes.
+type SlotKey = Arc<str>;
+
+fn slot_key(key: &ObjectKey) -> String {
+    key.to_string()
+}
+
+fn object_key(slot: &str) -> ObjectKey {
+    match slot.split_once('/') {
+        Some((ns, name)) => ObjectKey::new(Some(ns), name),
+        None => ObjectKey::new(None, slot),
+    }
+}
+
+/// An origin uid as an index key: a UUID as its number, anything else
+/// as it came.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum OriginKey {
+    Uuid([u64; 2]),
+    Other(Box<str>),
+}
+
+impl OriginKey {
+    fn of(origin_uid: &str) -> Self {
+        uuid_bits(origin_uid).map_or_else(|| Self::Other(origin_uid.into()), Self::Uuid)
+    }
+}
+
 /// The copies of one member cluster.
 #[derive(Default)]
 struct Copies {
-    by_key: HashMap<ObjectKey, Entry>,
-    by_origin: HashMap<String, ObjectKey>,
+    by_key: HashMap<SlotKey, Entry>,
+    by_origin: HashMap<OriginKey, SlotKey>,
 }
 
 impl Copies {
@@ -407,36 +581,55 @@ impl Copies {
     /// entry it replaces when the content is the same. (Not over a relist:
     /// the versions in between were not seen, so the content may have
     /// changed and changed back.)
-    fn insert(&mut self, key: ObjectKey, mut entry: Entry) -> Option<String> {
-        let origin = entry.origin_uid();
-        if let Some(old) = self.by_key.get(&key) {
-            if old.content_hash == entry.content_hash {
-                entry.content_version = old.content_version.clone();
+    fn insert(&mut self, key: &ObjectKey, mut entry: Entry) -> Option<String> {
+        let origin = entry.origin_key();
+        let slot = slot_key(key);
+        let shared: SlotKey = match self.by_key.get_key_value(slot.as_str()) {
+            Some((k, old)) => {
+                if old.content_hash == entry.content_hash {
+                    entry.keep_content_version(old);
+                }
+                if let Some(old_origin) = old.origin_key()
+                    && Some(&old_origin) != origin.as_ref()
+                {
+                    self.by_origin.remove(&old_origin);
+                }
+                k.clone()
             }
-            if let Some(old_origin) = old.origin_uid()
-                && Some(&old_origin) != origin.as_ref()
-            {
-                self.by_origin.remove(&old_origin);
-            }
+            None => Arc::from(slot),
+        };
+        let origin_uid = entry.origin_uid();
+        if let Some(o) = origin {
+            self.by_origin.insert(o, shared.clone());
         }
-        if let Some(o) = &origin {
-            self.by_origin.insert(o.clone(), key.clone());
-        }
-        self.by_key.insert(key, entry);
-        origin
+        self.by_key.insert(shared, entry);
+        origin_uid
+    }
+
+    /// The entry of `key`.
+    fn get(&self, key: &ObjectKey) -> Option<&Entry> {
+        self.by_key.get(slot_key(key).as_str())
+    }
+
+    /// The key and entry of the copy of origin `origin_uid`.
+    fn of_origin(&self, origin_uid: &str) -> Option<(ObjectKey, &Entry)> {
+        let slot = self.by_origin.get(&OriginKey::of(origin_uid))?;
+        self.by_key.get(slot).map(|e| (object_key(slot), e))
     }
 
     fn remove(&mut self, obj: &DynamicObject) -> (ObjectKey, Option<String>) {
         let key = ObjectKey::of(obj);
-        let origin = self
-            .by_key
-            .remove(&key)
-            .and_then(|o| o.origin_uid())
+        let slot = slot_key(&key);
+        let removed = self.by_key.remove_entry(slot.as_str());
+        let origin = removed
+            .as_ref()
+            .and_then(|(_, e)| e.origin_uid())
             .or_else(|| origin_uid(obj));
-        if let Some(o) = &origin
-            && self.by_origin.get(o) == Some(&key)
-        {
-            self.by_origin.remove(o);
+        if let Some(o) = &origin {
+            let ok = OriginKey::of(o);
+            if self.by_origin.get(&ok).is_some_and(|s| **s == *slot) {
+                self.by_origin.remove(&ok);
+            }
         }
         (key, origin)
     }
@@ -583,7 +776,7 @@ impl FederatedInformer {
         let clusters = self.clusters.read();
         let cache = clusters.get(cluster)?;
         let copies = cache.copies.read();
-        let e = copies.by_key.get(key)?;
+        let e = copies.get(key)?;
         Some(Arc::new(e.to_object(key, &self.kind.resource)))
     }
 
@@ -593,7 +786,7 @@ impl FederatedInformer {
         let clusters = self.clusters.read();
         let cache = clusters.get(cluster)?;
         let copies = cache.copies.read();
-        copies.by_key.get(key).map(Entry::state)
+        copies.get(key).map(Entry::state)
     }
 
     /// Every cached copy of `key`, by cluster.
@@ -605,7 +798,6 @@ impl FederatedInformer {
             .filter_map(|(name, c)| {
                 c.copies
                     .read()
-                    .by_key
                     .get(key)
                     .map(|o| (name.clone(), Arc::new(o.to_object(key, ar))))
             })
@@ -621,11 +813,8 @@ impl FederatedInformer {
             .iter()
             .filter_map(|(name, c)| {
                 let copies = c.copies.read();
-                let key = copies.by_origin.get(origin_uid)?;
-                copies
-                    .by_key
-                    .get(key)
-                    .map(|o| (name.clone(), Arc::new(o.to_object(key, ar))))
+                let (key, o) = copies.of_origin(origin_uid)?;
+                Some((name.clone(), Arc::new(o.to_object(&key, ar))))
             })
             .collect()
     }
@@ -653,7 +842,7 @@ impl FederatedInformer {
                     .read()
                     .by_key
                     .iter()
-                    .filter_map(|(k, o)| f(k, o))
+                    .filter_map(|(k, o)| f(&object_key(k), o))
                     .collect()
             })
             .unwrap_or_default()
@@ -792,8 +981,8 @@ impl FederatedInformer {
                     None => break,
                     Some(Ok(Event::Apply(o))) => {
                         let (key, entry) = Entry::of(o, modify);
-                        let rv = entry.resource_version.to_string();
-                        let origin_uid = copies.write().insert(key.clone(), entry);
+                        let rv = entry.resource_version();
+                        let origin_uid = copies.write().insert(&key, entry);
                         this.publish(InformerEvent::Changed {
                             cluster: cluster.clone(),
                             key,
@@ -818,7 +1007,7 @@ impl FederatedInformer {
                         let (key, entry) = Entry::of(o, modify);
                         buffer
                             .get_or_insert_with(Copies::default)
-                            .insert(key, entry);
+                            .insert(&key, entry);
                     }
                     Some(Ok(Event::InitDone)) => {
                         let fresh = buffer.take().unwrap_or_default();
@@ -829,7 +1018,7 @@ impl FederatedInformer {
                             old.by_key
                                 .iter()
                                 .filter(|(k, _)| !now.by_key.contains_key(*k))
-                                .map(|(k, o)| (k.clone(), o.origin_uid()))
+                                .map(|(k, o)| (object_key(k), o.origin_uid()))
                                 .collect()
                         };
                         for (key, origin_uid) in gone {
@@ -1017,7 +1206,7 @@ mod tests {
 
     fn insert(c: &mut Copies, obj: DynamicObject) -> (ObjectKey, Option<String>) {
         let (key, entry) = Entry::of(obj, lean_copy);
-        let origin = c.insert(key.clone(), entry);
+        let origin = c.insert(&key, entry);
         (key, origin)
     }
 
@@ -1027,11 +1216,11 @@ mod tests {
         let (key, origin) = insert(&mut c, copy("app", "cfg", "u1"));
         assert_eq!(key, ObjectKey::new(Some("app"), "cfg"));
         assert_eq!(origin.as_deref(), Some("u1"));
-        assert_eq!(c.by_origin.get("u1"), Some(&key));
+        assert_eq!(c.of_origin("u1").map(|(k, _)| k), Some(key.clone()));
         // Re-created federated object: the copy now points at a new origin.
         insert(&mut c, copy("app", "cfg", "u2"));
-        assert!(!c.by_origin.contains_key("u1"));
-        assert_eq!(c.by_origin.get("u2"), Some(&key));
+        assert!(c.of_origin("u1").is_none());
+        assert_eq!(c.of_origin("u2").map(|(k, _)| k), Some(key.clone()));
         let (_, origin) = c.remove(&copy("app", "cfg", "u2"));
         assert_eq!(origin.as_deref(), Some("u2"));
         assert!(c.by_key.is_empty() && c.by_origin.is_empty());
@@ -1110,11 +1299,11 @@ mod tests {
         let mut c = Copies::default();
         let key = ObjectKey::new(Some("app"), "web");
         let (k, e) = Entry::of(deployment("5", 3, 0), lean_copy);
-        c.insert(k, e);
+        c.insert(&k, e);
         // The member's controller writes status: content unchanged since 5.
         let (k, e) = Entry::of(deployment("6", 3, 3), lean_copy);
-        c.insert(k, e);
-        let st = c.by_key[&key].state();
+        c.insert(&k, e);
+        let st = c.get(&key).unwrap().state();
         assert_eq!(
             (st.resource_version.as_str(), st.content_version.as_str()),
             ("6", "5")
@@ -1123,14 +1312,14 @@ mod tests {
         assert_eq!(st.origin_uid.as_deref(), Some("u1"));
         // Someone scales the copy: the content changed at 7.
         let (k, e) = Entry::of(deployment("7", 5, 3), lean_copy);
-        c.insert(k, e);
-        assert_eq!(c.by_key[&key].state().content_version, "7");
+        c.insert(&k, e);
+        assert_eq!(c.get(&key).unwrap().state().content_version, "7");
         // Pod template edits (not kept) still change the content.
         let mut d = deployment("9", 5, 4);
         d.data["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:2");
         let (k, e) = Entry::of(d, lean_copy);
-        c.insert(k, e);
-        assert_eq!(c.by_key[&key].state().content_version, "9");
+        c.insert(&k, e);
+        assert_eq!(c.get(&key).unwrap().state().content_version, "9");
         // So do labels; annotations too, even those not kept.
         let mut d = deployment("10", 5, 4);
         d.data["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:2");
@@ -1139,8 +1328,8 @@ mod tests {
             .get_or_insert_default()
             .insert("note".into(), "x".into());
         let (k, e) = Entry::of(d, lean_copy);
-        c.insert(k, e);
-        assert_eq!(c.by_key[&key].state().content_version, "10");
+        c.insert(&k, e);
+        assert_eq!(c.get(&key).unwrap().state().content_version, "10");
     }
 
     #[tokio::test]
@@ -1180,6 +1369,91 @@ mod tests {
         let names: Vec<String> = mapped.by_ref().take(4).map(|r| r.name).collect().await;
         assert_eq!(names, ["web", "web-hpa", "global", "global-hpa"]);
         stop.cancel();
+    }
+
+    /// Every field a reader takes from a cached copy comes back as it
+    /// came, whether kept compactly (UUIDs, integer resourceVersions, the
+    /// managed label) or as it came (anything else), and the indexes find
+    /// it by key and by origin.
+    #[test]
+    fn compact_fields_come_back_as_they_came() {
+        let kind = FederatedKind::new("", "v1", "ConfigMap", "configmaps", true);
+        let uid = "0f8e2a1c-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
+        let origin = "ffffffff-0000-4000-8000-000000000001";
+        let cases = [
+            // (uid, origin, resourceVersion, managed label)
+            (Some(uid), Some(origin), "12345", Some("true")),
+            (Some("m1"), Some("u1"), "0012", Some("false")),
+            (None, None, "abc", None),
+            (
+                Some("0F8E2A1C-3B4D-4E5F-8A9B-0C1D2E3F4A5B"),
+                Some("00000000-0000-0000-0000-000000000000"),
+                "18446744073709551615",
+                Some("true"),
+            ),
+        ];
+        for (uid, origin, rv, managed) in cases {
+            let mut meta = json!({"name": "c", "namespace": "app", "resourceVersion": rv,
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"app": "web"}, "annotations": {"federation.kubernetes.io/x": "y"}});
+            if let Some(u) = uid {
+                meta["uid"] = json!(u);
+            }
+            if let Some(o) = origin {
+                meta["annotations"][ORIGIN_UID_ANNOTATION] = json!(o);
+            }
+            if let Some(m) = managed {
+                meta["labels"][MANAGED_LABEL] = json!(m);
+            }
+            let obj: DynamicObject = serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}
+            }))
+            .unwrap();
+            let mut c = Copies::default();
+            let (key, got_origin) = insert(&mut c, obj);
+            assert_eq!(got_origin.as_deref(), origin, "{rv}");
+            let e = c.get(&key).unwrap();
+            let o = e.to_object(&key, &kind.resource);
+            assert_eq!(o.metadata.uid.as_deref(), uid, "{rv}");
+            assert_eq!(o.metadata.resource_version.as_deref(), Some(rv));
+            assert_eq!(o.labels().get(MANAGED_LABEL).map(String::as_str), managed);
+            assert_eq!(o.labels().get("app").map(String::as_str), Some("web"));
+            assert_eq!(
+                o.annotations()
+                    .get(ORIGIN_UID_ANNOTATION)
+                    .map(String::as_str),
+                origin
+            );
+            assert_eq!(
+                o.annotations()
+                    .get("federation.kubernetes.io/x")
+                    .map(String::as_str),
+                Some("y")
+            );
+            assert!(o.metadata.creation_timestamp.is_some());
+            let st = e.state();
+            assert_eq!(
+                (st.resource_version.as_str(), st.content_version.as_str()),
+                (rv, rv)
+            );
+            assert_eq!(st.managed, managed == Some("true"));
+            assert_eq!(st.origin_uid.as_deref(), origin);
+            if let Some(o) = origin {
+                assert_eq!(c.of_origin(o).map(|(k, _)| k), Some(key.clone()));
+            }
+            let (_, removed) = c.remove(&e.to_object(&key, &kind.resource));
+            assert_eq!(removed.as_deref(), origin);
+            assert!(c.by_key.is_empty() && c.by_origin.is_empty());
+        }
+        // A UUID is kept as its number, with no text beside it.
+        let (_, e) = Entry::of(
+            serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "c", "uid": uid, "resourceVersion": "7",
+                    "annotations": {ORIGIN_UID_ANNOTATION: origin}}}))
+            .unwrap(),
+            lean_copy,
+        );
+        assert!(e.odd.is_none() && e.rest.is_none(), "{e:?}");
     }
 
     #[test]
