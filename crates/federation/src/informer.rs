@@ -253,44 +253,23 @@ struct Odd {
 }
 
 /// A lowercase UUID (`8-4-4-4-12` hex digits) as two numbers; `None` for
-/// anything else and for the nil UUID (zero stands for "none").
+/// anything else and for the nil UUID (zero stands for "none"). Only the
+/// form [`uuid_text`] prints back byte for byte is kept compactly (the
+/// `uuid` crate also reads uppercase digits, which would not round-trip).
 fn uuid_bits(s: &str) -> Option<[u64; 2]> {
-    let b = s.as_bytes();
-    if b.len() != 36 {
+    if s.len() != uuid::fmt::Hyphenated::LENGTH || s.bytes().any(|c| c.is_ascii_uppercase()) {
         return None;
     }
-    let mut v: u128 = 0;
-    for (i, &c) in b.iter().enumerate() {
-        if matches!(i, 8 | 13 | 18 | 23) {
-            if c != b'-' {
-                return None;
-            }
-            continue;
-        }
-        let d = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            _ => return None,
-        };
-        v = (v << 4) | u128::from(d);
-    }
-    #[allow(clippy::cast_possible_truncation)] // the two halves
-    let bits = [(v >> 64) as u64, v as u64];
+    let (hi, lo) = uuid::Uuid::try_parse(s).ok()?.as_u64_pair();
+    let bits = [hi, lo];
     (bits != [0, 0]).then_some(bits)
 }
 
 /// The UUID text of [`uuid_bits`]' numbers.
 fn uuid_text(bits: [u64; 2]) -> String {
-    let v = (u128::from(bits[0]) << 64) | u128::from(bits[1]);
-    let h = format!("{v:032x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..]
-    )
+    uuid::Uuid::from_u64_pair(bits[0], bits[1])
+        .hyphenated()
+        .to_string()
 }
 
 /// A resourceVersion as an integer, when it is one written plainly (it
