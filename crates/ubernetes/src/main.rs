@@ -65,6 +65,15 @@ enum Command {
         options: Box<ServerOptions>,
         #[command(flatten)]
         federation: FederationOptions,
+        /// Threads that run requests (the async runtime's workers; Go's
+        /// GOMAXPROCS). Default: the CPUs this process may use (or
+        /// TOKIO_WORKER_THREADS when set). Lower it where several servers
+        /// share a machine: a server gets no more CPU from more threads
+        /// than cores it is given, and each extra thread costs wake-ups
+        /// and hand-offs per request (e.g. 1 for a small member or test
+        /// server beside others).
+        #[arg(long = "worker-threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        worker_threads: Option<u16>,
     },
     /// Join a cluster to the federation: a service account with the
     /// federation's rights in the member, its kubeconfig as Secret
@@ -441,6 +450,19 @@ fn run_async(work: impl std::future::Future<Output = anyhow::Result<()>>) -> any
         .block_on(work)
 }
 
+/// The server's runtime: `worker_threads` workers (`--worker-threads`),
+/// else tokio's default (TOKIO_WORKER_THREADS, else one per CPU).
+fn server_runtime(worker_threads: Option<u16>) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = worker_threads {
+        builder.worker_threads(usize::from(n));
+    }
+    builder
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Err(err) = init_logging(cli.log_level.as_deref()) {
@@ -465,11 +487,8 @@ fn main() -> ExitCode {
         Command::Serve {
             options,
             federation,
-        } => tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .context("cannot start the async runtime")
-            .and_then(|rt| rt.block_on(serve(*options, federation))),
+            worker_threads,
+        } => server_runtime(worker_threads).and_then(|rt| rt.block_on(serve(*options, federation))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -530,6 +549,24 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn worker_threads_sizes_the_runtime_and_must_be_positive() {
+        let cli = Cli::try_parse_from(["ubernetes", "serve"]).expect("parses");
+        let Command::Serve { worker_threads, .. } = cli.command else {
+            panic!("not serve")
+        };
+        assert_eq!(worker_threads, None, "tokio's default unless given");
+        let cli =
+            Cli::try_parse_from(["ubernetes", "serve", "--worker-threads", "1"]).expect("parses");
+        let Command::Serve { worker_threads, .. } = cli.command else {
+            panic!("not serve")
+        };
+        assert_eq!(worker_threads, Some(1));
+        let rt = server_runtime(worker_threads).expect("runtime");
+        assert_eq!(rt.metrics().num_workers(), 1);
+        assert!(Cli::try_parse_from(["ubernetes", "serve", "--worker-threads", "0"]).is_err());
     }
 
     #[test]
