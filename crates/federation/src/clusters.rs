@@ -495,7 +495,9 @@ pub(crate) async fn member_client(
     let url = config.cluster_url.to_string();
     let mut proxy_config = config.clone();
     proxy_config.default_retry = false;
-    let client = kubeconfig.client(config)?;
+    // Watches, gets and applies share one HTTP/2 connection; the proxy
+    // keeps HTTP/1.1 (it carries upgrades: exec, attach, port-forward).
+    let client = kubeconfig.h2_client(config)?;
     let proxy_client = kubeconfig.client(proxy_config)?;
     Ok(MemberClients {
         client,

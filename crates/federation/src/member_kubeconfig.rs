@@ -406,6 +406,202 @@ impl MemberKubeconfig {
     }
 }
 
+/// The HTTP/2 stream window of a member connection: a watch's events in
+/// flight that the host has not read yet (1 MiB; hyper's default is 2).
+const H2_STREAM_WINDOW: u32 = 1 << 20;
+/// The HTTP/2 connection window of a member connection (hyper's default is
+/// 5 MiB): what one member may have in flight unread over all its streams.
+const H2_CONNECTION_WINDOW: u32 = 2 << 20;
+/// How often an idle member connection is pinged, and how long a ping may
+/// go unanswered before the connection is dropped (client-go's
+/// `ReadIdleTimeout` and `PingTimeout`: 30 s and 15 s).
+const H2_PING_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+const H2_PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
+impl MemberKubeconfig {
+    /// A client for an `https` member whose every request (each kind's
+    /// watch, every get and apply) is a stream of **one HTTP/2
+    /// connection**, as client-go talks to kube-apiserver: one HTTP/1.1
+    /// connection per watch held a read buffer each (~19 kinds per member:
+    /// ~2.9 MiB per member, grown and kept). The TLS settings are kube's own
+    /// ([`kube::client::ConfigExt::rustls_client_config`]: the CA of
+    /// `certificate-authority-data` or none with `insecure-skip-tls-verify`,
+    /// the client certificate and key) with `tls-server-name` as the
+    /// verified name; the token goes in kube's auth layer, as
+    /// [`Self::client`] does. ALPN offers `h2` and `http/1.1`:
+    /// kube-apiserver and ubernetes take `h2`; a server (or a TLS-ending
+    /// load balancer) that takes only `http/1.1` gets HTTP/1.1 connections,
+    /// one per request in flight, as before. Connections racing at start
+    /// (every kind's watch at once) end as one: hyper-util's pool keeps the
+    /// first that agreed on `h2` and the others' requests use it. An `http`
+    /// server gets [`Self::client`]. `connect_timeout` bounds the TCP
+    /// connect and the TLS handshake; a dead HTTP/2 connection is found by
+    /// pings instead of per-read or per-write timeouts (a connection carries
+    /// many streams). The client library's error is logged, never returned.
+    pub fn h2_client(&self, config: kube::Config) -> Result<kube::Client, String> {
+        use kube::client::ConfigExt as _;
+        if config.cluster_url.scheme_str() != Some("https") {
+            return self.client(config);
+        }
+        let failed = |err: &dyn std::fmt::Display| {
+            tracing::debug!(secret = %self.what, error = %err, "building a member client");
+            format!(
+                "{}: the kubeconfig's certificates or key cannot be loaded (certificate-authority-data, \
+                 client-certificate-data, client-key-data): give them {AS_JOIN_WRITES}",
+                self.what
+            )
+        };
+        let mut tls = config.rustls_client_config().map_err(|e| failed(&e))?;
+        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let server_name = match &config.tls_server_name {
+            Some(name) => Some(
+                tokio_rustls::rustls::pki_types::ServerName::try_from(name.clone())
+                    .map_err(|e| failed(&e))?,
+            ),
+            None => None,
+        };
+        let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(config.connect_timeout);
+        let connector = H2Connector {
+            http,
+            tls: tokio_rustls::TlsConnector::from(std::sync::Arc::new(tls)),
+            server_name,
+            handshake_timeout: config.connect_timeout,
+        };
+        let hyper_client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .http2_initial_stream_window_size(H2_STREAM_WINDOW)
+                .http2_initial_connection_window_size(H2_CONNECTION_WINDOW)
+                .http2_keep_alive_interval(H2_PING_INTERVAL)
+                .http2_keep_alive_timeout(H2_PING_TIMEOUT)
+                .timer(hyper_util::rt::TokioTimer::new())
+                .build::<_, kube::client::Body>(connector);
+        let retry = config.default_retry.then(|| {
+            tower::retry::RetryLayer::new(kube::client::retry::RetryPolicy::server_retry())
+        });
+        let service = tower::ServiceBuilder::new()
+            .layer(config.base_uri_layer())
+            .option_layer(retry)
+            .option_layer(config.auth_layer().map_err(|e| failed(&e))?)
+            .layer(config.extra_headers_layer().map_err(|e| failed(&e))?)
+            .map_err(tower::BoxError::from)
+            .service(hyper_client);
+        Ok(kube::Client::new(service, config.default_namespace))
+    }
+}
+
+/// A member connection: TCP, then TLS (ALPN `h2` or `http/1.1`).
+#[derive(Clone)]
+struct H2Connector {
+    http: hyper_util::client::legacy::connect::HttpConnector,
+    tls: tokio_rustls::TlsConnector,
+    /// `tls-server-name`; else the URL's host.
+    server_name: Option<tokio_rustls::rustls::pki_types::ServerName<'static>>,
+    handshake_timeout: Option<std::time::Duration>,
+}
+
+/// A member connection (see [`H2Connector`]).
+struct H2Stream(hyper_util::rt::TokioIo<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>);
+
+impl hyper_util::client::legacy::connect::Connection for H2Stream {
+    fn connected(&self) -> hyper_util::client::legacy::connect::Connected {
+        let connected = hyper_util::client::legacy::connect::Connected::new();
+        if self.0.inner().get_ref().1.alpn_protocol() == Some(b"h2".as_slice()) {
+            connected.negotiated_h2()
+        } else {
+            connected
+        }
+    }
+}
+
+impl hyper::rt::Read for H2Stream {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
+    }
+}
+
+impl hyper::rt::Write for H2Stream {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_write_vectored(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().0).poll_write_vectored(cx, bufs)
+    }
+}
+
+impl tower::Service<http::Uri> for H2Connector {
+    type Response = H2Stream;
+    type Error = tower::BoxError;
+    type Future = futures::future::BoxFuture<'static, Result<H2Stream, tower::BoxError>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        tower::Service::<http::Uri>::poll_ready(&mut self.http, cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, uri: http::Uri) -> Self::Future {
+        let mut http = self.http.clone();
+        let tls = self.tls.clone();
+        let name = self.server_name.clone().map_or_else(
+            || {
+                let host = uri.host().unwrap_or_default();
+                // An IPv6 literal comes bracketed in a URL.
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                tokio_rustls::rustls::pki_types::ServerName::try_from(host.to_string())
+            },
+            Ok,
+        );
+        let handshake_timeout = self.handshake_timeout;
+        Box::pin(async move {
+            let name = name?;
+            let tcp = http.call(uri).await?.into_inner();
+            let handshake = tls.connect(name, tcp);
+            let stream = match handshake_timeout {
+                Some(t) => tokio::time::timeout(t, handshake)
+                    .await
+                    .map_err(|_| "the member's TLS handshake timed out")??,
+                None => handshake.await?,
+            };
+            Ok(H2Stream(hyper_util::rt::TokioIo::new(stream)))
+        })
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)] // a failing test may panic
 mod tests {
@@ -658,5 +854,114 @@ current-context: m
             "the server address \"not a url\" (spec.serverAddressByClientCIDRs) is not a URL \
              (https://HOST:PORT)"
         );
+    }
+
+    /// A TLS server of the dev PKI `pki` (ALPN `alpn`: `h2` and `http/1.1`
+    /// as kube-apiserver) that answers every request with its HTTP version;
+    /// its URL and the number of connections that served a request.
+    async fn version_server(
+        pki: &ubernetes_certs::Pki,
+        alpn: &[&[u8]],
+    ) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio_rustls::rustls;
+        let certs = rustls_pemfile::certs(&mut pki.serving.cert_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = rustls_pemfile::private_key(&mut pki.serving.key_pem.as_bytes())
+            .unwrap()
+            .unwrap();
+        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("https://{}", listener.local_addr().unwrap());
+        let serving = Arc::new(AtomicUsize::new(0));
+        let count = serving.clone();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let count = count.clone();
+                let served = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(move |req: http::Request<_>| {
+                        if !served.swap(true, Ordering::SeqCst) {
+                            count.fetch_add(1, Ordering::SeqCst);
+                        }
+                        let version = format!("{:?}", req.version());
+                        async move { Ok::<_, std::convert::Infallible>(http::Response::new(version)) }
+                    });
+                    let _ = hyper_util::server::conn::auto::Builder::new(
+                        hyper_util::rt::TokioExecutor::new(),
+                    )
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
+                });
+            }
+        });
+        (url, serving)
+    }
+
+    /// `n` GETs at once through `client`: the HTTP versions they went by.
+    async fn versions(client: &kube::Client, n: usize) -> Vec<String> {
+        let requests = (0..n).map(|_| {
+            let client = client.clone();
+            async move {
+                let request = http::Request::get("/version").body(Vec::new()).unwrap();
+                client.request_text(request).await.unwrap()
+            }
+        });
+        futures::future::join_all(requests).await
+    }
+
+    /// The client of a dev kubeconfig for `url` trusting `pki`'s CA.
+    fn h2_client_for(url: &str, pki: &ubernetes_certs::Pki) -> kube::Client {
+        let yaml = ubernetes_certs::kubeconfig_yaml(
+            url,
+            &pki.ca.cert_pem,
+            &pki.admin.cert_pem,
+            &pki.admin.key_pem,
+            "m",
+        );
+        let k = parse(&yaml, "m").unwrap();
+        k.h2_client(k.config(None)).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_member_client_sends_every_request_over_one_http2_connection() {
+        use std::sync::atomic::Ordering;
+        let dir = tempfile::tempdir().unwrap();
+        let pki = ubernetes_certs::ensure_dev_pki(dir.path(), &[]).unwrap();
+        let (url, serving) = version_server(&pki, &[b"h2", b"http/1.1"]).await;
+        let client = h2_client_for(&url, &pki);
+        // Eight at once from a cold start (the watches of a joining member),
+        // then eight more.
+        assert_eq!(versions(&client, 8).await, vec!["HTTP/2.0"; 8]);
+        assert_eq!(versions(&client, 8).await, vec!["HTTP/2.0"; 8]);
+        assert_eq!(serving.load(Ordering::SeqCst), 1, "one connection for all");
+
+        // A server that speaks only HTTP/1.1 (a TLS-ending load balancer)
+        // still works, over HTTP/1.1.
+        let (url1, _) = version_server(&pki, &[b"http/1.1"]).await;
+        let client1 = h2_client_for(&url1, &pki);
+        assert_eq!(versions(&client1, 2).await, vec!["HTTP/1.1"; 2]);
+
+        // The CA of the kubeconfig is still checked: another PKI's CA fails.
+        let other_dir = tempfile::tempdir().unwrap();
+        let other = ubernetes_certs::ensure_dev_pki(other_dir.path(), &[]).unwrap();
+        let client = h2_client_for(&url, &other);
+        let request = http::Request::get("/version").body(Vec::new()).unwrap();
+        assert!(client.request_text(request).await.is_err());
     }
 }
