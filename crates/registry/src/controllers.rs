@@ -109,6 +109,108 @@ where
     H: Fn(&Arc<Store>, EventType, Value) + Send + Sync + 'static,
     L: Fn(&Arc<Store>) + Send + Sync + 'static,
 {
+    follow_decoded(stop, store, decode_full, handle, listed);
+}
+
+/// [`follow`] for a controller that reads only the objects' metadata: what
+/// `handle` gets is `apiVersion`, `kind` and `metadata` without
+/// `managedFields` (see [`decode_head`]). A follower of every store (the
+/// garbage collector) or of a busy one then does not parse each write's
+/// data, spec and status again.
+pub(crate) fn follow_meta<H>(stop: CancellationToken, store: Arc<Store>, handle: H)
+where
+    H: Fn(&Arc<Store>, EventType, Value) + Send + Sync + 'static,
+{
+    follow_decoded(stop, store, decode_head, handle, |_| {});
+}
+
+/// [`follow_listed`] with [`follow_meta`]'s partial objects.
+pub(crate) fn follow_listed_meta<H, L>(
+    stop: CancellationToken,
+    store: Arc<Store>,
+    handle: H,
+    listed: L,
+) where
+    H: Fn(&Arc<Store>, EventType, Value) + Send + Sync + 'static,
+    L: Fn(&Arc<Store>) + Send + Sync + 'static,
+{
+    follow_decoded(stop, store, decode_head, handle, listed);
+}
+
+fn decode_full(bytes: &[u8]) -> Option<Value> {
+    serde_json::from_slice(bytes).ok()
+}
+
+/// An object's `apiVersion`, `kind` and `metadata` (less `managedFields`)
+/// as a JSON object; every other member is skipped by the parser without
+/// being built.
+fn decode_head(bytes: &[u8]) -> Option<Value> {
+    serde_json::from_slice::<Head>(bytes).ok().map(|h| h.0)
+}
+
+/// [`decode_head`]'s result.
+struct Head(Value);
+
+impl<'de> serde::Deserialize<'de> for Head {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(HeadVisitor { top: true }).map(Head)
+    }
+}
+
+/// Visits the object (`top`) keeping `apiVersion`, `kind` and `metadata`,
+/// then `metadata` keeping all but `managedFields`.
+struct HeadVisitor {
+    top: bool,
+}
+
+/// `metadata` as [`HeadVisitor`] keeps it.
+struct MetaSeed;
+
+impl<'de> serde::de::DeserializeSeed<'de> for MetaSeed {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_map(HeadVisitor { top: false })
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for HeadVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match (self.top, key.as_str()) {
+                (true, "apiVersion" | "kind") | (false, _) if key != "managedFields" => {
+                    let v = map.next_value::<Value>()?;
+                    out.insert(key, v);
+                }
+                (true, "metadata") => {
+                    let v = map.next_value_seed(MetaSeed)?;
+                    out.insert(key, v);
+                }
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+fn follow_decoded<H, L>(
+    stop: CancellationToken,
+    store: Arc<Store>,
+    decode: fn(&[u8]) -> Option<Value>,
+    handle: H,
+    listed: L,
+) where
+    H: Fn(&Arc<Store>, EventType, Value) + Send + Sync + 'static,
+    L: Fn(&Arc<Store>) + Send + Sync + 'static,
+{
     spawn_until(stop, async move {
         loop {
             let list = match store.list(None, None, 0, None, ReadAt::Latest).await {
@@ -120,7 +222,7 @@ where
                 }
             };
             for item in &list.items {
-                if let Ok(v) = serde_json::from_slice::<Value>(item) {
+                if let Some(v) = decode(item) {
                     handle(&store, EventType::Added, v);
                 }
             }
@@ -136,7 +238,7 @@ where
             while let Some(ev) = rx.recv().await {
                 match ev {
                     Ok(ev) => {
-                        if let Ok(v) = serde_json::from_slice::<Value>(&ev.object.json) {
+                        if let Some(v) = decode(&ev.object.json) {
                             handle(&store, ev.kind, v);
                         }
                     }
@@ -272,7 +374,8 @@ impl GarbageCollector {
     /// Also follow a store added later (CRDs).
     pub fn follow_store(self: &Arc<Self>, store: Arc<Store>) {
         let gc = self.clone();
-        follow(self.stop.clone(), store, move |store, kind, obj| {
+        // Owners, uid, finalizers and deletionTimestamp: metadata only.
+        follow_meta(self.stop.clone(), store, move |store, kind, obj| {
             gc.observe(store, kind, &obj)
         });
     }
@@ -891,7 +994,8 @@ impl RootCaPublisher {
             }
         });
         let observer = c.clone();
-        follow(stop.clone(), configmaps, move |_, kind, obj| {
+        // Every ConfigMap write passes here: its name and namespace only.
+        follow_meta(stop.clone(), configmaps, move |_, kind, obj| {
             // The initial list's ConfigMaps are covered by the namespaces'
             // initial adds; changes and deletions re-sync their namespace.
             if kind == EventType::Added
@@ -1117,4 +1221,45 @@ async fn ensure_default_object(
         .await?;
     tracing::info!(resource = %store.info().resource, name, "updated to this server's address");
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing test may panic
+mod tests {
+    use super::*;
+
+    /// A metadata-only follower sees the type and metadata as a full decode
+    /// does, without managedFields and without the object's other members.
+    #[test]
+    fn decode_head_keeps_type_and_metadata_only() {
+        let obj = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": "a",
+                "namespace": "ns",
+                "uid": "u1",
+                "ownerReferences": [{"uid": "o1", "kind": "Deployment"}],
+                "finalizers": ["orphan"],
+                "deletionTimestamp": "2026-01-01T00:00:00Z",
+                "managedFields": [{"manager": "m", "fieldsV1": {"f:data": {}}}]
+            },
+            "data": {"metadata": "not this one", "k": "v"},
+            "status": {"phase": "Active"}
+        });
+        let bytes = serde_json::to_vec(&obj).unwrap();
+        let head = decode_head(&bytes).unwrap();
+        let mut want = obj.clone();
+        want.as_object_mut().unwrap().remove("data");
+        want.as_object_mut().unwrap().remove("status");
+        want["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        assert_eq!(head, want);
+        assert_eq!(owner_uids(&head), vec!["o1".to_string()]);
+        assert_eq!(decode_full(&bytes), Some(obj));
+        assert_eq!(decode_head(b"[1]"), None);
+        assert_eq!(decode_head(b"{\"metadata\": 3}"), None);
+    }
 }

@@ -637,11 +637,7 @@ pub(crate) async fn cached_list(
     resource: &str,
     namespace: Option<&str>,
 ) -> Vec<Value> {
-    let Some(store) = registry
-        .stores()
-        .into_iter()
-        .find(|s| s.info().group == group && s.info().resource == resource)
-    else {
+    let Some(store) = registry.by_resource(group, resource) else {
         return Vec::new();
     };
     match store.list(namespace, None, 0, None, ReadAt::Any).await {

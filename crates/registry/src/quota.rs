@@ -42,7 +42,7 @@ use ubernetes_cel::library::Quantity;
 use ubernetes_storage::EventType;
 
 use crate::admission::{Admission, Attributes, Operation};
-use crate::controllers::{Queue, follow, follow_listed, spawn_until};
+use crate::controllers::{Queue, follow, follow_listed_meta, spawn_until};
 use crate::registry::Registry;
 use crate::store::{ReadAt, Store};
 
@@ -577,10 +577,7 @@ fn needs_recount(quota: &Value) -> bool {
 fn counted_store(registry: &Registry, resource: &str) -> Option<Arc<Store>> {
     if let Some(rest) = resource.strip_prefix("count/") {
         let (res, group) = rest.split_once('.').unwrap_or((rest, ""));
-        return registry
-            .stores()
-            .into_iter()
-            .find(|s| s.info().group == group && s.info().resource == res);
+        return registry.by_resource(group, res);
     }
     let core = match resource {
         r if CORE_COUNTS.contains(&r) => r,
@@ -769,7 +766,9 @@ impl QuotaController {
         // before this store was followed (a custom resource served moments
         // ago) or during a relist have no event.
         let listed = move |_: &Arc<Store>| relisted.recount_all();
-        follow_listed(self.stop.clone(), store, handle, listed);
+        // Only the namespace is read: the object's metadata is all that is
+        // decoded of each event (a write's data is not parsed again here).
+        follow_listed_meta(self.stop.clone(), store, handle, listed);
     }
 
     async fn sync(&self, ns: &str, name: &str) -> Result<(), ApiError> {

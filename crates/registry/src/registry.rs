@@ -342,6 +342,18 @@ impl Registry {
             .cloned()
     }
 
+    /// The first store serving `resource` in `group` (any version), found
+    /// without copying the list of stores: what per-request lookups (the
+    /// admission plugins' configuration stores) use instead of
+    /// [`Registry::stores`].
+    pub fn by_resource(&self, group: &str, resource: &str) -> Option<Arc<Store>> {
+        self.stores
+            .read()
+            .iter()
+            .find(|s| s.info().group == group && s.info().resource == resource)
+            .cloned()
+    }
+
     /// Every store.
     pub fn stores(&self) -> Vec<Arc<Store>> {
         self.stores.read().clone()
