@@ -133,10 +133,33 @@ pub async fn apply<T: DeserializeOwned>(
     ns: Option<&str>,
     timeout: Duration,
 ) -> Result<T, MemberError> {
+    let body = serialize(desired)?;
+    apply_body(member, kind, body, name, ns, timeout).await
+}
+
+/// A member copy as the JSON an apply sends: serialized once, it can be
+/// sent to many members ([`apply_body`], [`apply_body_with_namespace`]).
+pub fn serialize(desired: &Value) -> Result<Vec<u8>, MemberError> {
+    serde_json::to_vec(desired).map_err(|e| MemberError::transport(e.to_string()))
+}
+
+/// [`apply`] of a copy already serialized ([`serialize`]): an object that
+/// goes alike to every member is serialized once, not once per member.
+pub async fn apply_body<T: DeserializeOwned>(
+    member: &Member,
+    kind: &FederatedKind,
+    body: Vec<u8>,
+    name: &str,
+    ns: Option<&str>,
+    timeout: Duration,
+) -> Result<T, MemberError> {
     let params = PatchParams::apply(FIELD_MANAGER).force();
+    // kube's request builder gives the URL, query and content type; the
+    // body is ours, already serialized.
     let req = Request::new(DynamicObject::url_path(&kind.resource, ns))
-        .patch(name, &params, &Patch::Apply(desired))
-        .map_err(|e| MemberError::transport(e.to_string()))?;
+        .patch(name, &params, &Patch::Apply(&Value::Null))
+        .map_err(|e| MemberError::transport(e.to_string()))?
+        .map(|_| body);
     send_as(&member.client, req, timeout).await.map(|(_, v)| v)
 }
 
@@ -152,10 +175,24 @@ pub async fn apply_with_namespace<T: DeserializeOwned>(
     ns: Option<&str>,
     timeout: Duration,
 ) -> Result<T, MemberError> {
-    let result = apply(member, kind, desired, name, ns, timeout).await;
+    let body = serialize(desired)?;
+    apply_body_with_namespace(fed, member, kind, &body, name, ns, timeout).await
+}
+
+/// [`apply_with_namespace`] of a copy already serialized ([`serialize`]).
+pub async fn apply_body_with_namespace<T: DeserializeOwned>(
+    fed: &kube::Client,
+    member: &Member,
+    kind: &FederatedKind,
+    body: &[u8],
+    name: &str,
+    ns: Option<&str>,
+    timeout: Duration,
+) -> Result<T, MemberError> {
+    let result = apply_body(member, kind, body.to_vec(), name, ns, timeout).await;
     match (&result, ns) {
         (Err(e), Some(ns)) if e.not_found() && ensure_namespace(fed, member, ns, timeout).await => {
-            apply(member, kind, desired, name, Some(ns), timeout).await
+            apply_body(member, kind, body.to_vec(), name, Some(ns), timeout).await
         }
         _ => result,
     }

@@ -625,7 +625,7 @@ struct Target<'a> {
     /// per-cluster fields, and its content hash, when the object has no
     /// overrides (then every such cluster's copy is this one), and it
     /// passes the copy checks.
-    shared: Option<&'a (Value, String)>,
+    shared: Option<&'a SharedCopy>,
     name: &'a str,
     ns: Option<&'a str>,
     uid: &'a str,
@@ -923,11 +923,20 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
     })
 }
 
+/// The copy every cluster without per-cluster fields gets: made, hashed
+/// and serialized once per reconcile, not once per cluster.
+struct SharedCopy {
+    copy: Value,
+    hash: String,
+    /// `copy` as the apply's body ([`dispatch::serialize`]).
+    body: Vec<u8>,
+}
+
 /// The copy of `fed` every cluster without per-cluster fields gets, and
 /// its content hash: `None` when the object has overrides (each cluster's
 /// copy is its own) or the copy does not pass the copy checks (each
 /// cluster reports it).
-fn shared_copy(ctx: &SyncController, fed: &Value) -> Option<(Value, String)> {
+fn shared_copy(ctx: &SyncController, fed: &Value) -> Option<SharedCopy> {
     if fed
         .pointer("/metadata/annotations")
         .and_then(|a| a.get(OVERRIDES_ANNOTATION))
@@ -940,7 +949,8 @@ fn shared_copy(ctx: &SyncController, fed: &Value) -> Option<(Value, String)> {
         return None;
     }
     let hash = member_object::content_hash(&copy);
-    Some((copy, hash))
+    let body = dispatch::serialize(&copy).ok()?;
+    Some(SharedCopy { copy, hash, body })
 }
 
 /// Bring one selected, Ready cluster in step.
@@ -977,7 +987,7 @@ async fn sync_cluster(
     // fields, no held template) is made and hashed once per reconcile.
     let shared = t.shared.filter(|_| held.is_none() && fields.is_none());
     let desired = match shared {
-        Some((d, _)) => Cow::Borrowed(d),
+        Some(s) => Cow::Borrowed(&s.copy),
         None => {
             match member_object::member_copy_with(ctx.kind.policy(), source, &member.name, fields) {
                 Ok(d) => Cow::Owned(d),
@@ -1008,7 +1018,7 @@ async fn sync_cluster(
         .and_then(|_| desired.pointer("/spec/replicas"))
         .and_then(Value::as_i64);
     let hash = match shared {
-        Some((_, h)) => h.clone(),
+        Some(s) => s.hash.clone(),
         None => member_object::content_hash(desired),
     };
 
@@ -1131,12 +1141,20 @@ async fn sync_cluster(
         "FailedUpdateInCluster"
     };
     let started = Instant::now();
+    // The shared copy goes as serialized once for every cluster.
+    let body = match (&to_apply, shared) {
+        (None, Some(s)) => Cow::Borrowed(s.body.as_slice()),
+        (to_apply, _) => match dispatch::serialize(to_apply.as_ref().unwrap_or(desired)) {
+            Ok(b) => Cow::Owned(b),
+            Err(e) => return failed(e.message, failed_reason),
+        },
+    };
     let in_flight = ctx.note_sending(&member.name, t.key());
-    let result = dispatch::apply_with_namespace::<dispatch::Applied>(
+    let result = dispatch::apply_body_with_namespace::<dispatch::Applied>(
         &ctx.ctx.fed,
         member,
         &ctx.kind,
-        to_apply.as_ref().unwrap_or(desired),
+        &body,
         t.name,
         t.ns,
         ctx.timeout(),
