@@ -77,6 +77,9 @@ pub struct FederationOptions {
     pub monitor_period: String,
     /// The members' `--default-watch-cache-size`.
     pub member_watch_cache: usize,
+    /// The member processes' `--worker-threads` (0: not passed, the
+    /// server's default).
+    pub member_worker_threads: usize,
     /// The `--log-level` of every started server.
     pub log_level: String,
     /// Upper bound of every wait (propagation of the bulk, readiness).
@@ -696,11 +699,15 @@ pub(crate) async fn start_servers(
     opts: &FederationOptions,
 ) -> Result<(ManagedServer, Vec<ManagedServer>)> {
     let t = Instant::now();
-    let member_args = vec![
+    let mut member_args = vec![
         "--federation-controllers=false".to_owned(),
         "--default-watch-cache-size".to_owned(),
         opts.member_watch_cache.to_string(),
     ];
+    if opts.member_worker_threads > 0 {
+        member_args.push("--worker-threads".to_owned());
+        member_args.push(opts.member_worker_threads.to_string());
+    }
     let mut host = ManagedServer::start_unready(host_spec(opts)).await?;
     // Members start 4 at a time (each generates its certificates).
     let members: Vec<ManagedServer> = stream::iter(0..opts.members)

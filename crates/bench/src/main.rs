@@ -296,6 +296,15 @@ struct FederationArgs {
     #[arg(long, value_name = "EVENTS", default_value_t = 1000)]
     member_watch_cache_size: usize,
 
+    /// The member processes' `--worker-threads` (0, the default: not
+    /// passed, the server's default of one runtime worker per CPU). The
+    /// members stand for clusters of their own but share this machine's
+    /// cores with the host and each other; 1 sizes each member's runtime
+    /// to that share, as a CPU-limited deployment would (Go sizes
+    /// GOMAXPROCS to a container's CPU limit). The host keeps its default.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    member_worker_threads: usize,
+
     /// Upper bound, in seconds, of every wait (readiness, propagation).
     #[arg(long, default_value_t = 300)]
     timeout_seconds: u64,
@@ -604,14 +613,23 @@ async fn run_federation(args: FederationArgs) -> Result<ExitCode> {
         idle_seconds: args.idle_seconds,
         monitor_period: args.cluster_monitor_period,
         member_watch_cache: args.member_watch_cache_size,
+        member_worker_threads: args.member_worker_threads,
         log_level: spec.log_level,
         timeout: std::time::Duration::from_secs(args.timeout_seconds),
         skip_restart: args.skip_restart,
         server_args: spec.extra_args,
     };
     println!(
-        "bench federation: {} members, {} objects, concurrency {}, monitor period {}, member watch cache {}",
-        opts.members, opts.objects, opts.concurrency, opts.monitor_period, opts.member_watch_cache
+        "bench federation: {} members, {} objects, concurrency {}, monitor period {}, member watch cache {}, member worker threads {}",
+        opts.members,
+        opts.objects,
+        opts.concurrency,
+        opts.monitor_period,
+        opts.member_watch_cache,
+        match opts.member_worker_threads {
+            0 => "default".to_owned(),
+            n => n.to_string(),
+        }
     );
     federation::run_modes(&opts, &modes).await?;
     Ok(ExitCode::SUCCESS)
@@ -629,6 +647,7 @@ async fn run_member_view(args: MemberViewArgs) -> Result<ExitCode> {
             idle_seconds: 0,
             monitor_period: "1s".to_string(),
             member_watch_cache: args.member_watch_cache_size,
+            member_worker_threads: 0,
             log_level: spec.log_level,
             timeout: std::time::Duration::from_secs(args.timeout_seconds),
             skip_restart: true,
