@@ -923,13 +923,26 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
     })
 }
 
-/// The copy every cluster without per-cluster fields gets: made, hashed
-/// and serialized once per reconcile, not once per cluster.
+/// The copy every cluster without per-cluster fields gets: made and
+/// hashed once per reconcile, and serialized at most once, when the first
+/// cluster needs an apply (a reconcile that finds every copy in step, as
+/// after a restart, serializes nothing).
 struct SharedCopy {
     copy: Value,
     hash: String,
-    /// `copy` as the apply's body ([`dispatch::serialize`]).
-    body: Vec<u8>,
+    /// `copy` as the apply's body ([`dispatch::serialize`]), once needed.
+    body: std::sync::OnceLock<Vec<u8>>,
+}
+
+impl SharedCopy {
+    /// The apply's body, serialized on first use.
+    fn body(&self) -> Result<&[u8], dispatch::MemberError> {
+        if let Some(b) = self.body.get() {
+            return Ok(b);
+        }
+        let b = dispatch::serialize(&self.copy)?;
+        Ok(self.body.get_or_init(|| b))
+    }
 }
 
 /// The copy of `fed` every cluster without per-cluster fields gets, and
@@ -949,8 +962,11 @@ fn shared_copy(ctx: &SyncController, fed: &Value) -> Option<SharedCopy> {
         return None;
     }
     let hash = member_object::content_hash(&copy);
-    let body = dispatch::serialize(&copy).ok()?;
-    Some(SharedCopy { copy, hash, body })
+    Some(SharedCopy {
+        copy,
+        hash,
+        body: std::sync::OnceLock::new(),
+    })
 }
 
 /// Bring one selected, Ready cluster in step.
@@ -1143,7 +1159,10 @@ async fn sync_cluster(
     let started = Instant::now();
     // The shared copy goes as serialized once for every cluster.
     let body = match (&to_apply, shared) {
-        (None, Some(s)) => Cow::Borrowed(s.body.as_slice()),
+        (None, Some(s)) => match s.body() {
+            Ok(b) => Cow::Borrowed(b),
+            Err(e) => return failed(e.message, failed_reason),
+        },
         (to_apply, _) => match dispatch::serialize(to_apply.as_ref().unwrap_or(desired)) {
             Ok(b) => Cow::Owned(b),
             Err(e) => return failed(e.message, failed_reason),
