@@ -11,7 +11,10 @@
 //!   not manage, checked against the label and the origin uid; with a uid
 //!   precondition);
 //! - [`orphan_copy`]: let our copy go (remove our label and annotation);
-//! - [`get_copy`]: the member's object as it is there now.
+//! - [`get_copy`]: the member's object as it is there now;
+//! - [`create_only`]: the body of an apply that only creates (a copy the
+//!   member cache does not know: one request, never a write to an object
+//!   that is there already).
 //!
 //! A user's own federated controller uses these as the built-in sync does.
 
@@ -100,11 +103,11 @@ pub async fn send_as<T: DeserializeOwned>(
                 })?;
             Ok((status, body))
         } else {
-            let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-            let message = body
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_string)
+            // Of a Status only its message is read (a 404 before each
+            // first apply is routine).
+            let message = serde_json::from_slice::<StatusMessage>(&bytes)
+                .ok()
+                .and_then(|s| s.message)
                 .unwrap_or_else(|| format!("{status}: {}", String::from_utf8_lossy(&bytes)));
             Err(MemberError {
                 code: status.as_u16(),
@@ -119,6 +122,13 @@ pub async fn send_as<T: DeserializeOwned>(
             timeout.as_secs_f64()
         ))),
     }
+}
+
+/// What a member's error answer (a Status) is read for.
+#[derive(Deserialize)]
+struct StatusMessage {
+    #[serde(default)]
+    message: Option<String>,
 }
 
 /// Server-side apply of `desired` (a member copy) as `name` in `ns`.
@@ -196,6 +206,42 @@ pub async fn apply_body_with_namespace<T: DeserializeOwned>(
         }
         _ => result,
     }
+}
+
+/// The resourceVersion a create-only apply carries ([`create_only`]): no
+/// object ever has it (etcd's revisions and ours count up from 1 and never
+/// get near it), so as the apply's precondition it fails (409 Conflict,
+/// nothing written) on any object of that name, ours or not, while an
+/// apply that creates the object ignores it, as kube-apiserver does.
+pub const CREATE_ONLY_RESOURCE_VERSION: &str = "9223372036854775807";
+
+/// `desired` (a member copy) as the body of a create-only apply: a
+/// server-side apply that creates the copy when the member has no object
+/// of that name and fails with 409 Conflict, writing nothing, when it has
+/// one (kube-apiserver: a resourceVersion in an apply is a precondition of
+/// an update and ignored by a create). One request instead of a GET and an
+/// apply for a copy the member cache does not know (the cache holds our
+/// copies only, so an object of the same name that is not ours is found
+/// this way: the conflict rule then reads it as before); the fields are
+/// owned by our `Apply` entry alone, as with any apply (a POST create
+/// would own them as an `Update`, which a later apply does not take
+/// away).
+pub fn create_only(desired: &Value) -> Result<Vec<u8>, MemberError> {
+    let mut copy = desired.clone();
+    match copy.get_mut("metadata").and_then(Value::as_object_mut) {
+        Some(meta) => {
+            meta.insert(
+                "resourceVersion".into(),
+                Value::String(CREATE_ONLY_RESOURCE_VERSION.into()),
+            );
+        }
+        None => {
+            return Err(MemberError::transport(
+                "the copy has no metadata".to_string(),
+            ));
+        }
+    }
+    serialize(&copy)
 }
 
 /// What the built-in sync reads of an applied copy: its resourceVersion
@@ -353,6 +399,25 @@ pub async fn orphan_copy(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_create_only_body_carries_the_impossible_resource_version() {
+        let copy = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "labels": {MANAGED_LABEL: "true"}}, "data": {"k": "v"}});
+        let body: Value = serde_json::from_slice(&create_only(&copy).expect("body")).expect("json");
+        assert_eq!(
+            body.pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str),
+            Some(CREATE_ONLY_RESOURCE_VERSION)
+        );
+        // Nothing else changes.
+        let mut back = body.clone();
+        if let Some(m) = back.pointer_mut("/metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+        }
+        assert_eq!(back, copy);
+        assert!(create_only(&json!({"kind": "ConfigMap"})).is_err());
+    }
 
     #[test]
     fn ownership_needs_the_label_and_our_uid() {

@@ -11,6 +11,16 @@
 //! (`docs/benchmarks.md`); a controller that needs an object's content
 //! reads it when it writes ([`SharedObjects::fetch`]).
 //!
+//! The content a watch event brought is not thrown away at once: once a
+//! controller of the kind has fetched, each event's object (less
+//! `managedFields`) waits in a bounded side table until the first
+//! [`SharedObjects::fetch`] of it takes it, so the reconcile an event
+//! triggers reads what the event carried instead of sending the API a GET
+//! (the sync's fetch was one GET per object change; a bulk of new objects
+//! has one event each). What nobody takes (the table is full, an object
+//! the controller skips: [`SharedObjects::discard`]) costs a GET later, as
+//! before; the table is empty again once the controllers caught up.
+//!
 //! A controller is a kube-runtime `Controller` over the shared store,
 //! triggered by the shared stream ([`SharedObjects::controller`]); add the
 //! member side with [`crate::informer::Federated::federated`]:
@@ -53,6 +63,50 @@ pub struct SharedObjects {
     store: Store<DynamicObject>,
     subscribers: Mutex<Vec<mpsc::UnboundedSender<ObjectRef<DynamicObject>>>>,
     synced: AtomicBool,
+    /// Objects as their last watch event brought them, until fetched.
+    pending: Arc<Pending>,
+}
+
+/// Objects (uid → the object less `managedFields`) as their last watch
+/// event brought them, not fetched yet (see the module docs). Filled only
+/// once some controller fetched (`wanted`): a kind nobody fetches keeps
+/// nothing.
+#[derive(Default)]
+struct Pending {
+    wanted: AtomicBool,
+    by_uid: Mutex<HashMap<String, DynamicObject>>,
+}
+
+/// At most this many objects wait to be fetched (~1–2 KiB each for small
+/// objects); past it an event's content is dropped (its fetch is a GET).
+/// The oldest stay: a backlog is reconciled oldest first.
+const PENDING_MAX: usize = 8192;
+
+impl Pending {
+    /// Keep `obj` (its event's content) until fetched; a newer event of
+    /// the same uid replaces it.
+    fn keep(&self, obj: &DynamicObject) {
+        if !self.wanted.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(uid) = obj.metadata.uid.as_deref() else {
+            return;
+        };
+        let mut by_uid = self.by_uid.lock();
+        if by_uid.len() >= PENDING_MAX && !by_uid.contains_key(uid) {
+            return;
+        }
+        by_uid.insert(uid.to_string(), obj.clone());
+    }
+
+    fn take(&self, uid: &str) -> Option<DynamicObject> {
+        self.wanted.store(true, Ordering::Relaxed);
+        self.by_uid.lock().remove(uid)
+    }
+
+    fn forget(&self, uid: &str) {
+        self.by_uid.lock().remove(uid);
+    }
 }
 
 impl std::fmt::Debug for SharedObjects {
@@ -68,10 +122,12 @@ impl SharedObjects {
     fn start(kind: FederatedKind, fed: kube::Client, stop: CancellationToken) -> Arc<Self> {
         let ar = kind.resource.clone();
         let writer = reflector::store::Writer::new(ar.clone());
+        let pending = Arc::new(Pending::default());
         let this = Arc::new(Self {
             store: writer.as_reader(),
             subscribers: Mutex::new(Vec::new()),
             synced: AtomicBool::new(false),
+            pending: pending.clone(),
             kind,
             fed: fed.clone(),
         });
@@ -83,8 +139,11 @@ impl SharedObjects {
             .chain(policy.status.map(|_| "status"))
             .collect();
         let api: Api<DynamicObject> = Api::all_with(fed, &ar);
-        let watch =
-            watcher::watcher(api, watcher::Config::default()).modify(move |o| lean(o, &keep));
+        let watch = watcher::watcher(api, watcher::Config::default()).modify(move |o| {
+            o.metadata.managed_fields = None;
+            pending.keep(o);
+            lean(o, &keep);
+        });
         let me = Arc::downgrade(&this);
         tokio::spawn(async move {
             let mut stream = reflector::reflector(writer, watch)
@@ -98,7 +157,13 @@ impl SharedObjects {
                 let Some(this) = me.upgrade() else { break };
                 match event {
                     None => break,
-                    Some(Ok(Event::Apply(o) | Event::Delete(o))) => {
+                    Some(Ok(Event::Apply(o))) => {
+                        this.publish(&[ObjectRef::from_obj_with(&o, ar.clone())]);
+                    }
+                    Some(Ok(Event::Delete(o))) => {
+                        if let Some(uid) = o.metadata.uid.as_deref() {
+                            this.pending.forget(uid);
+                        }
                         this.publish(&[ObjectRef::from_obj_with(&o, ar.clone())]);
                     }
                     Some(Ok(Event::InitDone)) => {
@@ -167,8 +232,16 @@ impl SharedObjects {
 
     /// The object `cached` as the federation holds it now, in full (the
     /// cache keeps metadata only); `None` when it is gone or was re-created
-    /// (a new uid: its own event reconciles it).
+    /// (a new uid: its own event reconciles it). The first fetch after a
+    /// watch event of the object reads what the event brought (less
+    /// `managedFields`; see the module docs); a later one, or one whose
+    /// event's content was not kept, asks the API.
     pub async fn fetch(&self, cached: &DynamicObject) -> kube::Result<Option<DynamicObject>> {
+        if let Some(uid) = cached.metadata.uid.as_deref()
+            && let Some(o) = self.pending.take(uid)
+        {
+            return Ok(Some(o));
+        }
         let api: Api<DynamicObject> = match cached.namespace() {
             Some(ns) => Api::namespaced_with(self.fed.clone(), &ns, &self.kind.resource),
             None => Api::all_with(self.fed.clone(), &self.kind.resource),
@@ -177,6 +250,15 @@ impl SharedObjects {
             .get_opt(&cached.name_any())
             .await?
             .filter(|o| o.uid().is_some() && o.uid() == cached.uid()))
+    }
+
+    /// `cached` will not be fetched for its last event (a controller
+    /// skipped it: not propagated, being deleted…): what that event
+    /// brought is let go now rather than held until fetched.
+    pub fn discard(&self, cached: &DynamicObject) {
+        if let Some(uid) = cached.metadata.uid.as_deref() {
+            self.pending.forget(uid);
+        }
     }
 }
 
@@ -272,6 +354,45 @@ mod tests {
             metadata: Default::default(),
             data: Value::Null,
         })
+    }
+
+    fn with_uid(uid: &str, rv: &str) -> DynamicObject {
+        let mut o = secret();
+        o.metadata.uid = Some(uid.into());
+        o.metadata.resource_version = Some(rv.into());
+        o
+    }
+
+    #[test]
+    fn an_events_content_waits_until_its_first_fetch_takes_it() {
+        let p = Pending::default();
+        // Nobody fetched yet: nothing is kept.
+        p.keep(&with_uid("u1", "1"));
+        assert!(p.by_uid.lock().is_empty());
+        assert!(p.take("u1").is_none());
+        // Now wanted: kept, the newest event's, taken once.
+        p.keep(&with_uid("u1", "2"));
+        p.keep(&with_uid("u1", "3"));
+        let o = p.take("u1").expect("kept");
+        assert_eq!(o.metadata.resource_version.as_deref(), Some("3"));
+        assert_eq!(o.data["data"], json!({"k": "dg=="}));
+        assert!(p.take("u1").is_none());
+        // Forgotten (deleted, or skipped by the controller).
+        p.keep(&with_uid("u2", "4"));
+        p.forget("u2");
+        assert!(p.take("u2").is_none());
+        // Bounded: past the limit a new uid is not kept, a kept one is
+        // still replaced.
+        for i in 0..PENDING_MAX {
+            p.keep(&with_uid(&format!("f{i}"), "1"));
+        }
+        p.keep(&with_uid("late", "1"));
+        assert!(p.take("late").is_none());
+        p.keep(&with_uid("f0", "9"));
+        assert_eq!(
+            p.take("f0").and_then(|o| o.metadata.resource_version),
+            Some("9".into())
+        );
     }
 
     #[test]

@@ -244,6 +244,10 @@ pub struct SyncController {
     denylist: NamespaceDenylist,
     /// The uids whose `NotPropagated` event was recorded (no repeats).
     denied_reported: Mutex<HashSet<String>>,
+    /// Clusters whose server refused a create-only apply (400: it does not
+    /// ignore a resourceVersion on create, as an older Ubernetes): their
+    /// cache misses are read first (GET), as before.
+    no_create_only: Mutex<HashSet<String>>,
     /// Our applies whose watch event has not come yet: (cluster, key) →
     /// the resourceVersion the apply returned, or the apply is still in
     /// flight (see [`OwnWrite`]). That event is our own write coming back
@@ -403,6 +407,7 @@ impl SyncController {
             rollout_errors: Mutex::new(HashMap::new()),
             denylist: NamespaceDenylist::new(&ctx.options.member_namespace_denylist),
             denied_reported: Mutex::new(HashSet::new()),
+            no_create_only: Mutex::new(HashSet::new()),
             applied: OwnWrites::default(),
         });
         let deletions = tokio::spawn(deletion.run(stop.clone()));
@@ -647,9 +652,11 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
     let Some(uid) = obj.uid() else {
         return Ok(Action::await_change());
     };
+    let objects = ctx.ctx.objects.for_kind(&ctx.kind);
     // Deletion is the record's business (see `deletion`): the garbage
     // collector applies the user's propagationPolicy to it.
     if obj.meta().deletion_timestamp.is_some() {
+        objects.discard(&obj);
         return Ok(Action::await_change());
     }
     // A federation with no member cluster is a plain API server: no record
@@ -657,18 +664,21 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<SyncController>) -> Result<
     // every object).
     let members = ctx.ctx.members.snapshot();
     if !member_object::is_propagated_with(ctx.kind.policy(), &slim_value, &ctx.denylist) {
+        objects.discard(&obj);
         if !members.is_empty() {
             ctx.report_denied(&slim_value, &uid);
         }
         return Ok(Action::await_change());
     }
     if members.is_empty() {
+        objects.discard(&obj);
         return Ok(Action::await_change());
     }
 
     // The shared cache is metadata only (see `objects`): read the content
-    // to propagate, from the federation's own watch cache.
-    let obj = match ctx.ctx.objects.for_kind(&ctx.kind).fetch(&obj).await? {
+    // to propagate (what the object's last watch event brought, when no
+    // one read it yet; else from the federation's own API).
+    let obj = match objects.fetch(&obj).await? {
         Some(o) => Arc::new(o),
         // Gone or re-created: its own watch event reconciles it.
         None => return Ok(Action::await_change()),
@@ -932,6 +942,9 @@ struct SharedCopy {
     hash: String,
     /// `copy` as the apply's body ([`dispatch::serialize`]), once needed.
     body: std::sync::OnceLock<Vec<u8>>,
+    /// `copy` as a create-only apply's body ([`dispatch::create_only`]),
+    /// once needed.
+    create_body: std::sync::OnceLock<Vec<u8>>,
 }
 
 impl SharedCopy {
@@ -942,6 +955,15 @@ impl SharedCopy {
         }
         let b = dispatch::serialize(&self.copy)?;
         Ok(self.body.get_or_init(|| b))
+    }
+
+    /// The create-only apply's body, serialized on first use.
+    fn create_body(&self) -> Result<&[u8], dispatch::MemberError> {
+        if let Some(b) = self.create_body.get() {
+            return Ok(b);
+        }
+        let b = dispatch::create_only(&self.copy)?;
+        Ok(self.create_body.get_or_init(|| b))
     }
 }
 
@@ -966,6 +988,7 @@ fn shared_copy(ctx: &SyncController, fed: &Value) -> Option<SharedCopy> {
         copy,
         hash,
         body: std::sync::OnceLock::new(),
+        create_body: std::sync::OnceLock::new(),
     })
 }
 
@@ -1065,6 +1088,51 @@ async fn sync_cluster(
         && content_unchanged_since(c, prev.resource_version.as_deref())
     {
         return in_sync(ctx, member, t, prev, replicas);
+    }
+    // A copy the cache does not know (it holds our copies only): one
+    // create-only apply, which writes nothing if the member has an object
+    // of that name (ours the cache has not seen yet, or one that is not
+    // ours): then it is read as below and the conflict rule decides.
+    if cached.is_none() && !ctx.no_create_only.lock().contains(&member.name) {
+        let body = match shared {
+            Some(s) => s.create_body().map(Cow::Borrowed),
+            None => dispatch::create_only(desired).map(Cow::Owned),
+        };
+        let body = match body {
+            Ok(b) => b,
+            Err(e) => return failed(e.message, "FailedCreateInCluster"),
+        };
+        let started = Instant::now();
+        let (result, again) = send_apply(ctx, member, t, &body).await;
+        match result {
+            Ok(applied) => {
+                crate::metrics::metrics().propagated(&member.name, &resource, started.elapsed());
+                return applied_outcome(
+                    ctx,
+                    member,
+                    t,
+                    applied,
+                    hash,
+                    replicas,
+                    &prev,
+                    &[],
+                    "CreateInCluster",
+                    again,
+                );
+            }
+            // No answer: the same as any apply's failure.
+            Err(e) if e.code == 0 => return failed(e.message, "FailedCreateInCluster"),
+            // The server does not take the precondition on a create: this
+            // cluster's misses are read first from now on.
+            Err(e) if e.code == 400 && e.message.contains("resourceVersion") => {
+                tracing::info!(cluster = %member.name, kind = %ctx.kind.id(), error = %e,
+                    "the member refuses a create-only apply; its new copies are read first");
+                ctx.no_create_only.lock().insert(member.name.clone());
+            }
+            // There is an object of that name (409), or the member did not
+            // take the precondition: read it and go on as below.
+            Err(_) => {}
+        }
     }
     // Otherwise the copy whole: a copy that is not ours (adoption, or
     // another origin's) as cached (its metadata decides); ours, changed
@@ -1168,30 +1236,10 @@ async fn sync_cluster(
             Err(e) => return failed(e.message, failed_reason),
         },
     };
-    let in_flight = ctx.note_sending(&member.name, t.key());
-    let result = dispatch::apply_body_with_namespace::<dispatch::Applied>(
-        &ctx.ctx.fed,
-        member,
-        &ctx.kind,
-        &body,
-        t.name,
-        t.ns,
-        ctx.timeout(),
-    )
-    .await;
+    let (result, again) = send_apply(ctx, member, t, &body).await;
     crate::metrics::metrics().propagated(&member.name, &resource, started.elapsed());
-    // Failed: the events that came meanwhile were others' writes (the
-    // failure's own retry reconciles the object again).
-    let again = in_flight.answered(
-        result
-            .as_ref()
-            .ok()
-            .and_then(|a| a.metadata.resource_version.as_deref()),
-    );
     match result {
         Ok(applied) => {
-            ctx.note_success(t.uid, &member.name);
-            let applied_version = applied.metadata.resource_version;
             let reason = if created {
                 "CreateInCluster"
             } else if adopting {
@@ -1199,23 +1247,18 @@ async fn sync_cluster(
             } else {
                 "UpdateInCluster"
             };
-            tracing::debug!(cluster = %member.name, kind = %ctx.kind.id(), name = %t.name, reason, "propagated");
-            let record = ClusterRecord {
-                state: SyncState::InSync,
-                observed_generation: t.generation,
-                message: String::new(),
-                hash: Some(hash),
-                resource_version: applied_version,
+            applied_outcome(
+                ctx,
+                member,
+                t,
+                applied,
+                hash,
                 replicas,
-                drift: Vec::new(),
-                ..ClusterRecord::default()
-            };
-            Outcome {
-                event: Some((EventType::Normal, reason)),
-                // Another write came while ours was in flight.
-                retry: again.then_some(Duration::ZERO),
-                ..drift_outcome(record, &prev, &kept_drift)
-            }
+                &prev,
+                &kept_drift,
+                reason,
+                again,
+            )
         }
         Err(e) if e.not_found() && ctx.kind.custom => Outcome {
             retry: Some(Duration::from_secs(2)),
@@ -1229,6 +1272,73 @@ async fn sync_cluster(
             ))
         },
         Err(e) => failed(e.message, failed_reason),
+    }
+}
+
+/// Apply `body` (a serialized copy) to `member`, the namespace first if
+/// it lacks it, noting it as our own write in flight: the member's answer,
+/// and whether another write came while ours was in flight (reconcile
+/// again). Failed: the events that came meanwhile were others' writes (the
+/// failure's own retry reconciles the object again).
+async fn send_apply(
+    ctx: &SyncController,
+    member: &Member,
+    t: &Target<'_>,
+    body: &[u8],
+) -> (Result<dispatch::Applied, MemberError>, bool) {
+    let in_flight = ctx.note_sending(&member.name, t.key());
+    let result = dispatch::apply_body_with_namespace::<dispatch::Applied>(
+        &ctx.ctx.fed,
+        member,
+        &ctx.kind,
+        body,
+        t.name,
+        t.ns,
+        ctx.timeout(),
+    )
+    .await;
+    let again = in_flight.answered(
+        result
+            .as_ref()
+            .ok()
+            .and_then(|a| a.metadata.resource_version.as_deref()),
+    );
+    (result, again)
+}
+
+/// A copy applied (the member's answer `applied`, our copy's `hash` and
+/// `replicas`, with the drift `kept` under Report): the cluster's record
+/// and outcome, with its Normal event `reason`; `again`: another write
+/// came while ours was in flight (reconcile again at once).
+#[allow(clippy::too_many_arguments)]
+fn applied_outcome(
+    ctx: &SyncController,
+    member: &Member,
+    t: &Target<'_>,
+    applied: dispatch::Applied,
+    hash: String,
+    replicas: Option<i64>,
+    prev: &ClusterRecord,
+    kept: &[drift::Drift],
+    reason: &'static str,
+    again: bool,
+) -> Outcome {
+    ctx.note_success(t.uid, &member.name);
+    let record = ClusterRecord {
+        state: SyncState::InSync,
+        observed_generation: t.generation,
+        message: String::new(),
+        hash: Some(hash),
+        resource_version: applied.metadata.resource_version,
+        replicas,
+        drift: Vec::new(),
+        ..ClusterRecord::default()
+    };
+    tracing::debug!(cluster = %member.name, kind = %ctx.kind.id(), name = %t.name, reason, "propagated");
+    Outcome {
+        event: Some((EventType::Normal, reason)),
+        retry: again.then_some(Duration::ZERO),
+        ..drift_outcome(record, prev, kept)
     }
 }
 
