@@ -640,6 +640,37 @@ impl Store {
         serde_json::from_slice(&obj.json).ok()
     }
 
+    /// The object at `key` as this process's watch cache has it now, with
+    /// its revision: the first guess of a guaranteed update (`None` when the
+    /// cache does not have it).
+    fn cached_current(&self, key: &str) -> Option<(Revision, Value)> {
+        let obj = self.cache.get(key)?;
+        let value = serde_json::from_slice(&obj.json).ok()?;
+        Some((obj.mod_revision, value))
+    }
+
+    /// An update attempt that started from the watch cache's state at
+    /// `rev` failed with `error`: `Ok` (try again, from the store) when the
+    /// store has moved past `rev`, else `error` (the cache was current, so
+    /// the store's state fails alike; kube's GuaranteedUpdate).
+    async fn error_unless_cache_was_behind(
+        &self,
+        key: &str,
+        rev: Revision,
+        name: &str,
+        error: ApiError,
+    ) -> Result<(), ApiError> {
+        let stored = self
+            .storage
+            .get(key)
+            .await
+            .map_err(|e| storage_error(self.info(), name, e))?;
+        match stored {
+            Some(kv) if kv.mod_revision == rev => Err(error),
+            _ => Ok(()),
+        }
+    }
+
     /// The current cache revision (for bookmarks and list metadata).
     pub fn revision(&self) -> Revision {
         self.cache.revision()
@@ -1260,18 +1291,49 @@ impl Store {
     {
         let info = self.info();
         let key = self.key(namespace, name);
-        for _ in 0..MAX_WRITE_ATTEMPTS {
+        // kube's cacher hands its GuaranteedUpdate the watch cache's object:
+        // a request's first attempt starts from it, with no read from the
+        // store (on etcd a round trip per update and patch). The write's
+        // revision check catches a cached state that is behind; an attempt
+        // from the cache that fails, or finds nothing to change, is
+        // decided again on the state read from the store (kube's
+        // `origStateIsCurrent`). A dry run reads the store.
+        let mut cached = match admit {
+            Some(_) if !dry_run => self.cached_current(&key),
+            _ => None,
+        };
+        let mut attempts = 0;
+        while attempts < MAX_WRITE_ATTEMPTS {
             // `stale`: the stored bytes are not in the form a write would
             // store now (e.g. encrypted with an older key): write them back
             // even if the object did not change, as kube's GuaranteedUpdate.
-            let (current, stale) = self
-                .storage
-                .get_with_staleness(&key)
-                .await
-                .map_err(|e| storage_error(info, name, e))?
-                .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))?;
-            let cur_obj = decode_stored(&current)?;
-            let Some(mut new_obj) = change(&cur_obj)? else {
+            let (rev, stale, cur_obj, from_cache) = match cached.take() {
+                Some((rev, obj)) => (rev, false, obj, true),
+                None => {
+                    attempts += 1;
+                    let (current, stale) = self
+                        .storage
+                        .get_with_staleness(&key)
+                        .await
+                        .map_err(|e| storage_error(info, name, e))?
+                        .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))?;
+                    let obj = decode_stored(&current)?;
+                    (current.mod_revision, stale, obj, false)
+                }
+            };
+            let changed = match change(&cur_obj) {
+                Ok(changed) => changed,
+                Err(e) if from_cache => {
+                    self.error_unless_cache_was_behind(&key, rev, name, e)
+                        .await?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let Some(mut new_obj) = changed else {
+                if from_cache {
+                    continue;
+                }
                 return Ok(WriteResult {
                     object: cur_obj,
                     warnings: Vec::new(),
@@ -1280,14 +1342,27 @@ impl Store {
             };
             let warnings = match admit {
                 Some(ctx) => {
-                    self.admit_update(ctx, namespace, name, &cur_obj, &mut new_obj)
-                        .await?
+                    match self
+                        .admit_update(ctx, namespace, name, &cur_obj, &mut new_obj)
+                        .await
+                    {
+                        Ok(warnings) => warnings,
+                        Err(e) if from_cache => {
+                            self.error_unless_cache_was_behind(&key, rev, name, e)
+                                .await?;
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
                 None => Vec::new(),
             };
             // Drop the resourceVersion before comparing and storing.
             meta_mut(&mut new_obj).remove("resourceVersion");
             if equal_but_resource_version(&new_obj, &cur_obj) && !stale {
+                if from_cache {
+                    continue;
+                }
                 return Ok(WriteResult {
                     object: cur_obj,
                     warnings,
@@ -1297,7 +1372,7 @@ impl Store {
             let finalizing = new_obj.pointer("/metadata/deletionTimestamp").is_some()
                 && !has_pending_finalizers(&new_obj);
             if dry_run {
-                set_resource_version(&mut new_obj, current.mod_revision);
+                set_resource_version(&mut new_obj, rev);
                 return Ok(WriteResult {
                     object: new_obj,
                     warnings,
@@ -1306,7 +1381,7 @@ impl Store {
             }
             if finalizing {
                 // The last finalizer went: the object goes now.
-                match self.storage.delete(&key, Some(current.mod_revision)).await {
+                match self.storage.delete(&key, Some(rev)).await {
                     Ok(kv) => {
                         self.note_write(kv.mod_revision);
                         set_resource_version(&mut new_obj, kv.mod_revision);
@@ -1318,16 +1393,13 @@ impl Store {
                         });
                     }
                     Err(StorageError::Conflict { .. }) => continue,
+                    Err(StorageError::NotFound { .. }) if from_cache => continue,
                     Err(e) => return Err(storage_error(info, name, e)),
                 }
             }
             let bytes =
                 serde_json::to_vec(&new_obj).map_err(|e| ApiError::internal(e.to_string()))?;
-            match self
-                .storage
-                .update(&key, Bytes::from(bytes), current.mod_revision)
-                .await
-            {
+            match self.storage.update(&key, Bytes::from(bytes), rev).await {
                 Ok(kv) => {
                     self.note_write(kv.mod_revision);
                     set_resource_version(&mut new_obj, kv.mod_revision);

@@ -20,8 +20,14 @@ struct Env {
 }
 
 async fn env() -> Env {
+    env_over(|engine| engine).await
+}
+
+/// [`env`] with the engine wrapped by `wrap` (e.g. a call recorder).
+async fn env_over(wrap: impl FnOnce(Arc<dyn Storage>) -> Arc<dyn Storage>) -> Env {
     let dir = tempfile::tempdir().expect("tempdir");
-    let storage: Arc<dyn Storage> = Arc::new(SledStorage::open(dir.path()).expect("open sled"));
+    let storage: Arc<dyn Storage> =
+        wrap(Arc::new(SledStorage::open(dir.path()).expect("open sled")));
     let registry = Registry::new(
         storage,
         ubernetes_registry::kinds::builtin(),
@@ -63,6 +69,14 @@ impl Env {
 
 fn cm(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "1"}})
+}
+
+/// An object's `metadata.resourceVersion` as a number.
+fn rv_of(obj: &Value) -> u64 {
+    obj["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .expect("a resourceVersion")
 }
 
 async fn eventually<F, Fut>(what: &str, mut f: F)
@@ -162,6 +176,153 @@ async fn a_stale_resource_version_on_update_is_a_conflict() {
     assert_eq!(err.reason, "Conflict");
     let now = cms.get_value(Some("default"), "c").await.expect("get");
     assert_eq!(now["data"]["a"], "2");
+}
+
+/// An update and a patch start from the watch cache's object (kube's
+/// cacher hands GuaranteedUpdate its cached object): no read of the store
+/// before the write when the cache has the object.
+#[tokio::test]
+async fn updates_and_patches_start_from_the_watch_cache() {
+    let recorder = Arc::new(std::sync::OnceLock::new());
+    let seen = recorder.clone();
+    let env = env_over(move |engine| {
+        let r = Arc::new(ubernetes_storage::conformance::Recorder::new(engine));
+        let _ = seen.set(r.clone());
+        r
+    })
+    .await;
+    let recorder = recorder.get().expect("the recorder");
+    let cms = env.store("", "v1", "configmaps");
+    let created = env.create(&cms, Some("default"), cm("cached")).await;
+    let rv = rv_of(&created);
+    eventually("the cache has the object", || async {
+        cms.revision() >= rv
+    })
+    .await;
+    recorder.take_calls();
+    let mut changed = created.clone();
+    changed["data"]["a"] = json!("2");
+    let updated = cms
+        .update(
+            Some("default"),
+            "cached",
+            changed,
+            None,
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("update");
+    assert_eq!(updated.object["data"]["a"], "2");
+    let rv = rv_of(&updated.object);
+    let calls = recorder.take_calls();
+    eventually("the cache has the update", || async {
+        cms.revision() >= rv
+    })
+    .await;
+    recorder.take_calls();
+    let patched = cms
+        .patch(
+            Some("default"),
+            "cached",
+            None,
+            &WriteOptions::default(),
+            |cur| {
+                let mut v = cur.clone();
+                v["data"]["b"] = json!("3");
+                Ok(v)
+            },
+        )
+        .await
+        .expect("patch");
+    assert_eq!(patched.object["data"], json!({"a": "2", "b": "3"}));
+    for calls in [calls, recorder.take_calls()] {
+        assert!(
+            !calls.contains(&"get_with_staleness"),
+            "no store read before the write: {calls:?}"
+        );
+        assert_eq!(
+            calls.iter().filter(|c| **c == "update").count(),
+            1,
+            "{calls:?}"
+        );
+    }
+}
+
+/// A write right after another, before the watch cache applied the first:
+/// the attempt from the cache's older object fails (its resourceVersion
+/// precondition) or finds nothing to change, and the store's own state
+/// decides, as if no cache were there.
+#[tokio::test]
+async fn an_update_after_a_write_the_cache_has_not_seen_sees_the_store() {
+    let env = env().await;
+    let cms = env.store("", "v1", "configmaps");
+    let created = env.create(&cms, Some("default"), cm("behind")).await;
+    let mut stale_seen = 0;
+    let mut last = created.clone();
+    for i in 0..10 {
+        // Change `a`, then at once update naming the new resourceVersion.
+        let mut first = last.clone();
+        first["data"]["a"] = json!(format!("x{i}"));
+        let first = cms
+            .update(
+                Some("default"),
+                "behind",
+                first,
+                None,
+                &WriteOptions::default(),
+            )
+            .await
+            .expect("first update")
+            .object;
+        let rv = rv_of(&first);
+        if cms.revision() < rv {
+            stale_seen += 1;
+        }
+        let mut second = first.clone();
+        second["data"]["b"] = json!(format!("y{i}"));
+        let second = cms
+            .update(
+                Some("default"),
+                "behind",
+                second,
+                None,
+                &WriteOptions::default(),
+            )
+            .await
+            .expect("an update naming the store's current resourceVersion")
+            .object;
+        assert_eq!(second["data"]["a"], json!(format!("x{i}")));
+        // Back to what the cache may still hold, unconditionally: a change
+        // against the store's state, so it is written.
+        let mut back = second.clone();
+        back["data"] = first["data"].clone();
+        back["metadata"]
+            .as_object_mut()
+            .expect("metadata")
+            .remove("resourceVersion");
+        let back = cms
+            .update(
+                Some("default"),
+                "behind",
+                back,
+                None,
+                &WriteOptions::default(),
+            )
+            .await
+            .expect("the update back")
+            .object;
+        assert_ne!(
+            back["metadata"]["resourceVersion"], second["metadata"]["resourceVersion"],
+            "written"
+        );
+        let now = cms.get_value(Some("default"), "behind").await.expect("get");
+        assert_eq!(now["data"], first["data"]);
+        last = back;
+    }
+    assert!(
+        stale_seen > 0,
+        "the cache was never behind: the test tested nothing"
+    );
 }
 
 #[tokio::test]
