@@ -665,7 +665,9 @@ impl Storage for EtcdStorage {
             .when([Compare::create_revision(full.clone(), CompareOp::Equal, 0)])
             .and_then([
                 TxnOp::put(full.clone(), value.to_vec(), None),
-                TxnOp::get(full.clone(), None),
+                // The revisions only: the value is the one just written
+                // (not sent back by etcd a second time).
+                TxnOp::get(full.clone(), Some(GetOptions::new().with_keys_only())),
             ]);
         let resp = self.txn(txn).await?;
         if !resp.succeeded() {
@@ -675,6 +677,7 @@ impl Storage for EtcdStorage {
         }
         self.wrote();
         self.read_in_txn(&resp, key)?
+            .map(|kv| KeyValue { value, ..kv })
             .ok_or_else(|| StorageError::Engine(format!("{key} missing right after its create")))
     }
 
@@ -693,9 +696,10 @@ impl Storage for EtcdStorage {
             ])
             .and_then([
                 TxnOp::put(full.clone(), value.to_vec(), None),
-                TxnOp::get(full.clone(), None),
+                // Revisions only, as in `create`: the value is `value`.
+                TxnOp::get(full.clone(), Some(GetOptions::new().with_keys_only())),
             ])
-            .or_else([TxnOp::get(full, None)]);
+            .or_else([TxnOp::get(full, Some(GetOptions::new().with_keys_only()))]);
         let resp = self.txn(txn).await?;
         let current = self.read_in_txn(&resp, key)?;
         if !resp.succeeded() {
@@ -711,7 +715,9 @@ impl Storage for EtcdStorage {
             });
         }
         self.wrote();
-        current.ok_or_else(|| StorageError::Engine(format!("{key} missing right after its update")))
+        current
+            .map(|kv| KeyValue { value, ..kv })
+            .ok_or_else(|| StorageError::Engine(format!("{key} missing right after its update")))
     }
 
     async fn delete(
