@@ -495,13 +495,17 @@ pub(crate) async fn member_client(
     let url = config.cluster_url.to_string();
     let mut proxy_config = config.clone();
     proxy_config.default_retry = false;
-    // kube-client's HTTP/1.1 connector, one connection per watch. The
-    // one-HTTP/2-connection client (`MemberKubeconfig::h2_client`) cut the
-    // host's RSS (1.51 -> 1.32 KiB per copy at 100 x 10,000) but made a
-    // host restart 3-5x slower with 3x the CPU (docs/benchmarks-federation.md,
-    // "HTTP/2 to members, measured and set aside"); not used until that is
-    // understood. The proxy's client stays HTTP/1.1 anyway (upgrades).
-    let client = kubeconfig.client(config)?;
+    // Requests (sync's gets and applies, status, probes) share one HTTP/2
+    // connection per member (`MemberKubeconfig::h2_client`): over HTTP/1.1
+    // every request in flight held a connection of its own (~30 per member
+    // in a bulk at 100 members, each with its TLS state, read and write
+    // buffers and dispatch channel: ~0.2 KiB per member copy of host RSS).
+    // The federated informer's watches and lists go over `proxy_client`
+    // (kube-client's HTTP/1.1 connector, one connection per watch): all of
+    // them over the one HTTP/2 connection made a host restart 3-5x slower
+    // (docs/benchmarks-federation.md, "HTTP/2 to members, measured and set
+    // aside"). The proxy's client stays HTTP/1.1 anyway (upgrades).
+    let client = kubeconfig.h2_client(config)?;
     let proxy_client = kubeconfig.client(proxy_config)?;
     Ok(MemberClients {
         client,

@@ -419,11 +419,13 @@ const H2_PING_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30)
 const H2_PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
 impl MemberKubeconfig {
-    /// A client for an `https` member whose every request (each kind's
-    /// watch, every get and apply) is a stream of **one HTTP/2
-    /// connection**, as client-go talks to kube-apiserver: one HTTP/1.1
-    /// connection per watch held a read buffer each (~19 kinds per member:
-    /// ~2.9 MiB per member, grown and kept). The TLS settings are kube's own
+    /// A client for an `https` member whose every request (every get and
+    /// apply in flight) is a stream of **one HTTP/2 connection**, as
+    /// client-go talks to kube-apiserver: over HTTP/1.1 each request in
+    /// flight holds a connection of its own (TLS state, read and write
+    /// buffers, kept idle in the pool afterwards). The members' client for
+    /// requests (`clusters::member_client`); the federated informer's
+    /// watches stay on [`Self::client`]'s HTTP/1.1 connections. The TLS settings are kube's own
     /// ([`kube::client::ConfigExt::rustls_client_config`]: the CA of
     /// `certificate-authority-data` or none with `insecure-skip-tls-verify`,
     /// the client certificate and key) with `tls-server-name` as the
