@@ -227,6 +227,11 @@ fn a_federation_of_three_members_propagates_repairs_places_and_deletes() -> Resu
         let (a, b) = (format!("{region}-1a"), format!("{region}-1b"));
         fed.create_nodes(i, &[("node-a", &a, region), ("node-b", &b, region)])?;
     }
+    // An object made while no member is joined (the sync and status
+    // controllers queue nothing then) reaches the members once they join.
+    fed.host
+        .kubectl_ok(&["create", "configmap", "early", "--from-literal=k=v"])?;
+    let early_uid = uid_of(&fed.host, &["configmap", "early"])?;
     fed.join(0, "m0", &[("tier", "gold")])?;
     fed.join(1, "m1", &[("tier", "silver")])?;
     let out = Command::new(ubernetes_bin())
@@ -263,6 +268,11 @@ fn a_federation_of_three_members_propagates_repairs_places_and_deletes() -> Resu
             zones == serde_json::json!([format!("{region}-1a"), format!("{region}-1b")]),
             "zones of {name}: {zones}"
         );
+    }
+    for m in &fed.members {
+        wait_copy(m, &["configmap", "early"], &early_uid, |c| {
+            c["data"]["k"] == "v"
+        })?;
     }
     let wide = fed.host.kubectl_ok(&["get", "clusters", "-o", "wide"])?;
     ensure!(wide.contains("v1."), "members' versions in:\n{wide}");

@@ -72,6 +72,11 @@ impl Members {
         self.inner.read().values().cloned().collect()
     }
 
+    /// No member is joined.
+    pub fn is_empty(&self) -> bool {
+        self.inner.read().is_empty()
+    }
+
     /// One member by Cluster name.
     pub fn get(&self, name: &str) -> Option<Arc<Member>> {
         self.inner.read().get(name).cloned()

@@ -230,6 +230,29 @@ impl SharedObjects {
         .reconcile_on(self.triggers())
     }
 
+    /// As [`SharedObjects::controller`], but a change is reconciled only
+    /// while `active()` holds when it arrives. For controllers that have
+    /// nothing to do while, say, no member cluster is joined (sync,
+    /// status): on a standalone server every write would otherwise go
+    /// through the controller's queue and a reconcile that returns at
+    /// once. Such a controller must also `reconcile_all_on` the event that
+    /// makes `active()` true (a member joining), since what changed before
+    /// it was dropped here.
+    pub fn controller_while(
+        &self,
+        active: impl Fn() -> bool + Send + Sync + 'static,
+    ) -> Controller<DynamicObject> {
+        Controller::for_stream_with(
+            futures::stream::pending(),
+            self.store(),
+            self.kind.resource.clone(),
+        )
+        .reconcile_on(
+            self.triggers()
+                .filter(move |_| futures::future::ready(active())),
+        )
+    }
+
     /// The object `cached` as the federation holds it now, in full (the
     /// cache keeps metadata only); `None` when it is gone or was re-created
     /// (a new uid: its own event reconciles it). The first fetch after a

@@ -393,8 +393,11 @@ impl StatusController {
             records,
         });
         let closing = stop.clone();
+        // No member, no status to sum (see `reconcile`): a change is not
+        // even queued; a member joining re-queues every object.
+        let members = ctx.members.clone();
         objects
-            .controller()
+            .controller_while(move || !members.is_empty())
             .with_config(ControllerConfig::default().concurrency(16))
             .federated(&informer)
             .reconcile_on(record_changes)

@@ -420,8 +420,12 @@ impl SyncController {
             let ours = own.upgrade().is_some_and(|s| s.is_own_write(&c));
             (!ours).then(|| c.key.to_ref(&copy_ar))
         });
+        // With no member joined there is nothing to sync: a change is not
+        // even queued (a standalone server's every write would be), and a
+        // member joining re-queues every object (`cluster_triggers`).
+        let members = ctx.members.clone();
         let mut controller = objects
-            .controller()
+            .controller_while(move || !members.is_empty())
             .with_config(ControllerConfig::default().concurrency(CONCURRENCY))
             .reconcile_on(copies)
             .reconcile_all_on(informer.cluster_triggers());
