@@ -11,6 +11,8 @@ const CM_V1: &str =
 const CM_V2: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  c: \"3\"\n";
 const OTHER: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: \"9\"\n";
 
+const CM_CREATE_ONLY: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: once\n  resourceVersion: \"9223372036854775807\"\ndata:\n  a: \"1\"\n";
+
 fn get_json(server: &Server, args: &[&str]) -> Result<Value> {
     let mut all = args.to_vec();
     all.extend(["-o", "json"]);
@@ -91,6 +93,35 @@ fn server_side_apply_tracks_owners_conflicts_and_removals() -> Result<()> {
     let obj = get_json(&server, &["get", "cm", "ssa"])?;
     ensure!(obj["data"].get("b").is_none(), "b removed: {obj}");
     ensure!(obj["data"]["a"] == "9" && obj["data"]["c"] == "3", "{obj}");
+
+    // A resourceVersion in an applied configuration is a precondition on
+    // the object that is there; an apply that creates ignores it, as
+    // kube-apiserver does (the federation's create-only apply of a member
+    // copy relies on both).
+    server.kubectl_stdin_ok(&["apply", "--server-side", "-f", "-"], CM_CREATE_ONLY)?;
+    let obj = get_json(&server, &["get", "cm", "once", "--show-managed-fields"])?;
+    ensure!(obj["data"]["a"] == "1", "{obj}");
+    ensure!(
+        obj["metadata"]["resourceVersion"] != "9223372036854775807",
+        "{obj}"
+    );
+    ensure!(
+        managers(&obj) == [("kubectl".to_string(), "Apply".to_string())],
+        "{obj}"
+    );
+    let again = server.kubectl_stdin(&["apply", "--server-side", "-f", "-"], CM_CREATE_ONLY)?;
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    ensure!(
+        !again.status.success()
+            && stderr.contains("Operation cannot be fulfilled")
+            && stderr.contains("the object has been modified"),
+        "the second apply must be a conflict: {stderr}"
+    );
+    let after = get_json(&server, &["get", "cm", "once"])?;
+    ensure!(
+        after["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"],
+        "nothing written: {after}"
+    );
     Ok(())
 }
 

@@ -1119,6 +1119,11 @@ impl Store {
                 }
                 Err(e) if e.code == 404 && subresource.is_none() => {
                     let mut created = fm.apply(info, None, &applied, &manager, force, sub)?;
+                    // A resourceVersion in the configuration is a
+                    // precondition on an object that exists; one that
+                    // creates ignores it (kube-apiserver does: an apply
+                    // with an impossible version only creates).
+                    meta_mut(&mut created).remove("resourceVersion");
                     if meta_str(&created, "name").is_none_or(str::is_empty) {
                         meta_mut(&mut created).insert("name".into(), json!(name));
                     }
