@@ -190,15 +190,33 @@ impl CachedObject {
         mod_revision: Revision,
         attrs: &AttrsFn,
     ) -> Self {
+        // The usual case: the stored bytes with the resourceVersion put in
+        // place (no second encoding of what the writer just encoded), and the
+        // attributes read from a decode that skips `metadata.managedFields`
+        // (half the nodes of a typical object; no label or selectable field
+        // lives there: field selectors cannot index into lists).
+        if let Some(bytes) = with_resource_version(value, mod_revision)
+            && let Ok(mut v) = decode_without_managed_fields(value)
+        {
+            set_resource_version(&mut v, mod_revision);
+            let mut a = attrs(&v);
+            a.shrink();
+            return Self {
+                key,
+                create_revision,
+                mod_revision,
+                json: bytes,
+                attrs: a,
+            };
+        }
         let (json, attrs) = match serde_json::from_slice::<serde_json::Value>(value) {
             Ok(mut v) => {
                 set_resource_version(&mut v, mod_revision);
                 let mut a = attrs(&v);
                 a.shrink();
-                // The stored bytes with the resourceVersion put in place (no
-                // second encoding of what the writer just encoded); the
-                // decoded value re-encoded only when the bytes do not allow
-                // it (no metadata object, or one that has a resourceVersion).
+                // The decoded value re-encoded only when the bytes do not
+                // allow the in-place stamp (no metadata object, or one that
+                // has a resourceVersion).
                 if let Some(bytes) = with_resource_version(value, mod_revision) {
                     (bytes, a)
                 } else {
@@ -321,6 +339,51 @@ fn list_locked(
 /// `v` as JSON bytes that own no spare capacity: they live as long as the
 /// object is cached, and `serde_json::to_vec`'s doubling growth left up to
 /// half of each buffer unused (heaptrack, docs/benchmarks.md).
+/// An object's JSON as a [`serde_json::Value`] without
+/// `metadata.managedFields`, for attribute extraction. Errors when the value
+/// or its `metadata` is not a JSON object (the caller then decodes it whole).
+fn decode_without_managed_fields(json: &[u8]) -> Result<serde_json::Value, serde_json::Error> {
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+    use serde_json::{Map, Value};
+
+    /// A JSON object; at the top, its `metadata` member is read by the
+    /// same visitor with `top` false, which drops `managedFields`.
+    struct Obj {
+        top: bool,
+    }
+    impl<'de> Visitor<'de> for Obj {
+        type Value = Value;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut out = Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if self.top && key == "metadata" {
+                    let meta = map.next_value_seed(Obj { top: false })?;
+                    out.insert(key, meta);
+                } else if !self.top && key == "managedFields" {
+                    map.next_value::<IgnoredAny>()?;
+                } else {
+                    let v = map.next_value::<Value>()?;
+                    out.insert(key, v);
+                }
+            }
+            Ok(Value::Object(out))
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for Obj {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_slice(json);
+    let v = Obj { top: true }.deserialize(&mut de)?;
+    de.end()?;
+    Ok(v)
+}
+
 fn encode_exact(v: &serde_json::Value, hint: usize) -> Result<Bytes, serde_json::Error> {
     let mut buf = Vec::with_capacity(hint + 32);
     serde_json::to_writer(&mut buf, v)?;
@@ -961,6 +1024,41 @@ mod tests {
         assert_eq!(o.attrs.labels.get("app"), Some("x"));
         let no_meta = CachedObject::build("/k".into(), b"{\"a\":1}", 1, 7, &attrs_fn());
         assert_eq!(json(&no_meta)["metadata"]["resourceVersion"], "7");
+    }
+
+    #[test]
+    fn attributes_are_read_without_managed_fields_and_the_json_keeps_them() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let attrs: AttrsFn = {
+            let seen = seen.clone();
+            Arc::new(move |v: &serde_json::Value| {
+                seen.lock().push(v.clone());
+                let mut a = Attrs::default();
+                if let Some(l) = v.pointer("/metadata/labels/app").and_then(|l| l.as_str()) {
+                    a.labels.insert("app".into(), l.into());
+                }
+                if let Some(t) = v.pointer("/type").and_then(|t| t.as_str()) {
+                    a.fields.insert("type".into(), t.into());
+                }
+                a
+            })
+        };
+        let stored = br#"{"kind":"Secret","metadata":{"name":"s","labels":{"app":"x"},"managedFields":[{"manager":"m","fieldsV1":{"f:data":{}}}]},"type":"t","data":{"k":"dg=="}}"#;
+        let o = CachedObject::build("/s".into(), stored, 3, 9, &attrs);
+        assert_eq!(o.attrs.labels.get("app"), Some("x"));
+        assert_eq!(o.attrs.fields.get("type"), Some("t"));
+        let served = json(&o);
+        assert_eq!(served["metadata"]["managedFields"][0]["manager"], "m");
+        assert_eq!(served["metadata"]["resourceVersion"], "9");
+        let seen = seen.lock();
+        assert_eq!(seen.len(), 1);
+        assert!(seen[0]["metadata"].get("managedFields").is_none());
+        assert_eq!(seen[0]["data"]["k"], "dg==");
+        assert_eq!(seen[0]["metadata"]["resourceVersion"], "9");
+        // Not objects: the whole-value decode (and its errors) as before.
+        assert!(decode_without_managed_fields(br#"{"metadata":"x"}"#).is_err());
+        assert!(decode_without_managed_fields(br#"[1]"#).is_err());
+        assert!(decode_without_managed_fields(br#"{"a":1} x"#).is_err());
     }
 
     #[test]

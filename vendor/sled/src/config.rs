@@ -202,6 +202,8 @@ pub struct Inner {
     #[doc(hidden)]
     pub temporary: bool,
     #[doc(hidden)]
+    pub flush_skips_sync_file_range: bool,
+    #[doc(hidden)]
     pub use_compression: bool,
     #[doc(hidden)]
     pub compression_factor: i32,
@@ -230,6 +232,7 @@ impl Default for Inner {
             use_compression: false,
             compression_factor: 5,
             temporary: false,
+            flush_skips_sync_file_range: false,
             version: crate_version(),
 
             // useful in testing
@@ -505,6 +508,11 @@ impl Config {
             temporary,
             bool,
             "deletes the database after drop. if no path is set, uses /dev/shm on linux"
+        ),
+        (
+            flush_skips_sync_file_range,
+            bool,
+            "ubernetes patch: the buffer `flush` writes on the calling thread is not `sync_file_range`d; only for a caller that `fdatasync`s the data file after every `flush` before relying on it"
         ),
         (
             create_new,

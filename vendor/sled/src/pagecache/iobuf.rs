@@ -567,6 +567,18 @@ impl IoBufs {
     // Write an IO buffer's data to stable storage and set up the
     // next IO buffer for writing.
     pub(crate) fn write_to_log(&self, iobuf: &IoBuf) -> Result<()> {
+        self.write_to_log_synced(iobuf, true)
+    }
+
+    /// [`IoBufs::write_to_log`]; `sync_range` false skips the
+    /// `sync_file_range` after the `pwrite` (ubernetes patch: the caller
+    /// `fdatasync`s the file before anything this write covers is
+    /// acknowledged, see `Config::flush_skips_sync_file_range`).
+    pub(crate) fn write_to_log_synced(
+        &self,
+        iobuf: &IoBuf,
+        sync_range: bool,
+    ) -> Result<()> {
         let _measure = Measure::new(&M.write_to_log);
         let header = iobuf.get_header();
         let log_offset = iobuf.offset;
@@ -728,7 +740,7 @@ impl IoBufs {
         {
             let f = &self.config.file;
             pwrite_all(f, data, log_offset)?;
-            if !self.config.temporary {
+            if !self.config.temporary && sync_range {
                 #[cfg(target_os = "linux")]
                 {
                     use std::os::unix::io::AsRawFd;
@@ -1200,10 +1212,14 @@ fn maybe_seal_and_write_iobuf_inner(
             "asynchronously writing iobuf with lsn {} to log from maybe_seal",
             lsn
         );
+        // ubernetes patch: a buffer the flushing thread writes itself skips
+        // `sync_file_range` when the caller syncs the file after `flush`.
+        let sync_range =
+            !(write_inline && iobufs.config.flush_skips_sync_file_range);
         let iobufs = iobufs.clone();
         let iobuf = iobuf.clone();
         let write = move || {
-            if let Err(e) = iobufs.write_to_log(&iobuf) {
+            if let Err(e) = iobufs.write_to_log_synced(&iobuf, sync_range) {
                 error!(
                     "hit error while writing iobuf with lsn {}: {:?}",
                     lsn, e
