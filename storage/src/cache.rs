@@ -144,6 +144,15 @@ pub struct CacheEvent {
     pub kind: EventType,
     /// For `Deleted`: the last state, with resourceVersion = the deletion revision.
     pub object: Arc<CachedObject>,
+    /// For a watcher that asked for heads ([`WatchCache::watch_heads`]):
+    /// `object`'s `apiVersion`, `kind` and `metadata` (with its
+    /// resourceVersion, without `managedFields`), taken from the decode the
+    /// cache made for the attributes when the event came in. Shared by every
+    /// such watcher and dropped once they are done with it: no copy is kept
+    /// in the cache. `None` when the cache had no such decode (a replayed
+    /// event, an object that stopped matching the filter, a stored value
+    /// not shaped like an object): then decode `object.json`.
+    pub head: Option<Arc<serde_json::Value>>,
 }
 
 /// What a cache watcher receives: events, then possibly one terminal error
@@ -190,6 +199,18 @@ impl CachedObject {
         mod_revision: Revision,
         attrs: &AttrsFn,
     ) -> Self {
+        Self::build_with_head(key, value, create_revision, mod_revision, attrs).0
+    }
+
+    /// [`CachedObject::build`], and the object's head (see
+    /// [`CacheEvent::head`]) when the attributes came from the usual decode.
+    fn build_with_head(
+        key: String,
+        value: &[u8],
+        create_revision: Revision,
+        mod_revision: Revision,
+        attrs: &AttrsFn,
+    ) -> (Self, Option<serde_json::Value>) {
         // The usual case: the stored bytes with the resourceVersion put in
         // place (no second encoding of what the writer just encoded), and the
         // attributes read from a decode that skips `metadata.managedFields`
@@ -201,13 +222,14 @@ impl CachedObject {
             set_resource_version(&mut v, mod_revision);
             let mut a = attrs(&v);
             a.shrink();
-            return Self {
+            let object = Self {
                 key,
                 create_revision,
                 mod_revision,
                 json: bytes,
                 attrs: a,
             };
+            return (object, head_of(v));
         }
         let (json, attrs) = match serde_json::from_slice::<serde_json::Value>(value) {
             Ok(mut v) => {
@@ -234,13 +256,14 @@ impl CachedObject {
                 (Bytes::copy_from_slice(value), Attrs::default())
             }
         };
-        Self {
+        let object = Self {
             key,
             create_revision,
             mod_revision,
             json,
             attrs,
-        }
+        };
+        (object, None)
     }
 
     fn from_kv(kv: &KeyValue, attrs: &AttrsFn) -> Self {
@@ -382,6 +405,19 @@ fn decode_without_managed_fields(json: &[u8]) -> Result<serde_json::Value, serde
     let v = Obj { top: true }.deserialize(&mut de)?;
     de.end()?;
     Ok(v)
+}
+
+/// `v`'s `apiVersion`, `kind` and `metadata` members, in their order; the
+/// rest is dropped. The parts are moved, not copied: `v` was to be dropped.
+fn head_of(v: serde_json::Value) -> Option<serde_json::Value> {
+    let serde_json::Value::Object(map) = v else {
+        return None;
+    };
+    Some(serde_json::Value::Object(
+        map.into_iter()
+            .filter(|(k, _)| matches!(k.as_str(), "apiVersion" | "kind" | "metadata"))
+            .collect(),
+    ))
 }
 
 fn encode_exact(v: &serde_json::Value, hint: usize) -> Result<Bytes, serde_json::Error> {
@@ -564,6 +600,7 @@ impl RingEvent {
             return Some(CacheEvent {
                 kind: self.kind,
                 object: self.object.clone(),
+                head: None,
             });
         };
         let cur = self.kind != EventType::Deleted && filter(&self.object);
@@ -586,7 +623,11 @@ impl RingEvent {
                 ),
             },
         };
-        Some(CacheEvent { kind, object })
+        Some(CacheEvent {
+            kind,
+            object,
+            head: None,
+        })
     }
 }
 
@@ -604,18 +645,24 @@ struct Watcher {
     /// Live events at or below this revision were replayed or are not wanted.
     from: Revision,
     filter: Option<FilterFn>,
+    /// Live events carry [`CacheEvent::head`].
+    heads: bool,
     tx: mpsc::Sender<Result<CacheEvent, StorageError>>,
 }
 
 impl Watcher {
-    /// Queue `ev`; false when the watcher is gone or was closed as too slow.
-    fn offer(&self, ev: &RingEvent) -> bool {
+    /// Queue `ev` (whose object's head is `head`); false when the watcher
+    /// is gone or was closed as too slow.
+    fn offer(&self, ev: &RingEvent, head: Option<&Arc<serde_json::Value>>) -> bool {
         if ev.revision <= self.from || !ev.object.key.starts_with(&self.prefix) {
             return true;
         }
-        let Some(event) = ev.for_watcher(self.filter.as_ref()) else {
+        let Some(mut event) = ev.for_watcher(self.filter.as_ref()) else {
             return true;
         };
+        if self.heads && Arc::ptr_eq(&event.object, &ev.object) {
+            event.head = head.cloned();
+        }
         // One slot is always kept for the terminal error.
         if self.tx.capacity() <= 1 {
             let _ = self.tx.try_send(Err(StorageError::WatcherTooSlow));
@@ -765,6 +812,29 @@ impl WatchCache {
         from: Revision,
         filter: Option<FilterFn>,
     ) -> Result<CacheWatchReceiver, StorageError> {
+        self.watch_with(prefix, from, filter, false)
+    }
+
+    /// [`WatchCache::watch`] whose live events carry [`CacheEvent::head`]:
+    /// for a follower that reads only the objects' metadata, which then
+    /// need not parse each event's JSON again (one decode per event however
+    /// many such followers there are).
+    pub fn watch_heads(
+        &self,
+        prefix: &str,
+        from: Revision,
+        filter: Option<FilterFn>,
+    ) -> Result<CacheWatchReceiver, StorageError> {
+        self.watch_with(prefix, from, filter, true)
+    }
+
+    fn watch_with(
+        &self,
+        prefix: &str,
+        from: Revision,
+        filter: Option<FilterFn>,
+        heads: bool,
+    ) -> Result<CacheWatchReceiver, StorageError> {
         let state = self.inner.state.read();
         if from < state.floor {
             return Err(StorageError::Compacted {
@@ -790,6 +860,7 @@ impl WatchCache {
             prefix: prefix.to_owned(),
             from: from.max(state.revision),
             filter,
+            heads,
             tx,
         });
         drop(state);
@@ -875,16 +946,24 @@ async fn run(
     }
 }
 
-/// An upstream item, decoded.
+/// An upstream item, decoded (an event with its object's head).
 enum Built {
-    Event(EventType, Arc<CachedObject>),
+    Event(EventType, Arc<CachedObject>, Option<serde_json::Value>),
     Progress(Revision),
 }
 
 impl Inner {
-    fn build(&self, ev: &Event) -> Arc<CachedObject> {
+    fn build(&self, ev: &Event) -> (Arc<CachedObject>, Option<serde_json::Value>) {
         // For a deletion `kv` is the last state with the deletion's revision.
-        Arc::new(CachedObject::from_kv(&ev.kv, &self.attrs))
+        let kv = &ev.kv;
+        let (object, head) = CachedObject::build_with_head(
+            kv.key.clone(),
+            &kv.value,
+            kv.create_revision,
+            kv.mod_revision,
+            &self.attrs,
+        );
+        (Arc::new(object), head)
     }
 
     /// Apply a batch of upstream items, then dispatch its events.
@@ -894,8 +973,8 @@ impl Inner {
             .into_iter()
             .map(|item| match item {
                 WatchItem::Event(ev) => {
-                    let object = self.build(&ev);
-                    Built::Event(ev.kind, object)
+                    let (object, head) = self.build(&ev);
+                    Built::Event(ev.kind, object, head)
                 }
                 WatchItem::Progress(r) => Built::Progress(r),
             })
@@ -903,12 +982,12 @@ impl Inner {
         let mut state = self.state.write();
         let mut fresh = Vec::new();
         for item in built {
-            let (kind, object) = match item {
+            let (kind, object, head) = match item {
                 Built::Progress(r) => {
                     state.revision = state.revision.max(r);
                     continue;
                 }
-                Built::Event(kind, object) => (kind, object),
+                Built::Event(kind, object, head) => (kind, object, head),
             };
             let revision = object.mod_revision;
             if revision <= state.revision {
@@ -932,14 +1011,14 @@ impl Inner {
                 }
             }
             state.revision = revision;
-            fresh.push(ring_event);
+            fresh.push((ring_event, head.map(Arc::new)));
         }
         let revision = state.revision;
         self.revision.store(revision, Ordering::Release);
         let mut watchers = self.watchers.lock();
         drop(state);
         if !fresh.is_empty() {
-            watchers.retain(|w| fresh.iter().all(|ev| w.offer(ev)));
+            watchers.retain(|w| fresh.iter().all(|(ev, head)| w.offer(ev, head.as_ref())));
         }
         watchers.retain(|w| !w.tx.is_closed());
         drop(watchers);

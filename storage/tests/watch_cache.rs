@@ -668,3 +668,64 @@ async fn lists_before_the_window_are_not_served_from_the_cache() {
         .expect("the current revision is in the window");
     assert_eq!(items.len(), 4);
 }
+
+#[tokio::test]
+async fn head_watchers_get_the_decoded_head_of_live_events_only() {
+    let (_dir, s) = sled().await;
+    let cache = start(s.clone(), CacheConfig::default()).await;
+    let from = cache.revision();
+    let first = s
+        .create(&key("ns1", "a"), obj("ns1", "a", json!({"app": "x"}), "0"))
+        .await
+        .expect("create")
+        .mod_revision;
+    // From before `first`: that event is replayed from the ring (no head).
+    cache.wait_for_revision(first).await.expect("caught up");
+    let mut heads = cache
+        .watch_heads("/configmaps/", from, None)
+        .expect("watch heads");
+    let mut other = cache
+        .watch_heads("/configmaps/", from, None)
+        .expect("watch heads");
+    let mut plain = cache.watch("/configmaps/", from, None).expect("watch");
+    let mut managed =
+        serde_json::from_slice::<Value>(&obj("ns1", "b", json!({}), "1")).expect("json");
+    managed["metadata"]["managedFields"] = json!([{"manager": "m"}]);
+    let second = s
+        .create(
+            &key("ns1", "b"),
+            Bytes::from(serde_json::to_vec(&managed).expect("json")),
+        )
+        .await
+        .expect("create")
+        .mod_revision;
+
+    for rx in [&mut heads, &mut other, &mut plain] {
+        let replayed = event(rx).await;
+        assert_eq!(replayed.object.mod_revision, first);
+        assert!(replayed.head.is_none(), "a replayed event has no head");
+    }
+    let live = event(&mut heads).await;
+    let head = live.head.clone().expect("a live event's head");
+    // The members a metadata follower reads, as the cached JSON has them
+    // (resourceVersion included), less managedFields and the data.
+    assert_eq!(
+        *head,
+        json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": "b",
+                "namespace": "ns1",
+                "labels": {},
+                "resourceVersion": second.to_string(),
+            },
+        })
+    );
+    let shared = event(&mut other).await.head.expect("a head");
+    assert!(
+        Arc::ptr_eq(&head, &shared),
+        "one decode for all head watchers"
+    );
+    assert!(event(&mut plain).await.head.is_none());
+}

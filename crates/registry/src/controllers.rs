@@ -109,19 +109,23 @@ where
     H: Fn(&Arc<Store>, EventType, Value) + Send + Sync + 'static,
     L: Fn(&Arc<Store>) + Send + Sync + 'static,
 {
-    follow_decoded(stop, store, decode_full, handle, listed);
+    follow_decoded(stop, store, false, decode_full, handle, listed);
 }
 
 /// [`follow`] for a controller that reads only the objects' metadata: what
 /// `handle` gets is `apiVersion`, `kind` and `metadata` without
 /// `managedFields` (see [`decode_head`]). A follower of every store (the
 /// garbage collector) or of a busy one then does not parse each write's
-/// data, spec and status again.
+/// data, spec and status again; and a live event's head comes from the
+/// watch cache's own decode of it ([`CacheEvent::head`]), shared by all
+/// these followers, rather than from a parse per follower.
+///
+/// [`CacheEvent::head`]: ubernetes_storage::cache::CacheEvent::head
 pub(crate) fn follow_meta<H>(stop: CancellationToken, store: Arc<Store>, handle: H)
 where
-    H: Fn(&Arc<Store>, EventType, Value) + Send + Sync + 'static,
+    H: Fn(&Arc<Store>, EventType, Arc<Value>) + Send + Sync + 'static,
 {
-    follow_decoded(stop, store, decode_head, handle, |_| {});
+    follow_decoded(stop, store, true, decode_head_shared, handle, |_| {});
 }
 
 /// [`follow_listed`] with [`follow_meta`]'s partial objects.
@@ -131,14 +135,22 @@ pub(crate) fn follow_listed_meta<H, L>(
     handle: H,
     listed: L,
 ) where
-    H: Fn(&Arc<Store>, EventType, Value) + Send + Sync + 'static,
+    H: Fn(&Arc<Store>, EventType, Arc<Value>) + Send + Sync + 'static,
     L: Fn(&Arc<Store>) + Send + Sync + 'static,
 {
-    follow_decoded(stop, store, decode_head, handle, listed);
+    follow_decoded(stop, store, true, decode_head_shared, handle, listed);
 }
 
-fn decode_full(bytes: &[u8]) -> Option<Value> {
+fn decode_full(bytes: &[u8], _: Option<&Arc<Value>>) -> Option<Value> {
     serde_json::from_slice(bytes).ok()
+}
+
+/// The head the watch cache decoded, or [`decode_head`] of `bytes`.
+fn decode_head_shared(bytes: &[u8], head: Option<&Arc<Value>>) -> Option<Arc<Value>> {
+    match head {
+        Some(h) => Some(h.clone()),
+        None => decode_head(bytes).map(Arc::new),
+    }
 }
 
 /// An object's `apiVersion`, `kind` and `metadata` (less `managedFields`)
@@ -201,14 +213,18 @@ impl<'de> serde::de::Visitor<'de> for HeadVisitor {
     }
 }
 
-fn follow_decoded<H, L>(
+/// Follow `store`, handing `handle` each object as `decode` makes it from
+/// its JSON and, with `heads`, the head the watch cache decoded.
+fn follow_decoded<T, H, L>(
     stop: CancellationToken,
     store: Arc<Store>,
-    decode: fn(&[u8]) -> Option<Value>,
+    heads: bool,
+    decode: fn(&[u8], Option<&Arc<Value>>) -> Option<T>,
     handle: H,
     listed: L,
 ) where
-    H: Fn(&Arc<Store>, EventType, Value) + Send + Sync + 'static,
+    T: Send + 'static,
+    H: Fn(&Arc<Store>, EventType, T) + Send + Sync + 'static,
     L: Fn(&Arc<Store>) + Send + Sync + 'static,
 {
     spawn_until(stop, async move {
@@ -222,12 +238,17 @@ fn follow_decoded<H, L>(
                 }
             };
             for item in &list.items {
-                if let Some(v) = decode(item) {
+                if let Some(v) = decode(item, None) {
                     handle(&store, EventType::Added, v);
                 }
             }
             listed(&store);
-            let mut rx = match store.watch(None, list.resource_version, None).await {
+            let watch = if heads {
+                store.watch_heads(None, list.resource_version, None).await
+            } else {
+                store.watch(None, list.resource_version, None).await
+            };
+            let mut rx = match watch {
                 Ok(rx) => rx,
                 Err(e) => {
                     tracing::warn!(resource = %store.info().resource, error = %e, "controller watch failed; relisting");
@@ -238,7 +259,7 @@ fn follow_decoded<H, L>(
             while let Some(ev) = rx.recv().await {
                 match ev {
                     Ok(ev) => {
-                        if let Some(v) = decode(&ev.object.json) {
+                        if let Some(v) = decode(&ev.object.json, ev.head.as_ref()) {
                             handle(&store, ev.kind, v);
                         }
                     }
@@ -1258,8 +1279,22 @@ mod tests {
             .remove("managedFields");
         assert_eq!(head, want);
         assert_eq!(owner_uids(&head), vec!["o1".to_string()]);
-        assert_eq!(decode_full(&bytes), Some(obj));
+        assert_eq!(decode_full(&bytes, None), Some(obj));
         assert_eq!(decode_head(b"[1]"), None);
         assert_eq!(decode_head(b"{\"metadata\": 3}"), None);
+    }
+
+    /// A metadata follower takes the head the watch cache decoded (the
+    /// same value, not a parse of its own); an event without one (a
+    /// replay) is decoded.
+    #[test]
+    fn decode_head_shared_takes_the_caches_head() {
+        let bytes = br#"{"kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"v"}}"#;
+        let cached = Arc::new(json!({"kind": "ConfigMap", "metadata": {"name": "a"}}));
+        let taken = decode_head_shared(bytes, Some(&cached)).unwrap();
+        assert!(Arc::ptr_eq(&taken, &cached));
+        let decoded = decode_head_shared(bytes, None).unwrap();
+        assert_eq!(*decoded, *cached);
+        assert!(!Arc::ptr_eq(&decoded, &cached));
     }
 }

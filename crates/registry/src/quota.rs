@@ -747,7 +747,7 @@ impl QuotaController {
                 "pods" | "services" | "persistentvolumeclaims"
             );
         let relisted = self.clone();
-        let handle = move |_: &Arc<Store>, kind, obj: Value| {
+        let handle = move |_: &Arc<Store>, kind, obj: Arc<Value>| {
             if kind == EventType::Modified && !usage_changes {
                 return;
             }

@@ -1825,6 +1825,20 @@ impl Store {
             .map_err(|e| storage_error(self.info(), "", e))
     }
 
+    /// [`Store::watch`] whose live events carry the objects' heads
+    /// ([`WatchCache::watch_heads`]), for a follower of metadata only.
+    pub async fn watch_heads(
+        &self,
+        namespace: Option<&str>,
+        from: Revision,
+        filter: Option<FilterFn>,
+    ) -> Result<ubernetes_storage::cache::CacheWatchReceiver, ApiError> {
+        let prefix = self.list_prefix(namespace);
+        self.cache
+            .watch_heads(&prefix, from, filter)
+            .map_err(|e| storage_error(self.info(), "", e))
+    }
+
     /// Make sure reads see every write acknowledged so far, then return the
     /// cache revision (start point of a watch with no resourceVersion).
     pub async fn sync_revision(&self) -> Result<Revision, ApiError> {
