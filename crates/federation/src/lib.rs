@@ -140,6 +140,7 @@ pub mod planner;
 pub mod policy;
 pub mod pull;
 pub mod ready;
+mod record_status;
 pub mod revisions;
 pub mod rollout;
 pub mod scheduling;
