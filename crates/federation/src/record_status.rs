@@ -7,7 +7,7 @@
 //! 16 bytes, the member's resourceVersion and the observed generation as
 //! integers. An entry that does not fit (a message, replicas, drift, a
 //! rollout's fields, a hash or version in another form) and the status's
-//! conditions and rollout are kept whole beside the packed entries; a
+//! conditions and rollout are kept as JSON beside the packed entries; a
 //! reader gets the status back exactly as it came
 //! ([`Statuses::attach`]), built on demand.
 
@@ -96,7 +96,10 @@ impl Statuses {
             }
         }
         status.clusters = odd;
-        let rest = (status != PropagationRecordStatus::default()).then(|| Box::new(status));
+        let rest = (status != PropagationRecordStatus::default())
+            .then(|| serde_json::to_vec(&status).ok())
+            .flatten()
+            .map(Vec::into_boxed_slice);
         Packed {
             entries: entries.into_boxed_slice(),
             rest,
@@ -104,7 +107,11 @@ impl Statuses {
     }
 
     fn unpack(&self, p: &Packed) -> PropagationRecordStatus {
-        let mut status = p.rest.as_deref().cloned().unwrap_or_default();
+        let mut status: PropagationRecordStatus = p
+            .rest
+            .as_deref()
+            .and_then(|b| serde_json::from_slice(b).ok())
+            .unwrap_or_default();
         let mut odd = std::mem::take(&mut status.clusters).into_iter();
         let names = self.names.read();
         status.clusters = p
@@ -148,9 +155,11 @@ struct Names {
 struct Packed {
     entries: Box<[Entry]>,
     /// The entries that do not pack (in order, one per [`Entry::ODD`]) as
-    /// `clusters`, with the conditions and the rollout; `None` when there
-    /// is none of them (the usual record).
-    rest: Option<Box<PropagationRecordStatus>>,
+    /// `clusters`, with the conditions and the rollout, as JSON (an odd
+    /// entry, say a Failed one with its message, costs what it did as
+    /// JSON, not ~400 bytes decoded); `None` when there is none of them
+    /// (the usual record).
+    rest: Option<Box<[u8]>>,
 }
 
 /// One per-cluster entry: `name`, `state`, `observedGeneration`, `hash`
@@ -359,8 +368,12 @@ mod tests {
         let packed = statuses.by_record.lock().get(&key).cloned().expect("kept");
         let states: Vec<u8> = packed.entries.iter().map(|e| e.state).collect();
         assert_eq!(states, [1, 0, ODD, ODD, ODD, ODD, ODD, 2]);
+        let rest: Option<PropagationRecordStatus> = packed
+            .rest
+            .as_deref()
+            .and_then(|b| serde_json::from_slice(b).ok());
         assert_eq!(
-            packed.rest.as_ref().map(|r| r.clusters.len()),
+            rest.map(|r| r.clusters.len()),
             Some(5),
             "only the odd entries are kept whole"
         );
