@@ -14,6 +14,7 @@
 //! RBAC never denies, so any list holding `AlwaysAllow` allows everything;
 //! `RBAC` alone is the privileged group `system:masters`, then RBAC.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -22,7 +23,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use http::header::CONTENT_TYPE;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
 use ubernetes_rbac::filter::RequestRefused;
 use ubernetes_rbac::impersonation::{ImpersonationError, strip_impersonation_headers};
 use ubernetes_rbac::{Authorizer, Mode, RbacSource};
@@ -60,6 +61,34 @@ impl RbacSource for SnapshotSource {
     }
     fn cluster_role(&self, name: &str) -> Option<ClusterRole> {
         self.0.cluster_roles.get(name).cloned()
+    }
+    fn visit_cluster_role_bindings(&self, visit: &mut dyn FnMut(&ClusterRoleBinding) -> bool) {
+        for binding in self.0.cluster_role_bindings.values() {
+            if !visit(binding) {
+                return;
+            }
+        }
+    }
+    fn visit_role_bindings(&self, namespace: &str, visit: &mut dyn FnMut(&RoleBinding) -> bool) {
+        for binding in self
+            .0
+            .role_bindings
+            .get(namespace)
+            .into_iter()
+            .flat_map(|m| m.values())
+        {
+            if !visit(binding) {
+                return;
+            }
+        }
+    }
+    fn role_rules(&self, namespace: &str, name: &str) -> Option<Cow<'_, [PolicyRule]>> {
+        let role = self.0.roles.get(namespace)?.get(name)?;
+        Some(Cow::Borrowed(role.rules.as_deref().unwrap_or(&[])))
+    }
+    fn cluster_role_rules(&self, name: &str) -> Option<Cow<'_, [PolicyRule]>> {
+        let role = self.0.cluster_roles.get(name)?;
+        Some(Cow::Borrowed(role.rules.as_deref().unwrap_or(&[])))
     }
 }
 
@@ -215,16 +244,16 @@ pub(crate) async fn authorize_run<Fut: Future<Output = Response>>(
         Ok(ok) => {
             if let Some(audit) = &audit {
                 audit.authorization(true, &ok.reason);
-                if ok.impersonated {
-                    audit.impersonated_user(&ok.user);
+                if let Some(as_user) = &ok.impersonated {
+                    audit.impersonated_user(as_user);
                 }
             }
             // The parsed request, for the filters after this one (the
             // request metrics), as kube's `WithRequestInfo` context value.
             parts.extensions.insert(ok.info);
-            if ok.impersonated {
+            if let Some(as_user) = ok.impersonated {
                 strip_impersonation_headers(&mut parts.headers);
-                parts.extensions.insert(from_rbac_user(ok.user));
+                parts.extensions.insert(from_rbac_user(as_user));
             } else {
                 parts.extensions.insert(user);
             }

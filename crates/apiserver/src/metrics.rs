@@ -199,7 +199,7 @@ pub const MUTATING: &str = "mutating";
 /// and `apiserver_request_duration_seconds`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestLabels {
-    pub verb: String,
+    pub verb: &'static str,
     pub dry_run: String,
     pub group: String,
     pub version: String,
@@ -249,7 +249,7 @@ impl RequestLabels {
 
     fn values(&self) -> [&str; 8] {
         [
-            &self.verb,
+            self.verb,
             &self.dry_run,
             &self.group,
             &self.version,
@@ -262,7 +262,7 @@ impl RequestLabels {
 
     fn longrunning_values(&self) -> [&str; 7] {
         [
-            &self.verb,
+            self.verb,
             &self.group,
             &self.version,
             &self.resource,
@@ -289,33 +289,39 @@ fn scope(method: &Method, info: &RequestInfo) -> &'static str {
     }
 }
 
-/// kube's `cleanVerb(CanonicalVerb(method, scope), …)`.
+/// kube's `cleanVerb(CanonicalVerb(method, scope), …)`: one of
+/// [`VALID_VERBS`] or `other` (static: no string per request).
 fn reported_verb(
     method: &Method,
     scope: &str,
     content_type: Option<&str>,
     info: &RequestInfo,
-) -> String {
-    let method = method.as_str().to_ascii_uppercase();
-    let mut verb = match method.as_str() {
-        "GET" | "HEAD" if scope != "resource" && !scope.is_empty() => "LIST".to_string(),
-        "GET" | "HEAD" => "GET".to_string(),
-        _ => method,
+) -> &'static str {
+    // kube upper-cases the method; the comparisons ignore case instead.
+    let method = method.as_str();
+    let mut verb = if method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD") {
+        if scope != "resource" && !scope.is_empty() {
+            "LIST"
+        } else {
+            "GET"
+        }
+    } else {
+        method
     };
     if info.verb == "watch" {
-        verb = "WATCH".to_string();
+        verb = "WATCH";
     }
-    if verb == "PATCH" && content_type == Some("application/apply-patch+yaml") {
-        verb = "APPLY".to_string();
+    if verb.eq_ignore_ascii_case("PATCH") && content_type == Some("application/apply-patch+yaml") {
+        verb = "APPLY";
     }
     if info.is_resource_request && CONNECT_SUBRESOURCES.contains(&info.subresource.as_str()) {
-        verb = "CONNECT".to_string();
+        verb = "CONNECT";
     }
-    if VALID_VERBS.contains(&verb.as_str()) {
-        verb
-    } else {
-        "other".to_string()
-    }
+    VALID_VERBS
+        .iter()
+        .find(|valid| valid.eq_ignore_ascii_case(verb))
+        .copied()
+        .unwrap_or("other")
 }
 
 /// kube's `cleanDryRun`: the sorted, de-duplicated `dryRun` values, or
@@ -660,7 +666,7 @@ mod tests {
     /// (verb, group, version, resource, subresource, scope, component).
     fn short(l: &RequestLabels) -> (&str, &str, &str, &str, &str, &str, &str) {
         (
-            &l.verb,
+            l.verb,
             &l.group,
             &l.version,
             &l.resource,

@@ -8,6 +8,7 @@
 //! over its watch cache (or builds a [`StaticRbac`] snapshot); the authorizer
 //! does no I/O of its own.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use k8s_openapi::api::rbac::v1::{
@@ -45,6 +46,40 @@ pub trait RbacSource {
             .into_iter()
             .find(|r| r.metadata.name.as_deref() == Some(name))
     }
+
+    /// Call `visit` with each ClusterRoleBinding until it returns false;
+    /// override to lend them instead of copying them (the authorizer walks
+    /// them on every request RBAC decides).
+    fn visit_cluster_role_bindings(&self, visit: &mut dyn FnMut(&ClusterRoleBinding) -> bool) {
+        for binding in self.cluster_role_bindings() {
+            if !visit(&binding) {
+                return;
+            }
+        }
+    }
+
+    /// Call `visit` with each RoleBinding of a namespace until it returns
+    /// false; override to lend them instead of copying them.
+    fn visit_role_bindings(&self, namespace: &str, visit: &mut dyn FnMut(&RoleBinding) -> bool) {
+        for binding in self.role_bindings(namespace) {
+            if !visit(&binding) {
+                return;
+            }
+        }
+    }
+
+    /// The rules of one Role (`None`: no such Role); override to lend them.
+    fn role_rules(&self, namespace: &str, name: &str) -> Option<Cow<'_, [PolicyRule]>> {
+        self.role(namespace, name)
+            .map(|r| Cow::Owned(r.rules.unwrap_or_default()))
+    }
+
+    /// The rules of one ClusterRole (`None`: no such ClusterRole); override
+    /// to lend them.
+    fn cluster_role_rules(&self, name: &str) -> Option<Cow<'_, [PolicyRule]>> {
+        self.cluster_role(name)
+            .map(|r| Cow::Owned(r.rules.unwrap_or_default()))
+    }
 }
 
 impl<T: RbacSource + ?Sized> RbacSource for &T {
@@ -66,6 +101,18 @@ impl<T: RbacSource + ?Sized> RbacSource for &T {
     fn cluster_role(&self, name: &str) -> Option<ClusterRole> {
         (**self).cluster_role(name)
     }
+    fn visit_cluster_role_bindings(&self, visit: &mut dyn FnMut(&ClusterRoleBinding) -> bool) {
+        (**self).visit_cluster_role_bindings(visit)
+    }
+    fn visit_role_bindings(&self, namespace: &str, visit: &mut dyn FnMut(&RoleBinding) -> bool) {
+        (**self).visit_role_bindings(namespace, visit)
+    }
+    fn role_rules(&self, namespace: &str, name: &str) -> Option<Cow<'_, [PolicyRule]>> {
+        (**self).role_rules(namespace, name)
+    }
+    fn cluster_role_rules(&self, name: &str) -> Option<Cow<'_, [PolicyRule]>> {
+        (**self).cluster_role_rules(name)
+    }
 }
 
 impl<T: RbacSource + ?Sized> RbacSource for Arc<T> {
@@ -86,6 +133,18 @@ impl<T: RbacSource + ?Sized> RbacSource for Arc<T> {
     }
     fn cluster_role(&self, name: &str) -> Option<ClusterRole> {
         (**self).cluster_role(name)
+    }
+    fn visit_cluster_role_bindings(&self, visit: &mut dyn FnMut(&ClusterRoleBinding) -> bool) {
+        (**self).visit_cluster_role_bindings(visit)
+    }
+    fn visit_role_bindings(&self, namespace: &str, visit: &mut dyn FnMut(&RoleBinding) -> bool) {
+        (**self).visit_role_bindings(namespace, visit)
+    }
+    fn role_rules(&self, namespace: &str, name: &str) -> Option<Cow<'_, [PolicyRule]>> {
+        (**self).role_rules(namespace, name)
+    }
+    fn cluster_role_rules(&self, name: &str) -> Option<Cow<'_, [PolicyRule]>> {
+        (**self).cluster_role_rules(name)
     }
 }
 
@@ -136,6 +195,39 @@ impl RbacSource for StaticRbac {
     }
     fn cluster_role_bindings(&self) -> Vec<ClusterRoleBinding> {
         self.cluster_role_bindings.clone()
+    }
+    fn visit_cluster_role_bindings(&self, visit: &mut dyn FnMut(&ClusterRoleBinding) -> bool) {
+        for binding in &self.cluster_role_bindings {
+            if !visit(binding) {
+                return;
+            }
+        }
+    }
+    fn visit_role_bindings(&self, namespace: &str, visit: &mut dyn FnMut(&RoleBinding) -> bool) {
+        for binding in self
+            .role_bindings
+            .iter()
+            .filter(|b| in_namespace(&b.metadata.namespace, namespace))
+        {
+            if !visit(binding) {
+                return;
+            }
+        }
+    }
+    fn role_rules(&self, namespace: &str, name: &str) -> Option<Cow<'_, [PolicyRule]>> {
+        self.roles
+            .iter()
+            .find(|r| {
+                in_namespace(&r.metadata.namespace, namespace)
+                    && r.metadata.name.as_deref() == Some(name)
+            })
+            .map(|r| Cow::Borrowed(r.rules.as_deref().unwrap_or(&[])))
+    }
+    fn cluster_role_rules(&self, name: &str) -> Option<Cow<'_, [PolicyRule]>> {
+        self.cluster_roles
+            .iter()
+            .find(|r| r.metadata.name.as_deref() == Some(name))
+            .map(|r| Cow::Borrowed(r.rules.as_deref().unwrap_or(&[])))
     }
 }
 
@@ -273,13 +365,18 @@ impl<S: RbacSource> Authorizer<S> {
 
     /// Decide on a request, as kube-apiserver's authorizer chain does.
     pub fn authorize(&self, attrs: &Attributes) -> Decision {
-        if self.mode == Mode::AlwaysAllow {
-            return Decision::Allow(String::new());
+        match self.allows_outright(&attrs.user) {
+            Some(decision) => decision,
+            None => self.authorize_rbac(attrs),
         }
-        if attrs.user.in_group(SYSTEM_PRIVILEGED_GROUP) {
-            return Decision::Allow(String::new());
-        }
-        self.authorize_rbac(attrs)
+    }
+
+    /// The decision of the authorizers before RBAC, which allow `user`
+    /// whatever it asks (`AlwaysAllow`, the privileged group), or `None`
+    /// when RBAC decides.
+    pub fn allows_outright(&self, user: &UserInfo) -> Option<Decision> {
+        (self.mode == Mode::AlwaysAllow || user.in_group(SYSTEM_PRIVILEGED_GROUP))
+            .then(|| Decision::Allow(String::new()))
     }
 
     /// RBAC alone (`RBACAuthorizer.Authorize`), without the privileged group.
@@ -334,88 +431,103 @@ impl<S: RbacSource> Authorizer<S> {
         role_ref: &RoleRef,
         binding_namespace: &str,
     ) -> Result<Vec<PolicyRule>, RoleRefError> {
+        self.role_reference_rules_lent(role_ref, binding_namespace)
+            .map(Cow::into_owned)
+    }
+
+    /// [`Self::role_reference_rules`], lent by the source when it can.
+    fn role_reference_rules_lent(
+        &self,
+        role_ref: &RoleRef,
+        binding_namespace: &str,
+    ) -> Result<Cow<'_, [PolicyRule]>, RoleRefError> {
         match role_ref.kind.as_str() {
-            "Role" => match self.source.role(binding_namespace, &role_ref.name) {
-                Some(role) => Ok(role.rules.unwrap_or_default()),
-                None => Err(RoleRefError::NotFound {
+            "Role" => self
+                .source
+                .role_rules(binding_namespace, &role_ref.name)
+                .ok_or_else(|| RoleRefError::NotFound {
                     resource: "roles",
                     name: role_ref.name.clone(),
                 }),
-            },
-            "ClusterRole" => match self.source.cluster_role(&role_ref.name) {
-                Some(role) => Ok(role.rules.unwrap_or_default()),
-                None => Err(RoleRefError::NotFound {
+            "ClusterRole" => self
+                .source
+                .cluster_role_rules(&role_ref.name)
+                .ok_or_else(|| RoleRefError::NotFound {
                     resource: "clusterroles",
                     name: role_ref.name.clone(),
                 }),
-            },
             other => Err(RoleRefError::UnsupportedKind(other.to_string())),
         }
     }
 
     /// `VisitRulesFor`: cluster role bindings first, then the namespace's
-    /// role bindings; the visitor returns false to stop.
+    /// role bindings; the visitor returns false to stop. The bindings and
+    /// the rules of their roles are lent by the source, not copied.
     pub fn visit_rules_for(&self, user: &UserInfo, namespace: &str, visitor: &mut RuleVisitor<'_>) {
-        for binding in self.source.cluster_role_bindings() {
-            let subjects = binding.subjects.as_deref().unwrap_or(&[]);
-            let Some(subject) = subjects.iter().find(|s| applies_to_user(user, s, "")) else {
-                continue;
-            };
-            let rules = match self.role_reference_rules(&binding.role_ref, "") {
-                Ok(rules) => rules,
-                Err(err) => {
-                    if !visitor(None, None, Some(err.to_string())) {
-                        return;
-                    }
-                    continue;
-                }
-            };
-            let source = RuleSource {
-                binding_kind: "ClusterRoleBinding",
-                binding_name: binding.metadata.name.clone().unwrap_or_default(),
-                binding_namespace: String::new(),
-                role_ref: binding.role_ref.clone(),
-                subject: subject.clone(),
-            };
-            for rule in &rules {
-                if !visitor(Some(&source), Some(rule), None) {
-                    return;
-                }
-            }
-        }
-        if namespace.is_empty() {
+        let mut go_on = true;
+        self.source.visit_cluster_role_bindings(&mut |binding| {
+            go_on = self.visit_binding(
+                user,
+                "ClusterRoleBinding",
+                "",
+                binding.metadata.name.as_deref(),
+                &binding.role_ref,
+                binding.subjects.as_deref(),
+                visitor,
+            );
+            go_on
+        });
+        if !go_on || namespace.is_empty() {
             return;
         }
-        for binding in self.source.role_bindings(namespace) {
-            let subjects = binding.subjects.as_deref().unwrap_or(&[]);
-            let Some(subject) = subjects
-                .iter()
-                .find(|s| applies_to_user(user, s, namespace))
-            else {
-                continue;
-            };
-            let rules = match self.role_reference_rules(&binding.role_ref, namespace) {
-                Ok(rules) => rules,
-                Err(err) => {
-                    if !visitor(None, None, Some(err.to_string())) {
-                        return;
-                    }
-                    continue;
-                }
-            };
-            let source = RuleSource {
-                binding_kind: "RoleBinding",
-                binding_name: binding.metadata.name.clone().unwrap_or_default(),
-                binding_namespace: namespace.to_string(),
-                role_ref: binding.role_ref.clone(),
-                subject: subject.clone(),
-            };
-            for rule in &rules {
-                if !visitor(Some(&source), Some(rule), None) {
-                    return;
-                }
-            }
-        }
+        self.source.visit_role_bindings(namespace, &mut |binding| {
+            self.visit_binding(
+                user,
+                "RoleBinding",
+                namespace,
+                binding.metadata.name.as_deref(),
+                &binding.role_ref,
+                binding.subjects.as_deref(),
+                visitor,
+            )
+        });
+    }
+
+    /// One binding of [`Self::visit_rules_for`] (`namespace` empty for a
+    /// ClusterRoleBinding): its rules when a subject names `user`. Returns
+    /// false when the visitor stopped.
+    #[allow(clippy::too_many_arguments)] // the parts of either binding kind
+    fn visit_binding(
+        &self,
+        user: &UserInfo,
+        binding_kind: &'static str,
+        namespace: &str,
+        binding_name: Option<&str>,
+        role_ref: &RoleRef,
+        subjects: Option<&[Subject]>,
+        visitor: &mut RuleVisitor<'_>,
+    ) -> bool {
+        let subjects = subjects.unwrap_or(&[]);
+        let Some(subject) = subjects
+            .iter()
+            .find(|s| applies_to_user(user, s, namespace))
+        else {
+            return true;
+        };
+        let rules = match self.role_reference_rules_lent(role_ref, namespace) {
+            Ok(rules) => rules,
+            Err(err) => return visitor(None, None, Some(err.to_string())),
+        };
+        let source = RuleSource {
+            binding_kind,
+            binding_name: binding_name.unwrap_or_default().to_string(),
+            binding_namespace: namespace.to_string(),
+            role_ref: role_ref.clone(),
+            subject: subject.clone(),
+        };
+        rules
+            .iter()
+            .all(|rule| visitor(Some(&source), Some(rule), None))
     }
 }
 

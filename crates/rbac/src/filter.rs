@@ -15,10 +15,9 @@ use crate::user::UserInfo;
 /// A request that may go on: who it acts as and what it asks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Authorized {
-    /// The user to act as (the impersonated one if headers asked for it).
-    pub user: UserInfo,
-    /// Whether the user came from impersonation headers (strip them then).
-    pub impersonated: bool,
+    /// The impersonated user, when headers asked for one (strip them
+    /// then); `None`: the request acts as the authenticated user.
+    pub impersonated: Option<UserInfo>,
     pub info: RequestInfo,
     /// The authorizer's reason for allowing it (for the audit log's
     /// `authorization.k8s.io/reason`).
@@ -67,24 +66,29 @@ pub fn authorize_request<S: RbacSource>(
 ) -> Result<Authorized, RequestRefused> {
     let info = RequestInfo::parse(method, path, query)
         .map_err(|e| RequestRefused::RequestInfo(e.to_string()))?;
-    let (user, impersonated) = match impersonate(authz, user, headers) {
-        Ok(Some(as_user)) => (as_user, true),
-        Ok(None) => (user.clone(), false),
-        Err(e) => return Err(RequestRefused::Impersonation(e)),
+    let impersonated = impersonate(authz, user, headers).map_err(RequestRefused::Impersonation)?;
+    let acting = impersonated.as_ref().unwrap_or(user);
+    // The privileged group and `AlwaysAllow` allow whatever the request
+    // is, with an empty reason: no attributes to build for them (the
+    // common case of an admin client).
+    let reason = match authz.allows_outright(acting) {
+        Some(decision) => decision.reason().to_string(),
+        None => {
+            let attrs = Attributes::from_request(acting, &info);
+            let decision = authz.authorize(&attrs);
+            if !decision.is_allowed() {
+                return Err(RequestRefused::Forbidden(
+                    forbidden_error(&attrs, decision.reason()),
+                    decision.reason().to_string(),
+                ));
+            }
+            decision.reason().to_string()
+        }
     };
-    let attrs = Attributes::from_request(&user, &info);
-    let decision = authz.authorize(&attrs);
-    if !decision.is_allowed() {
-        return Err(RequestRefused::Forbidden(
-            forbidden_error(&attrs, decision.reason()),
-            decision.reason().to_string(),
-        ));
-    }
     Ok(Authorized {
-        user,
         impersonated,
         info,
-        reason: decision.reason().to_string(),
+        reason,
     })
 }
 
@@ -120,7 +124,7 @@ mod tests {
             "",
             &HeaderMap::new(),
         );
-        assert!(ok.is_ok_and(|a| !a.impersonated && a.info.verb == "list"));
+        assert!(ok.is_ok_and(|a| a.impersonated.is_none() && a.info.verb == "list"));
         let whoami = authorize_request(
             &authz,
             &admin,
@@ -129,7 +133,7 @@ mod tests {
             "",
             &h,
         );
-        assert!(whoami.is_ok_and(|a| a.impersonated && a.user.name == "bob"));
+        assert!(whoami.is_ok_and(|a| a.impersonated.is_some_and(|u| u.name == "bob")));
     }
 
     #[test]
